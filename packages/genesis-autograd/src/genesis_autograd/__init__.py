@@ -1,0 +1,55 @@
+"""genesis_autograd: Tensor, Function and the backward engine.
+
+It sits on genesis_ndarray and re-exports what the layer above needs from it
+(dtypes, devices, the CUDA runtime facade), so that genesis never reaches past it.
+"""
+
+from genesis_ndarray import (
+    ALL_DTYPES,
+    Device,
+    DType,
+    NDArray,
+    as_device,
+    as_dtype,
+    bfloat16,
+    bool_,
+    cuda,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
+)
+
+from . import functions
+from .autograd_api import backward, grad
+from .factories import (
+    arange, as_tensor, cat, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed,
+    normal, ones, ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros,
+    zeros_like,
+)
+from .function import Function, Node
+from .grad_mode import (
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .tensor import Tensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ALL_DTYPES", "DType", "Device", "Function", "GradcheckError", "NDArray", "Node", "Tensor", "arange",
+    "as_device", "as_dtype", "as_tensor", "backward", "bfloat16", "bool_", "cat", "cuda", "empty",
+    "empty_like", "enable_grad", "eye", "float16", "float32", "float64", "from_numpy", "full", "full_like",
+    "functions", "get_default_dtype", "grad", "gradcheck", "gradgradcheck", "inference_mode", "int8",
+    "int16", "int32", "int64", "is_grad_enabled", "is_inference_mode_enabled", "linspace", "manual_seed",
+    "no_grad", "normal", "ones", "ones_like", "promote_types", "rand", "rand_like", "randint", "randn",
+    "randn_like", "set_default_dtype", "set_grad_enabled", "stack", "tensor", "uint8", "where", "zeros",
+    "zeros_like",
+]

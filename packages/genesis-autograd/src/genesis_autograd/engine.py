@@ -1,0 +1,145 @@
+"""The backward engine: walk the graph from the outputs in reverse topological
+order, summing gradients per node, and deliver them to leaves or to the
+requested inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import grad_mode
+from .function import AccumulateGrad, Node
+
+
+def _roots(tensors, grad_tensors):
+    from .tensor import Tensor
+
+    roots = []
+    for t, g in zip(tensors, grad_tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward expects Tensors, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs (got a tensor of shape "
+                    f"{list(t.shape)})"
+                )
+            from .factories import ones_like
+
+            g = ones_like(t)
+        elif not isinstance(g, Tensor):
+            from .factories import tensor as make
+
+            g = make(g, dtype=t.dtype, device=t.device)
+        if tuple(g.shape) != tuple(t.shape):
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[0] has a shape of {list(g.shape)} and output[0] has a shape "
+                f"of {list(t.shape)}."
+            )
+        roots.append((t._grad_edge(), g))
+    return roots
+
+
+def _topological_order(starts) -> list:
+    """Nodes reachable from ``starts``, each after every node that feeds it a gradient."""
+    order, seen = [], set()
+    for start in starts:
+        if id(start) in seen:
+            continue
+        seen.add(id(start))
+        stack = [(start, iter(start.next_functions))]
+        while stack:
+            node, children = stack[-1]
+            for child, _ in children:
+                if child is not None and id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, iter(child.next_functions)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    order.reverse()
+    return order
+
+
+def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool, create_graph: bool,
+                 inputs: Sequence | None = None, allow_unused: bool = False,
+                 accumulate: bool = True):
+    """Shared by Tensor.backward and autograd.grad.
+
+    With ``inputs`` and ``accumulate=False`` (autograd.grad) the gradients of those
+    inputs are returned and no ``.grad`` is touched.
+    """
+    roots = _roots(tensors, grad_tensors)
+    pending: dict = {}  # node -> one gradient slot per output of the node
+    for (node, nr), g in roots:
+        _add(pending, node, nr, g)
+    wanted = None
+    if inputs is not None:
+        wanted = {}
+        for i, t in enumerate(inputs):
+            edge = t._grad_edge() if t.requires_grad else (None, 0)
+            if edge[0] is None:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            wanted[edge[0]] = (i, edge[1])
+    results = [None] * (len(inputs) if inputs is not None else 0)
+
+    order = _topological_order([node for (node, _), _ in roots])
+    with grad_mode.set_grad_enabled(create_graph):
+        for node in order:
+            grads = pending.pop(node, None)
+            if grads is None:
+                continue
+            if wanted is not None and node in wanted:
+                index, nr = wanted[node]
+                results[index] = grads[nr]
+                if not accumulate and isinstance(node, AccumulateGrad):
+                    continue
+            if isinstance(node, AccumulateGrad):
+                if accumulate:
+                    node.variable._accumulate_grad(grads[0], create_graph)
+                continue
+            if node._freed:
+                node.saved_tensors  # raises the "backward a second time" error
+            grads = _materialize(node, grads)
+            grad_inputs = node.apply(*grads)
+            if len(grad_inputs) < len(node.next_functions):
+                raise RuntimeError(
+                    f"function {node.name()} returned an incorrect number of gradients (expected "
+                    f"{len(node.next_functions)}, got {len(grad_inputs)})"
+                )
+            for (child, nr), g in zip(node.next_functions, grad_inputs):
+                if child is not None and g is not None:
+                    _add(pending, child, nr, g)
+            if not retain_graph:
+                node.release()
+    if inputs is not None and not allow_unused:
+        for i, r in enumerate(results):
+            if r is None:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {i}) appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior."
+                )
+    return results
+
+
+def _add(pending: dict, node, nr: int, grad) -> None:
+    slots = pending.get(node)
+    if slots is None:
+        slots = [None] * (node.num_outputs if isinstance(node, Node) else 1)
+        pending[node] = slots
+    slots[nr] = grad if slots[nr] is None else slots[nr] + grad
+
+
+def _materialize(node: Node, grads: list) -> list:
+    """Missing output gradients become zeros (torch's materialize_grads default)."""
+    if all(g is not None for g in grads) or not node.materialize_grads:
+        return grads
+    outputs = node.__dict__.get("_output_meta")
+    from .factories import zeros
+
+    return [
+        g if g is not None else zeros(*outputs[i][0], dtype=outputs[i][1], device=outputs[i][2])
+        for i, g in enumerate(grads)
+    ]

@@ -1,0 +1,92 @@
+"""matmul, softmax and log_softmax."""
+
+from __future__ import annotations
+
+from ..function import Function
+from ._util import saved_output
+
+
+class MatMul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+        ctx.ndims = (a.ndim, b.ndim)
+        ctx.shapes = (tuple(a.shape), tuple(b.shape))
+        return a.data.matmul(b.data)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        na, nb = ctx.ndims
+        sa, sb = ctx.shapes
+        if na == 1 and nb == 1:  # dot product
+            return (g * b if ctx.needs_input_grad[0] else None, g * a if ctx.needs_input_grad[1] else None)
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            if na == 1:  # (K) @ (..., K, N): the row gradient summed over the batch
+                ga = g.unsqueeze(-2).matmul(b.mT).reshape(-1, sa[0]).sum(0)
+            elif nb == 1:  # (..., M, K) @ (K): outer product of g and b
+                ga = _batch_sum_to(g.unsqueeze(-1).matmul(b.unsqueeze(-2)), sa)
+            else:
+                ga = _batch_sum_to(g.matmul(b.mT), sa)
+        if ctx.needs_input_grad[1]:
+            if nb == 1:
+                gb = a.mT.matmul(g.unsqueeze(-1)).reshape(-1, sb[0]).sum(0)
+            elif na == 1:
+                gb = _batch_sum_to(a.unsqueeze(-1).matmul(g.unsqueeze(-2)), sb)
+            else:
+                gb = _batch_sum_to(a.mT.matmul(g), sb)
+        return ga, gb
+
+
+def _batch_sum_to(grad, shape):
+    """Sum a gradient over the batch dims its operand was broadcast along."""
+    lead = grad.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape[:-2]) if s == 1 and grad.shape[lead + i] != 1
+    )
+    if dims:
+        grad = grad.sum(dims, keepdim=True)
+    return grad.reshape(*shape) if tuple(grad.shape) != tuple(shape) else grad
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.save_for_backward(a)
+        ctx.dim = dim
+        ctx.out = a.data.softmax(dim)
+        return ctx.out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..tensor import Tensor
+
+        if g.requires_grad or _recording():
+            y = saved_output(ctx, lambda a: a.softmax(ctx.dim))
+            return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None
+        return Tensor(ctx.out.softmax_backward(g.data, ctx.dim, log=False)), None
+
+
+class LogSoftmax(Function):
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.save_for_backward(a)
+        ctx.dim = dim
+        ctx.out = a.data.log_softmax(dim)
+        return ctx.out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..tensor import Tensor
+
+        if g.requires_grad or _recording():
+            y = saved_output(ctx, lambda a: a.log_softmax(ctx.dim))
+            return g - y.exp() * g.sum(ctx.dim, keepdim=True), None
+        return Tensor(ctx.out.softmax_backward(g.data, ctx.dim, log=True)), None
+
+
+def _recording() -> bool:
+    from .. import grad_mode
+
+    return grad_mode.is_grad_enabled()

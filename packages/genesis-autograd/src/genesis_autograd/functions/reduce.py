@@ -1,0 +1,183 @@
+"""Reductions. Each backward re-expands the gradient over the reduced dims."""
+
+from __future__ import annotations
+
+import math
+
+from genesis_ndarray.shape import normalize_dims
+
+from ..function import Function
+
+
+def _dims(a, dim) -> tuple[int, ...]:
+    return normalize_dims(dim, a.ndim) if a.ndim else ()
+
+
+def _expand_back(g, shape, dims, keepdim):
+    """A reduced gradient viewed back to the input's shape (no copy)."""
+    if not keepdim and dims:
+        kept = tuple(1 if i in dims else s for i, s in enumerate(shape))
+        g = g.reshape(kept)
+    return g.expand(*shape)
+
+
+class Sum(Function):
+    @staticmethod
+    def forward(ctx, a, dim, keepdim, dtype):
+        ctx.geometry = (tuple(a.shape), _dims(a, dim), keepdim, a.dtype)
+        return a.data.sum(dim, keepdim, dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dims, keepdim, dtype = ctx.geometry
+        return _expand_back(g, shape, dims, keepdim).to(dtype), None, None, None
+
+
+class Mean(Function):
+    @staticmethod
+    def forward(ctx, a, dim, keepdim, dtype):
+        dims = _dims(a, dim)
+        ctx.geometry = (tuple(a.shape), dims, keepdim, a.dtype)
+        ctx.count = math.prod(a.shape[d] for d in dims)
+        return a.data.mean(dim, keepdim, dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dims, keepdim, dtype = ctx.geometry
+        return (_expand_back(g, shape, dims, keepdim) / ctx.count).to(dtype), None, None, None
+
+
+class _Extreme(Function):
+    """amax / amin: the gradient is shared evenly among tied extremes, as torch."""
+
+    op = ""
+
+    @classmethod
+    def _forward(cls, ctx, a, dim, keepdim):
+        ctx.save_for_backward(a)
+        ctx.geometry = (tuple(a.shape), _dims(a, dim), keepdim)
+        out = getattr(a.data, cls.op)(dim, keepdim)
+        ctx.out = out
+        return out
+
+    @staticmethod
+    def _backward(ctx, g):
+        from ..tensor import Tensor
+
+        (a,) = ctx.saved_tensors
+        shape, dims, keepdim = ctx.geometry
+        out = _expand_back(Tensor(ctx.out), shape, dims, keepdim)
+        hit = (a == out).to(g.dtype)
+        count = hit.sum(dims, keepdim=True) if dims else hit
+        return _expand_back(g, shape, dims, keepdim) * hit / count, None, None
+
+
+class Amax(_Extreme):
+    op = "amax"
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim):
+        return Amax._forward(ctx, a, dim, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Extreme._backward(ctx, g)
+
+
+class Amin(_Extreme):
+    op = "amin"
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim):
+        return Amin._forward(ctx, a, dim, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Extreme._backward(ctx, g)
+
+
+class _ExtremeDim(Function):
+    """max / min along a dim: (values, indices); the gradient goes to the index."""
+
+    op = ""
+
+    @classmethod
+    def _forward(cls, ctx, a, dim, keepdim):
+        values, indices = getattr(a.data, cls.op)(dim, keepdim)
+        dim = _dims(a, dim)[0] if a.ndim else 0
+        ctx.geometry = (tuple(a.shape), dim, keepdim, a.dtype, a.device)
+        ctx.indices = indices
+        ctx.mark_non_differentiable(1)
+        return values, indices
+
+    @staticmethod
+    def _backward(ctx, g, _g_indices):
+        from genesis_ndarray import arange
+
+        from ..tensor import Tensor
+
+        shape, dim, keepdim, dtype, device = ctx.geometry
+        if not shape:
+            return g, None, None
+        index = ctx.indices if keepdim else ctx.indices.unsqueeze(dim)
+        positions = arange(shape[dim], device=device).reshape(
+            *[shape[dim] if i == dim else 1 for i in range(len(shape))]
+        )
+        one_hot = Tensor((positions == index).astype(dtype))
+        return _expand_back(g, shape, (dim,), keepdim) * one_hot, None, None
+
+
+class MaxDim(_ExtremeDim):
+    op = "max"
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim):
+        return MaxDim._forward(ctx, a, dim, keepdim)
+
+    @staticmethod
+    def backward(ctx, g, gi):
+        return _ExtremeDim._backward(ctx, g, gi)
+
+
+class MinDim(_ExtremeDim):
+    op = "min"
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim):
+        return MinDim._forward(ctx, a, dim, keepdim)
+
+    @staticmethod
+    def backward(ctx, g, gi):
+        return _ExtremeDim._backward(ctx, g, gi)
+
+
+class Var(Function):
+    @staticmethod
+    def forward(ctx, a, dim, correction, keepdim):
+        dims = _dims(a, dim)
+        ctx.save_for_backward(a)
+        ctx.geometry = (tuple(a.shape), dims, keepdim)
+        ctx.denominator = max(math.prod(a.shape[d] for d in dims) - correction, 0)
+        return a.data.var(dim, correction, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        shape, dims, keepdim = ctx.geometry
+        centered = a - a.mean(dims, keepdim=True)
+        return _expand_back(g, shape, dims, keepdim) * centered * (2.0 / ctx.denominator), None, None, None
+
+
+class Logsumexp(Function):
+    @staticmethod
+    def forward(ctx, a, dim, keepdim):
+        ctx.save_for_backward(a)
+        ctx.geometry = (tuple(a.shape), _dims(a, dim), keepdim)
+        return a.data.logsumexp(dim, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        shape, dims, keepdim = ctx.geometry
+        out = a.logsumexp(dims, keepdim=True)
+        return _expand_back(g, shape, dims, keepdim) * (a - out).exp(), None, None

@@ -1,0 +1,708 @@
+"""Elementwise kernels: unary, binary and ternary ops over any strides, with casts.
+
+One kernel per arity. Every operand is read in place through its own strides (no
+hidden ``.contiguous()``): the launcher collapses the iteration space and, when
+every operand is contiguous after that, takes the vectorised path (``CONTIG``),
+where whole blocks load without a mask and only the ragged tail is masked, so the
+compiler emits 16-byte accesses. Values are converted to the compute dtype
+(``CDT``; float32 for float16/bfloat16), the op runs, and the result is cast to
+the output's dtype (``!= 0`` for bool, truncation for float -> int, as torch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from .buffer import BufferLike, accumulate_dtype, check_same_shape, dtype_info
+from .mathlib import lib
+from .runtime import INTERPRET, Kernel, cdiv, ptr_type
+from .strided import layout, offset_of, size_types, stride_types
+
+# ----------------------------------------------------------------------------------------------
+# Device helpers
+# ----------------------------------------------------------------------------------------------
+
+
+# The interpreter truncates float32 -> bfloat16; the GPU rounds to nearest even. Emulate
+# the GPU under the interpreter so CPU tests see the same numbers.
+_EMULATE_BF16_ROUNDING = tl.constexpr(INTERPRET)
+
+
+@triton.jit
+def _bf16_round(v):
+    u = v.to(tl.uint32, bitcast=True)
+    rounded = u + 0x7FFF + ((u >> 16) & 1)
+    u = tl.where(v != v, u | 0x400000, rounded)  # keep NaN a (quiet) NaN
+    return (u >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+
+
+@triton.jit
+def cast_to(v, DT: tl.constexpr):
+    """Cast as torch does: to bool means ``!= 0``, float -> int truncates.
+
+    Conversions from or to the 16-bit floats go through float32 (exact on the way up;
+    the same double rounding as torch on the way down from float64).
+    """
+    if DT == tl.int1:
+        return v != 0
+    elif v.dtype == DT:
+        return v
+    elif DT == tl.bfloat16 and _EMULATE_BF16_ROUNDING:
+        return _bf16_round(v.to(tl.float32))
+    elif (v.dtype == tl.float16 or v.dtype == tl.bfloat16) and DT != tl.float32:
+        return v.to(tl.float32).to(DT)
+    elif (DT == tl.float16 or DT == tl.bfloat16) and v.dtype != tl.float32:
+        return v.to(tl.float32).to(DT)
+    else:
+        return v.to(DT)
+
+
+@triton.jit
+def div_rn(a, b):
+    """IEEE division: Triton's ``/`` on float32 is the 2-ulp approximate instruction."""
+    if b.dtype == tl.float32:
+        return tl.div_rn(a, b)
+    else:
+        return a / b
+
+
+@triton.jit
+def _floor_divide(a, b, CDT: tl.constexpr):
+    if CDT.is_floating():
+        # torch's div_floor_floating: exact for representable quotients, sign-correct zeros.
+        mod = lib.fmod(a, b)
+        div = div_rn(a - mod, b)
+        div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+        fl = lib.floor(div)
+        fl = tl.where(div - fl > 0.5, fl + 1, fl)
+        q = div_rn(a, b)
+        zero_sign = tl.where(q < 0, -0.0, 0.0).to(CDT)
+        res = tl.where(div == 0, zero_sign, fl)
+        return tl.where(b == 0, q, res)
+    else:
+        q = a // b
+        r = a % b
+        return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+
+
+@triton.jit
+def _remainder(a, b, CDT: tl.constexpr):
+    if CDT.is_floating():
+        r = lib.fmod(a, b)
+    else:
+        r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+@triton.jit
+def _int_pow(a, b):
+    # Square-and-multiply over the 63 exponent bits; negative exponents give 0 except for |a| == 1.
+    result = a * 0 + 1
+    base = a
+    e = b
+    for _ in range(63):
+        result = tl.where((e & 1) != 0, result * base, result)
+        base = base * base
+        e = e >> 1
+    neg = b < 0
+    special = tl.where(a == 1, 1, tl.where(a == -1, tl.where((b & 1) != 0, -1, 1), 0))
+    return tl.where(neg, special.to(result.dtype), result)
+
+
+@triton.jit
+def unary_op(x, OP: tl.constexpr):
+    """``x`` is already in the compute dtype."""
+    if OP == "identity":
+        return x
+    elif OP == "neg":
+        return -x
+    elif OP == "abs":
+        return tl.abs(x)
+    elif OP == "square":
+        return x * x
+    elif OP == "exp":
+        return lib.exp(x)
+    elif OP == "exp2":
+        return lib.exp2(x)
+    elif OP == "expm1":
+        return lib.expm1(x)
+    elif OP == "log":
+        return lib.log(x)
+    elif OP == "log2":
+        return lib.log2(x)
+    elif OP == "log10":
+        return lib.log10(x)
+    elif OP == "log1p":
+        return lib.log1p(x)
+    elif OP == "sqrt":
+        return lib.sqrt(x)
+    elif OP == "rsqrt":
+        return lib.rsqrt(x)
+    elif OP == "sin":
+        return lib.sin(x)
+    elif OP == "cos":
+        return lib.cos(x)
+    elif OP == "tan":
+        return lib.tan(x)
+    elif OP == "tanh":
+        return lib.tanh(x)
+    elif OP == "asin":
+        return lib.asin(x)
+    elif OP == "acos":
+        return lib.acos(x)
+    elif OP == "atan":
+        return lib.atan(x)
+    elif OP == "sinh":
+        return lib.sinh(x)
+    elif OP == "cosh":
+        return lib.cosh(x)
+    elif OP == "asinh":
+        return lib.asinh(x)
+    elif OP == "acosh":
+        return lib.acosh(x)
+    elif OP == "atanh":
+        return lib.atanh(x)
+    elif OP == "erf":
+        return lib.erf(x)
+    elif OP == "erfc":
+        return lib.erfc(x)
+    elif OP == "lgamma":
+        return lib.lgamma(x)
+    elif OP == "sigmoid":
+        return div_rn(1.0, 1.0 + lib.exp(-x))
+    elif OP == "logsigmoid":
+        return tl.minimum(x, 0.0) - lib.log1p(lib.exp(-tl.abs(x)))
+    elif OP == "softplus":
+        return tl.where(x > 20.0, x, lib.log1p(lib.exp(x)))
+    elif OP == "relu":
+        return tl.where(x < 0, 0, x)
+    elif OP == "gelu":
+        return 0.5 * x * (1.0 + lib.erf(x * 0.7071067811865476))
+    elif OP == "gelu_tanh":
+        inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1.0 + lib.tanh(inner))
+    elif OP == "silu":
+        return div_rn(x, 1.0 + lib.exp(-x))
+    elif OP == "mish":
+        return x * lib.tanh(tl.where(x > 20.0, x, lib.log1p(lib.exp(x))))
+    elif OP == "sign":
+        return (x > 0).to(x.dtype) - (x < 0).to(x.dtype)
+    elif OP == "floor":
+        return lib.floor(x)
+    elif OP == "ceil":
+        return lib.ceil(x)
+    elif OP == "round":
+        return lib.rint(x)  # half to even, as torch.round
+    elif OP == "trunc":
+        return lib.trunc(x)
+    elif OP == "frac":
+        return x - lib.trunc(x)
+    elif OP == "reciprocal":
+        return div_rn(1.0, x)
+    elif OP == "isnan":
+        return x != x
+    elif OP == "isinf":
+        return tl.abs(x) == float("inf")
+    elif OP == "isfinite":
+        return (x == x) & (tl.abs(x) != float("inf"))
+    elif OP == "isposinf":
+        return x == float("inf")
+    elif OP == "isneginf":
+        return x == float("-inf")
+    elif OP == "logical_not":
+        return x == 0
+    elif OP == "bitwise_not":
+        return ~x
+    else:
+        tl.static_assert(False, "unknown unary op")
+
+
+@triton.jit
+def binary_op(a, b, OP: tl.constexpr, CDT: tl.constexpr):
+    """``a`` and ``b`` are already in the compute dtype (one may be a scalar)."""
+    if OP == "add":
+        return a + b
+    elif OP == "sub":
+        return a - b
+    elif OP == "mul":
+        return a * b
+    elif OP == "div":
+        return div_rn(a, b)
+    elif OP == "floordiv":
+        return _floor_divide(a, b, CDT)
+    elif OP == "remainder":
+        return _remainder(a, b, CDT)
+    elif OP == "fmod":
+        if CDT.is_floating():
+            return lib.fmod(a, b)
+        else:
+            return a % b
+    elif OP == "pow":
+        if CDT.is_floating():
+            return lib.pow(a, b)
+        else:
+            return _int_pow(a, b)
+    elif OP == "maximum":
+        if CDT.is_floating():
+            return tl.where((a > b) | (a != a), a, b)  # NaN propagates, as torch.maximum
+        else:
+            return tl.maximum(a, b)
+    elif OP == "minimum":
+        if CDT.is_floating():
+            return tl.where((a < b) | (a != a), a, b)
+        else:
+            return tl.minimum(a, b)
+    elif OP == "atan2":
+        return lib.atan2(a, b)
+    elif OP == "hypot":
+        return lib.hypot(a, b)
+    elif OP == "eq":
+        return a == b
+    elif OP == "ne":
+        return a != b
+    elif OP == "lt":
+        return a < b
+    elif OP == "le":
+        return a <= b
+    elif OP == "gt":
+        return a > b
+    elif OP == "ge":
+        return a >= b
+    elif OP == "logical_and":
+        return (a != 0) & (b != 0)
+    elif OP == "logical_or":
+        return (a != 0) | (b != 0)
+    elif OP == "logical_xor":
+        return (a != 0) ^ (b != 0)
+    elif OP == "bitwise_and":
+        return a & b
+    elif OP == "bitwise_or":
+        return a | b
+    elif OP == "bitwise_xor":
+        return a ^ b
+    elif OP == "lshift":
+        return a << b
+    elif OP == "rshift":
+        return a >> b
+    else:
+        tl.static_assert(False, "unknown binary op")
+
+
+@triton.jit
+def ternary_op(a, b, c, value, OP: tl.constexpr, CDT: tl.constexpr):
+    if OP == "where":
+        return tl.where(a != 0, b, c)
+    elif OP == "clamp":
+        r = tl.where(a < b, b, a)  # a NaN in ``a`` stays NaN, as torch.clamp
+        return tl.where(r > c, c, r)
+    elif OP == "clamp_min":
+        return tl.where(a < b, b, a)
+    elif OP == "clamp_max":
+        return tl.where(a > c, c, a)
+    elif OP == "lerp":
+        d = b - a
+        return tl.where(tl.abs(c) < 0.5, a + c * d, b - d * (1.0 - c))
+    elif OP == "addcmul":
+        return a + value * b * c
+    elif OP == "addcdiv":
+        return a + value * div_rn(b, c)
+    else:
+        tl.static_assert(False, "unknown ternary op")
+
+
+@triton.jit
+def _load(p, off, mask, SCALAR: tl.constexpr, CDT: tl.constexpr):
+    if SCALAR:
+        return cast_to(p, CDT)
+    else:
+        return cast_to(tl.load(p + off, mask=mask), CDT)
+
+
+@triton.jit
+def _flat_index(n, BLOCK: tl.constexpr, INT64: tl.constexpr):
+    pid = tl.program_id(0)
+    if INT64:
+        start = pid.to(tl.int64) * BLOCK
+    else:
+        start = pid * BLOCK
+    return start, start + tl.arange(0, BLOCK)
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _unary_body(x, out, ix, io, mask, OP: tl.constexpr, CDT: tl.constexpr, X_SCALAR: tl.constexpr,
+                BLOCK: tl.constexpr):
+    if X_SCALAR:
+        v = tl.full([BLOCK], cast_to(x, CDT), CDT)
+    else:
+        v = cast_to(tl.load(x + ix, mask=mask), CDT)
+    r = unary_op(v, OP)
+    tl.store(out + io, cast_to(r, out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _unary_kernel(x, out, n, S1, S2, S3, S4, S5, S6, S7,
+                  x0, x1, x2, x3, x4, x5, x6, x7, o0, o1, o2, o3, o4, o5, o6, o7,
+                  OP: tl.constexpr, CDT: tl.constexpr, X_SCALAR: tl.constexpr, RANK: tl.constexpr,
+                  CONTIG: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+    start, i = _flat_index(n, BLOCK, INT64)
+    if CONTIG:
+        if start + BLOCK <= n:
+            _unary_body(x, out, i, i, None, OP, CDT, X_SCALAR, BLOCK)
+        else:
+            _unary_body(x, out, i, i, i < n, OP, CDT, X_SCALAR, BLOCK)
+    else:
+        ix = offset_of(i, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, RANK)
+        io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
+        _unary_body(x, out, ix, io, i < n, OP, CDT, X_SCALAR, BLOCK)
+
+
+@triton.jit
+def _binary_body(a, b, out, ia, ib, io, mask, OP: tl.constexpr, CDT: tl.constexpr,
+                 A_SCALAR: tl.constexpr, B_SCALAR: tl.constexpr, BLOCK: tl.constexpr):
+    av = _load(a, ia, mask, A_SCALAR, CDT)
+    bv = _load(b, ib, mask, B_SCALAR, CDT)
+    r = binary_op(av, bv, OP, CDT)
+    if A_SCALAR and B_SCALAR:
+        r = tl.full([BLOCK], r, r.dtype)
+    tl.store(out + io, cast_to(r, out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _binary_kernel(a, b, out, n, S1, S2, S3, S4, S5, S6, S7,
+                   a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7,
+                   o0, o1, o2, o3, o4, o5, o6, o7,
+                   OP: tl.constexpr, CDT: tl.constexpr, A_SCALAR: tl.constexpr, B_SCALAR: tl.constexpr,
+                   RANK: tl.constexpr, CONTIG: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+    start, i = _flat_index(n, BLOCK, INT64)
+    if CONTIG:
+        if start + BLOCK <= n:
+            _binary_body(a, b, out, i, i, i, None, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
+        else:
+            _binary_body(a, b, out, i, i, i, i < n, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
+    else:
+        ia = offset_of(i, S1, S2, S3, S4, S5, S6, S7, a0, a1, a2, a3, a4, a5, a6, a7, RANK)
+        ib = offset_of(i, S1, S2, S3, S4, S5, S6, S7, b0, b1, b2, b3, b4, b5, b6, b7, RANK)
+        io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
+        _binary_body(a, b, out, ia, ib, io, i < n, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
+
+
+@triton.jit
+def _ternary_body(a, b, c, value, out, ia, ib, ic, io, mask, OP: tl.constexpr, CDT: tl.constexpr,
+                  A_DT: tl.constexpr, A_SCALAR: tl.constexpr, B_SCALAR: tl.constexpr,
+                  C_SCALAR: tl.constexpr, BLOCK: tl.constexpr):
+    av = _load(a, ia, mask, A_SCALAR, A_DT)
+    bv = _load(b, ib, mask, B_SCALAR, CDT)
+    cv = _load(c, ic, mask, C_SCALAR, CDT)
+    r = ternary_op(av, bv, cv, value.to(CDT), OP, CDT)
+    if A_SCALAR and B_SCALAR and C_SCALAR:
+        r = tl.full([BLOCK], r, r.dtype)
+    tl.store(out + io, cast_to(r, out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _ternary_kernel(a, b, c, out, value, n, S1, S2, S3, S4, S5, S6, S7,
+                    a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7,
+                    c0, c1, c2, c3, c4, c5, c6, c7, o0, o1, o2, o3, o4, o5, o6, o7,
+                    OP: tl.constexpr, CDT: tl.constexpr, A_DT: tl.constexpr, A_SCALAR: tl.constexpr,
+                    B_SCALAR: tl.constexpr, C_SCALAR: tl.constexpr, RANK: tl.constexpr,
+                    CONTIG: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+    start, i = _flat_index(n, BLOCK, INT64)
+    if CONTIG:
+        if start + BLOCK <= n:
+            _ternary_body(a, b, c, value, out, i, i, i, i, None, OP, CDT, A_DT, A_SCALAR, B_SCALAR,
+                          C_SCALAR, BLOCK)
+        else:
+            _ternary_body(a, b, c, value, out, i, i, i, i, i < n, OP, CDT, A_DT, A_SCALAR, B_SCALAR,
+                          C_SCALAR, BLOCK)
+    else:
+        ia = offset_of(i, S1, S2, S3, S4, S5, S6, S7, a0, a1, a2, a3, a4, a5, a6, a7, RANK)
+        ib = offset_of(i, S1, S2, S3, S4, S5, S6, S7, b0, b1, b2, b3, b4, b5, b6, b7, RANK)
+        ic = offset_of(i, S1, S2, S3, S4, S5, S6, S7, c0, c1, c2, c3, c4, c5, c6, c7, RANK)
+        io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
+        _ternary_body(a, b, c, value, out, ia, ib, ic, io, i < n, OP, CDT, A_DT, A_SCALAR, B_SCALAR,
+                      C_SCALAR, BLOCK)
+
+
+UNARY = Kernel(_unary_kernel)
+BINARY = Kernel(_binary_kernel)
+TERNARY = Kernel(_ternary_kernel)
+
+# ----------------------------------------------------------------------------------------------
+# Launchers
+# ----------------------------------------------------------------------------------------------
+
+UNARY_OPS = frozenset((
+    "identity", "neg", "abs", "square", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+    "rsqrt", "sin", "cos", "tan", "tanh", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "erf", "erfc", "lgamma", "sigmoid", "logsigmoid", "softplus", "relu", "gelu", "gelu_tanh", "silu",
+    "mish", "sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "isnan", "isinf", "isfinite",
+    "isposinf", "isneginf", "logical_not", "bitwise_not",
+))
+# Ops computed in floating point whatever the input (torch promotes integers to float32).
+_FLOAT_UNARY = frozenset((
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "lgamma", "sigmoid",
+    "logsigmoid", "softplus", "gelu", "gelu_tanh", "silu", "mish", "reciprocal",
+))
+# Ops that are the identity on integers (and bool).
+_INT_IDENTITY = frozenset(("floor", "ceil", "round", "trunc"))
+BINARY_OPS = frozenset((
+    "add", "sub", "mul", "div", "floordiv", "remainder", "fmod", "pow", "maximum", "minimum", "atan2",
+    "hypot", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "lshift", "rshift",
+))
+_FLOAT_BINARY = frozenset(("div", "atan2", "hypot"))
+
+Scalar = bool | int | float
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, (bool, int, float))
+
+
+def _block(itemsize: int, contiguous: bool) -> int:
+    # Contiguous: each of the 128 threads moves 32 bytes per operand (two 16-byte accesses for
+    # 4-byte types), enough loads in flight to saturate HBM. Strided: plain 1024.
+    return max(512, min(4096, 4096 // itemsize)) if contiguous else 1024
+
+
+def _scalar_type(cdt: str) -> str:
+    return "fp64" if dtype_info(cdt).is_float else "i64"
+
+
+def _scalar_value(v: Scalar, cdt: str) -> Any:
+    return float(v) if dtype_info(cdt).is_float else int(v)
+
+
+def _unary_compute(op: str, x_dtype: str, out_dtype: str) -> str:
+    if op == "identity":
+        # Copies convert directly, except half <-> integer or half <-> other half, which go via float32.
+        halves = ("float16", "bfloat16")
+        if x_dtype in halves and x_dtype != out_dtype and out_dtype != "float32" and out_dtype != "float64":
+            return "float32"
+        return x_dtype
+    if op in _FLOAT_UNARY:
+        return "float64" if "float64" in (x_dtype, out_dtype) else "float32"
+    if x_dtype == "bool" and op not in ("logical_not", "bitwise_not", "isnan", "isinf", "isfinite"):
+        return "int8"
+    return accumulate_dtype(x_dtype) if dtype_info(x_dtype).is_float else x_dtype
+
+
+def unary(op: str, x: BufferLike | Scalar, out: BufferLike, *, stream: int = 0) -> None:
+    """``out = op(x)``. ``x`` may be a Python scalar (``fill`` is ``unary("identity", value, out)``)."""
+    if op not in UNARY_OPS:
+        raise ValueError(f"unknown unary op {op!r}")
+    odt = out.dtype
+    x_scalar = _is_scalar(x)
+    if x_scalar:
+        xdt = "float64" if isinstance(x, float) else "int64"
+        strides = [out.strides]
+    else:
+        check_same_shape(x, out)
+        xdt = x.dtype
+        if op in _INT_IDENTITY and not dtype_info(xdt).is_float:
+            op = "identity"
+        if op == "bitwise_not" and dtype_info(xdt).is_float:
+            raise TypeError("bitwise_not is only defined for integer and bool buffers")
+        strides = [out.strides, x.strides]
+    lay = layout(out.shape, strides)
+    if lay.n == 0:
+        return
+    cdt = _unary_compute(op, xdt, odt)
+    contig = lay.contiguous
+    block = _block(max(dtype_info(odt).itemsize, dtype_info(xdt).itemsize), contig)
+    x_ptr = _scalar_value(x, cdt) if x_scalar else x.ptr
+    aligned = ((0 if x_scalar else x.ptr) | out.ptr) & 15 == 0
+    key = (op, xdt, odt, x_scalar, lay.rank, contig, lay.int64, aligned)
+    launch = UNARY.cache.get(key)
+    if launch is None:
+        it = "i64" if lay.int64 else "i32"
+        types = {"x": _scalar_type(cdt) if x_scalar else ptr_type(xdt), "out": ptr_type(odt), "n": it,
+                 **size_types(it), **stride_types("x", it), **stride_types("o", it)}
+        consts = dict(OP=op, CDT=dtype_info(cdt).tl, X_SCALAR=x_scalar, RANK=lay.rank, CONTIG=contig,
+                      INT64=lay.int64, BLOCK=block)
+        launch = UNARY.build(key, types, consts, ("out",) if x_scalar else ("x", "out") if aligned else (),
+                              num_warps=4)
+        launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    st = lay.strides
+    xs = (0,) * 8 if x_scalar else st[1]
+    launch((cdiv(lay.n, block), 1, 1), stream,
+           (x_ptr, out.ptr, lay.n, *lay.sizes, *xs, *st[0], *launch._consts))  # type: ignore[attr-defined]
+
+
+def binary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferLike, *,
+           compute_dtype: str, stream: int = 0) -> None:
+    """``out = op(a, b)``: ``a``/``b`` already broadcast to ``out.shape`` (strides may be 0) or Python scalars.
+
+    ``compute_dtype`` is the promoted dtype chosen by the caller; float16/bfloat16 compute in float32,
+    bool in int8; true division and atan2 of integers compute in float32.
+    """
+    if op not in BINARY_OPS:
+        raise ValueError(f"unknown binary op {op!r}")
+    odt = out.dtype
+    a_scalar, b_scalar = _is_scalar(a), _is_scalar(b)
+    strides = [out.strides]
+    if not a_scalar:
+        check_same_shape(a, out)
+        strides.append(a.strides)
+    if not b_scalar:
+        check_same_shape(b, out)
+        strides.append(b.strides)
+    lay = layout(out.shape, strides)
+    if lay.n == 0:
+        return
+    cdt = compute_dtype
+    if cdt in ("float16", "bfloat16"):
+        cdt = "float32"
+    elif cdt == "bool" and op not in ("eq", "ne", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+                                      "bitwise_or", "bitwise_xor"):
+        cdt = "int8"
+    if op in _FLOAT_BINARY and not dtype_info(cdt).is_float:
+        cdt = "float64" if odt == "float64" else "float32"
+    adt = "scalar" if a_scalar else a.dtype
+    bdt = "scalar" if b_scalar else b.dtype
+    contig = lay.contiguous
+    sizes = [dtype_info(odt).itemsize] + [dtype_info(t.dtype).itemsize for t in (a, b) if not _is_scalar(t)]
+    block = _block(max(sizes), contig)
+    aligned = ((0 if a_scalar else a.ptr) | (0 if b_scalar else b.ptr) | out.ptr) & 15 == 0
+    key = (op, adt, bdt, odt, cdt, lay.rank, contig, lay.int64, aligned)
+    launch = BINARY.cache.get(key)
+    if launch is None:
+        it = "i64" if lay.int64 else "i32"
+        types = {"a": _scalar_type(cdt) if a_scalar else ptr_type(adt),
+                 "b": _scalar_type(cdt) if b_scalar else ptr_type(bdt), "out": ptr_type(odt), "n": it,
+                 **size_types(it), **stride_types("a", it), **stride_types("b", it), **stride_types("o", it)}
+        consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_SCALAR=a_scalar, B_SCALAR=b_scalar, RANK=lay.rank,
+                      CONTIG=contig, INT64=lay.int64, BLOCK=block)
+        ptrs = [p for p, s in (("a", a_scalar), ("b", b_scalar), ("out", False)) if not s]
+        launch = BINARY.build(key, types, consts, ptrs if aligned else (), num_warps=4)
+        launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    st = lay.strides
+    k = 1
+    if a_scalar:
+        a_arg, a_st = _scalar_value(a, cdt), (0,) * 8
+    else:
+        a_arg, a_st = a.ptr, st[k]
+        k += 1
+    if b_scalar:
+        b_arg, b_st = _scalar_value(b, cdt), (0,) * 8
+    else:
+        b_arg, b_st = b.ptr, st[k]
+    launch((cdiv(lay.n, block), 1, 1), stream,
+           (a_arg, b_arg, out.ptr, lay.n, *lay.sizes, *a_st, *b_st, *st[0],
+            *launch._consts))  # type: ignore[attr-defined]
+
+
+def _ternary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, c: BufferLike | Scalar,
+             out: BufferLike, value: Scalar, compute_dtype: str | None, stream: int) -> None:
+    odt = out.dtype
+    operands = (a, b, c)
+    scal = tuple(_is_scalar(t) for t in operands)
+    strides = [out.strides]
+    for t, s in zip(operands, scal):
+        if not s:
+            check_same_shape(t, out)
+            strides.append(t.strides)
+    lay = layout(out.shape, strides)
+    if lay.n == 0:
+        return
+    if compute_dtype is None:
+        compute_dtype = odt if op != "where" else odt
+    cdt = accumulate_dtype(compute_dtype) if dtype_info(compute_dtype).is_float else compute_dtype
+    if cdt == "bool" and op != "where":
+        cdt = "int8"
+    # ``where`` reads its condition as is; the other ops read ``a`` in the compute dtype.
+    if op == "where":
+        a_dt = "bool" if scal[0] else a.dtype  # type: ignore[union-attr]
+    else:
+        a_dt = cdt
+    dts = tuple("scalar" if s else t.dtype for t, s in zip(operands, scal))  # type: ignore[union-attr]
+    contig = lay.contiguous
+    sizes = [dtype_info(odt).itemsize] + [dtype_info(d).itemsize for d in dts if d != "scalar"]
+    block = _block(max(sizes), contig)
+    addr = 0
+    for t, s in zip(operands, scal):
+        addr |= 0 if s else t.ptr  # type: ignore[union-attr]
+    aligned = (addr | out.ptr) & 15 == 0
+    key = (op, *dts, odt, cdt, lay.rank, contig, lay.int64, aligned)
+    launch = TERNARY.cache.get(key)
+    if launch is None:
+        it = "i64" if lay.int64 else "i32"
+        types = {"out": ptr_type(odt), "value": _scalar_type(cdt), "n": it, **size_types(it),
+                 **stride_types("o", it)}
+        for name, d, s in zip("abc", dts, scal):
+            scalar_dt = a_dt if name == "a" else cdt
+            types[name] = _scalar_type(scalar_dt) if s else ptr_type(d)
+            types.update(stride_types(name, it))
+        consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_DT=dtype_info(a_dt).tl, A_SCALAR=scal[0],
+                      B_SCALAR=scal[1], C_SCALAR=scal[2], RANK=lay.rank, CONTIG=contig, INT64=lay.int64,
+                      BLOCK=block)
+        ptrs = [p for p, s in zip("abc", scal) if not s] + ["out"]
+        launch = TERNARY.build(key, types, consts, ptrs if aligned else (), num_warps=4)
+        launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    st = lay.strides
+    args: list[Any] = []
+    ops_st: list[tuple[int, ...]] = []
+    k = 1
+    for name, t, s in zip("abc", operands, scal):
+        if s:
+            args.append(_scalar_value(t, a_dt if name == "a" else cdt))  # type: ignore[arg-type]
+            ops_st.append((0,) * 8)
+        else:
+            args.append(t.ptr)  # type: ignore[union-attr]
+            ops_st.append(st[k])
+            k += 1
+    launch((cdiv(lay.n, block), 1, 1), stream,
+           (*args, out.ptr, _scalar_value(value, cdt), lay.n, *lay.sizes, *ops_st[0], *ops_st[1], *ops_st[2],
+            *st[0], *launch._consts))  # type: ignore[attr-defined]
+
+
+def where(cond: BufferLike | Scalar, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferLike, *,
+          stream: int = 0) -> None:
+    """``out = cond ? a : b`` (all broadcast to ``out.shape``); computed in ``out.dtype``."""
+    _ternary("where", cond, a, b, out, 0, out.dtype, stream)
+
+
+def clamp(x: BufferLike | Scalar, lo: BufferLike | Scalar | None, hi: BufferLike | Scalar | None,
+          out: BufferLike, *, stream: int = 0) -> None:
+    """``out = min(max(x, lo), hi)``; either bound may be None. NaN in ``x`` propagates."""
+    if lo is None and hi is None:
+        raise ValueError("clamp needs at least one of lo and hi")
+    op = "clamp" if lo is not None and hi is not None else ("clamp_min" if hi is None else "clamp_max")
+    _ternary(op, x, 0 if lo is None else lo, 0 if hi is None else hi, out, 0, out.dtype, stream)
+
+
+def lerp(a: BufferLike | Scalar, b: BufferLike | Scalar, w: BufferLike | Scalar, out: BufferLike, *,
+         stream: int = 0) -> None:
+    """``out = a + w * (b - a)``, in torch's two-sided form for accuracy near ``w = 1``."""
+    _ternary("lerp", a, b, w, out, 0, out.dtype, stream)
+
+
+def addcmul(x: BufferLike | Scalar, t1: BufferLike | Scalar, t2: BufferLike | Scalar, out: BufferLike, *,
+            value: Scalar = 1, stream: int = 0) -> None:
+    """``out = x + value * t1 * t2``."""
+    _ternary("addcmul", x, t1, t2, out, value, out.dtype, stream)
+
+
+def addcdiv(x: BufferLike | Scalar, t1: BufferLike | Scalar, t2: BufferLike | Scalar, out: BufferLike, *,
+            value: Scalar = 1, stream: int = 0) -> None:
+    """``out = x + value * t1 / t2``."""
+    _ternary("addcdiv", x, t1, t2, out, value, out.dtype, stream)
+
+
+def copy(src: BufferLike, out: BufferLike, *, stream: int = 0) -> None:
+    """``out[...] = src[...]`` for any strides on both sides, with a cast to ``out.dtype``."""
+    unary("identity", src, out, stream=stream)
+
+
+def fill(out: BufferLike, value: Scalar, *, stream: int = 0) -> None:
+    """Every element of ``out`` (any strides) set to ``value`` cast to ``out.dtype``."""
+    unary("identity", value, out, stream=stream)

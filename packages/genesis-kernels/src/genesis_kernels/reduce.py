@@ -1,0 +1,360 @@
+"""Reductions over any set of dims: sum, mean, prod, max/min, all/any, var, logsumexp.
+
+The launcher splits the input's dims into *kept* dims (the output's) and *reduced*
+dims, collapses each group, and views the input as an ``M x K`` matrix of rows
+(kept) by reduced elements, both through arbitrary strides. One program owns
+``BLOCK_M`` rows and walks ``K`` in ``BLOCK_K`` chunks, accumulating elementwise in
+a register tile (in float32 for half types, int64 for integers) and folding the
+tile once at the end. The tile shape follows the layout:
+
+* reduced dim contiguous (``sum(-1)``): wide ``BLOCK_K``, a few rows per program;
+* kept dim contiguous (``sum(0)``): wide ``BLOCK_M`` columns, a short ``BLOCK_K``;
+* when there are too few rows to fill the GPU (``sum()`` of everything, or the
+  8192-column ``sum(0)``), ``K`` is split across programs: partial results go to a
+  per-stream scratch block and a second launch of the same kernel folds them.
+
+``var`` and ``logsumexp`` first reduce a per-row statistic (mean or max) into
+scratch, then reduce ``(x - mean)^2`` or ``exp(x - max)`` against it.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, contiguous_strides, dtype_info, extent, numel
+from .elementwise import cast_to, div_rn, fill
+from .mathlib import lib
+from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch, sm_count
+from .strided import offset_of, stride_types
+
+# ----------------------------------------------------------------------------------------------
+# Kernel
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _max_nan(a, b):
+    return tl.where((a > b) | (a != a), a, b)
+
+
+@triton.jit
+def _min_nan(a, b):
+    return tl.where((a < b) | (a != a), a, b)
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _identity(OP: tl.constexpr, ACC: tl.constexpr):
+    if OP == "prod" or OP == "all":
+        return 1
+    elif OP == "max":
+        if ACC.is_floating():
+            return float("-inf")
+        else:
+            return -9223372036854775807 - 1
+    elif OP == "min":
+        if ACC.is_floating():
+            return float("inf")
+        else:
+            return 9223372036854775807
+    else:
+        return 0
+
+
+@triton.jit
+def _combine(acc, v, OP: tl.constexpr):
+    if OP == "prod":
+        return acc * v
+    elif OP == "max" or OP == "any":
+        return _max_nan(acc, v)
+    elif OP == "min" or OP == "all":
+        return _min_nan(acc, v)
+    else:
+        return acc + v
+
+
+@triton.jit
+def _fold(acc, OP: tl.constexpr):
+    if OP == "prod":
+        return tl.reduce(acc, 1, _mul)
+    elif OP == "max" or OP == "any":
+        return tl.reduce(acc, 1, _max_nan)
+    elif OP == "min" or OP == "all":
+        return tl.reduce(acc, 1, _min_nan)
+    else:
+        return tl.sum(acc, axis=1)
+
+
+@triton.jit
+def _reduce_kernel(x, aux, out, M, K, K_PER, divisor,
+                   KS1, KS2, KS3, KS4, KS5, KS6, KS7, xk0, xk1, xk2, xk3, xk4, xk5, xk6, xk7,
+                   ok0, ok1, ok2, ok3, ok4, ok5, ok6, ok7,
+                   RS1, RS2, RS3, RS4, RS5, RS6, RS7, xr0, xr1, xr2, xr3, xr4, xr5, xr6, xr7,
+                   OP: tl.constexpr, ACC: tl.constexpr, FINAL: tl.constexpr, FINALIZE: tl.constexpr,
+                   KEPT_RANK: tl.constexpr, RED_RANK: tl.constexpr, KEPT_CONTIG: tl.constexpr,
+                   RED_CONTIG: tl.constexpr, INT64: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    if INT64:
+        m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+        k_start = pid_s.to(tl.int64) * K_PER
+    else:
+        m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        k_start = pid_s * K_PER
+    m_mask = m < M
+    if KEPT_CONTIG:
+        row = m
+    else:
+        row = offset_of(m, KS1, KS2, KS3, KS4, KS5, KS6, KS7, xk0, xk1, xk2, xk3, xk4, xk5, xk6, xk7,
+                        KEPT_RANK)
+    if OP == "sqdev" or OP == "sumexp":
+        center = tl.load(aux + m, mask=m_mask, other=0).to(ACC)
+        if OP == "sumexp":
+            center = tl.where(center == float("-inf"), 0.0, center)  # all -inf rows: exp(-inf) = 0
+    ident = _identity(OP, ACC)
+    acc = tl.full([BLOCK_M, BLOCK_K], ident, ACC)
+    k_end = tl.minimum(k_start + K_PER, K)
+    # Loop bounds from plain arguments (the interpreter cannot range over program_id-derived values).
+    for k0 in range(0, K_PER, BLOCK_K):
+        k = k_start + k0 + tl.arange(0, BLOCK_K)
+        k_mask = k < k_end
+        if RED_CONTIG:
+            col = k
+        else:
+            col = offset_of(k, RS1, RS2, RS3, RS4, RS5, RS6, RS7, xr0, xr1, xr2, xr3, xr4, xr5, xr6, xr7,
+                            RED_RANK)
+        mask = m_mask[:, None] & k_mask[None, :]
+        v = tl.load(x + (row[:, None] + col[None, :]), mask=mask)
+        if OP == "all" or OP == "any":
+            v = (v != 0).to(ACC)
+        else:
+            v = cast_to(v, ACC)
+        if OP == "sqdev":
+            d = v - center[:, None]
+            v = d * d
+        elif OP == "sumexp":
+            v = lib.exp(v - center[:, None])
+        acc = _combine(acc, tl.where(mask, v, ident), OP)
+    r = _fold(acc, OP)
+    if FINAL:
+        if FINALIZE == "divide":
+            r = div_rn(r, divisor.to(ACC))
+        elif FINALIZE == "log_plus_aux":
+            c = tl.load(aux + m, mask=m_mask, other=0).to(ACC)
+            r = lib.log(r) + tl.where(c == float("-inf"), 0.0, c)
+        if KEPT_CONTIG:
+            o = m
+        else:
+            o = offset_of(m, KS1, KS2, KS3, KS4, KS5, KS6, KS7, ok0, ok1, ok2, ok3, ok4, ok5, ok6, ok7,
+                          KEPT_RANK)
+        tl.store(out + o, cast_to(r, out.dtype.element_ty), mask=m_mask)
+    else:
+        tl.store(out + pid_s * M + m, r, mask=m_mask)  # partials, row-major (split, row)
+
+
+_REDUCE = Kernel(_reduce_kernel)
+
+# ----------------------------------------------------------------------------------------------
+# Launcher
+# ----------------------------------------------------------------------------------------------
+
+REDUCE_OPS = frozenset(("sum", "mean", "prod", "max", "min", "amax", "amin", "all", "any"))
+_TILE = 4096  # elements per register tile (32 fp32 values per thread with 4 warps)
+
+
+def _acc_dtype(op: str, dtype: str) -> str:
+    if op in ("all", "any"):
+        return "int32"
+    if dtype in ("float16", "bfloat16", "float32"):
+        return "float32"
+    if dtype == "float64":
+        return "float64"
+    return "int64"
+
+
+def _pad(t: tuple[int, ...], fill_value: int) -> tuple[int, ...]:
+    return tuple(t) + (fill_value,) * (MAX_RANK - len(t))
+
+
+def _sizes(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Sizes of dims 1..7 as the kernel takes them."""
+    return tuple(shape[1:]) + (1,) * (MAX_RANK - len(shape))
+
+
+def _normalize_dims(dims: tuple[int, ...] | int | None, rank: int) -> tuple[int, ...]:
+    if dims is None:
+        return tuple(range(rank))
+    if isinstance(dims, int):
+        dims = (dims,)
+    out = []
+    for d in dims:
+        if not -max(rank, 1) <= d < max(rank, 1):
+            raise IndexError(f"dim {d} out of range for rank {rank}")
+        out.append(d % max(rank, 1))
+    return tuple(sorted(set(out)))
+
+
+def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
+         kept: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+         red: tuple[tuple[int, ...], tuple[int, ...]], divisor: float, finalize: str, stream: int) -> None:
+    """One reduction of an ``M x K`` strided view; splits ``K`` over programs when rows are few."""
+    kshape, kx, ko = kept
+    rshape, rx = red
+    M, K = numel(kshape), numel(rshape)
+    kept_contig = len(kshape) == 1 and kx[0] == 1 and ko[0] == 1
+    red_contig = len(rshape) == 1 and rx[0] == 1
+    big = max(M, K, extent(kshape, kx) + extent(rshape, rx), extent(kshape, ko)) >= INT32_LIMIT - 65536
+    # Tile shape: long along whichever side is contiguous in memory.
+    if red_contig or not kept_contig:
+        block_k = min(next_pow2(K), 2048 if red_contig else 256)
+        block_m = max(1, min(next_pow2(M), _TILE // block_k))
+    else:
+        block_m = min(next_pow2(M), 128)
+        block_k = max(1, min(next_pow2(K), _TILE // block_m))
+    programs_m = cdiv(M, block_m)
+    split = 1
+    want = 4 * sm_count()  # programs needed to keep every SM busy
+    if programs_m < want and K > 8 * block_k:
+        split = max(1, min(cdiv(want, programs_m), cdiv(K, 4 * block_k), 1024))
+    k_per = cdiv(cdiv(K, split), block_k) * block_k
+    split = cdiv(K, k_per)
+    final_op = {"sqdev": "sum", "sumexp": "sum"}.get(op, op)
+    it = "i64" if big else "i32"
+    ints = (M, K, k_per)
+    kernel_args = (*_sizes(kshape), *_pad(kx, 0), *_pad(ko, 0), *_sizes(rshape), *_pad(rx, 0))
+
+    def launch(xp: int, xdt: str, outp: int, outdt: str, rop: str, final: bool, bm: int, bk: int,
+               grid: tuple[int, int, int], kargs: tuple, kc: bool, rc: bool, kr: int, rr: int,
+               ints: tuple[int, int, int]) -> None:
+        key = (rop, xdt, outdt, acc, final, finalize if final else "none", kr, rr, kc, rc, big, bm, bk,
+               aux != 0)
+        fn = _REDUCE.cache.get(key)
+        if fn is None:
+            types = {"x": ptr_type(xdt), "aux": ptr_type(acc) if aux else "i64", "out": ptr_type(outdt),
+                     "M": it, "K": it, "K_PER": it, "divisor": "fp64", **{f"KS{d}": it for d in range(1, MAX_RANK)}, **stride_types("xk", it),
+                     **stride_types("ok", it), **{f"RS{d}": it for d in range(1, MAX_RANK)},
+                     **stride_types("xr", it)}
+            consts = dict(OP=rop, ACC=dtype_info(acc).tl, FINAL=final, FINALIZE=finalize if final else "none",
+                          KEPT_RANK=kr, RED_RANK=rr, KEPT_CONTIG=kc, RED_CONTIG=rc, INT64=big,
+                          BLOCK_M=bm, BLOCK_K=bk)
+            fn = _REDUCE.build(key, types, consts, (), num_warps=4 if bm * bk <= 2048 else 8)
+            fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+        fn(grid, stream, (xp, aux, outp, *ints, float(divisor), *kargs, *fn._consts))  # type: ignore[attr-defined]
+
+    if split == 1:
+        launch(x_ptr, x_dtype, out.ptr, out.dtype, op, True, block_m, block_k, (programs_m, 1, 1),
+               kernel_args, kept_contig, red_contig, len(kshape), len(rshape), ints)
+        return
+    # Stage 1: partials of shape (split, M), contiguous, in the accumulation dtype.
+    part = scratch(split * M * dtype_info(acc).itemsize, stream)
+    launch(x_ptr, x_dtype, part, acc, op, False, block_m, block_k, (programs_m, split, 1),
+           kernel_args, kept_contig, red_contig, len(kshape), len(rshape), ints)
+    # Stage 2: fold the partials: kept = the flat row index, reduced = the split index (stride M).
+    flat = contiguous_strides(kshape)
+    bk2 = min(next_pow2(split), 64)
+    bm2 = max(1, min(next_pow2(M), _TILE // bk2))
+    args2 = (*_sizes(kshape), *_pad(flat, 0), *_pad(ko, 0), *_sizes((split,)), *_pad((M,), 0))
+    kc2 = len(kshape) == 1 and ko[0] == 1
+    launch(part, acc, out.ptr, out.dtype, final_op, True, bm2, bk2, (cdiv(M, bm2), 1, 1), args2, kc2, False,
+           len(kshape), 1, (M, split, split))
+
+
+def _prepare(x: BufferLike, out: BufferLike, dims: tuple[int, ...]):  # type: ignore[no-untyped-def]
+    rank = len(x.shape)
+    kept_dims = [d for d in range(rank) if d not in dims]
+    kshape_full = tuple(x.shape[d] for d in kept_dims)
+    if tuple(out.shape) != kshape_full:
+        raise ValueError(f"out.shape {tuple(out.shape)} != {kshape_full} (x.shape {tuple(x.shape)} without dims "
+                         f"{dims})")
+    kshape, (ko, kx) = collapse(kshape_full, [tuple(out.strides), tuple(x.strides[d] for d in kept_dims)])
+    if not kshape:
+        kshape, ko, kx = (1,), (0,), (0,)
+    rshape, (rx,) = collapse(tuple(x.shape[d] for d in dims), [tuple(x.strides[d] for d in dims)])
+    if not rshape:
+        rshape, rx = (1,), (0,)
+    if len(kshape) > MAX_RANK or len(rshape) > MAX_RANK:
+        raise ValueError("rank after collapsing exceeds 8")
+    return (kshape, kx, ko), (rshape, rx)
+
+
+def reduce(op: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, *,
+           stream: int = 0) -> None:
+    """Reduce ``x`` over ``dims`` into ``out`` (``x.shape`` without ``dims``; the caller handles keepdim).
+
+    Ops: sum mean prod max min amax amin all any. Half types accumulate in float32, integers in
+    int64; max/min propagate NaN as torch. (For max/min with indices use ``arg_reduce``.)
+    """
+    if op not in REDUCE_OPS:
+        raise ValueError(f"unknown reduction {op!r}")
+    op = {"amax": "max", "amin": "min"}.get(op, op)
+    dims = _normalize_dims(dims, len(x.shape))
+    if numel(tuple(out.shape)) == 0:
+        return
+    K = numel(tuple(x.shape[d] for d in dims))
+    if K == 0:
+        if op in ("max", "min"):
+            raise ValueError(f"{op} of an empty dimension has no identity")
+        fill(out, {"sum": 0, "prod": 1, "all": True, "any": False, "mean": float("nan")}[op], stream=stream)
+        return
+    kept, red = _prepare(x, out, dims)
+    acc = _acc_dtype(op, x.dtype)
+    if op == "mean":
+        acc = "float64" if x.dtype == "float64" else "float32"
+        _run("sum", x.ptr, x.dtype, 0, out, acc, kept, red, K, "divide", stream)
+    else:
+        _run(op, x.ptr, x.dtype, 0, out, acc, kept, red, 1, "none", stream)
+
+
+def var(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, correction: int = 1, *,
+        stream: int = 0) -> None:
+    """Variance over ``dims`` with Bessel-style ``correction`` (two passes: mean, then squared deviations)."""
+    _two_pass("var", x, out, dims, correction, stream)
+
+
+def std(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, correction: int = 1, *,
+        stream: int = 0) -> None:
+    """Standard deviation: ``var`` then a square root in place."""
+    from .elementwise import unary
+
+    _two_pass("var", x, out, dims, correction, stream)
+    unary("sqrt", out, out, stream=stream)
+
+
+def logsumexp(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, *,
+              stream: int = 0) -> None:
+    """``log(sum(exp(x)))`` over ``dims``, shifted by the row max for stability."""
+    _two_pass("logsumexp", x, out, dims, 0, stream)
+
+
+def _two_pass(kind: str, x: BufferLike, out: BufferLike, dims, correction: int, stream: int) -> None:  # type: ignore[no-untyped-def]
+    from .buffer import Buffer
+
+    dims = _normalize_dims(dims, len(x.shape))
+    if numel(tuple(out.shape)) == 0:
+        return
+    K = numel(tuple(x.shape[d] for d in dims))
+    acc = "float64" if x.dtype == "float64" else "float32"
+    if K == 0:
+        fill(out, float("nan") if kind == "var" else float("-inf"), stream=stream)
+        return
+    kept, red = _prepare(x, out, dims)
+    M = numel(kept[0])
+    # The per-row statistic (mean or max) sits in this stream's scratch block above the room the
+    # split partials may use (at most 1024 x M values at offset 0), so the passes never overlap.
+    # If a later pass grows the scratch, the old block stays allocated, so the pointer stays valid.
+    part_bytes = 1024 * M * 8
+    stat_ptr = scratch(part_bytes + M * 8, stream) + part_bytes
+    stat = Buffer(stat_ptr, (M,), (1,), acc)
+    stat_kept = (kept[0], kept[1], contiguous_strides(kept[0]))
+    if kind == "var":
+        _run("sum", x.ptr, x.dtype, 0, stat, acc, stat_kept, red, K, "divide", stream)
+        _run("sqdev", x.ptr, x.dtype, stat_ptr, out, acc, kept, red, max(K - correction, 0), "divide", stream)
+    else:
+        _run("max", x.ptr, x.dtype, 0, stat, acc, stat_kept, red, 1, "none", stream)
+        _run("sumexp", x.ptr, x.dtype, stat_ptr, out, acc, kept, red, 1, "log_plus_aux", stream)

@@ -1,0 +1,319 @@
+"""The launch path: compile once per specialisation, then launch with almost no Python.
+
+``kernel[grid](...)`` costs ~14.5 us of host time on an H200: Triton binds the
+arguments, specialises every one of them, hashes the result, asks torch for the
+current device and stream, checks globals and builds launch metadata on *every*
+call. Our launchers already know everything that changes the compiled code (the
+dtypes, the constexpr flags, whether the pointers are 16-byte aligned), so each
+one builds a small key tuple itself and :class:`Kernel` maps it to a ready
+launch function that calls Triton's C launcher directly, on our stream, with
+pointers passed as plain ints (which skips ``cuPointerGetAttribute`` too).
+
+Specialisation is explicit: integer arguments (sizes, strides, scalars) are never
+specialised by value, so a new shape never recompiles; their type (i32 or i64)
+is chosen by the launcher from the largest offset it can reach.
+
+Under ``TRITON_INTERPRET=1`` (CI without a GPU) the same key maps to a function
+that calls ``kernel[grid](...)`` with pointers wrapped as :class:`HostPtr`, so the
+kernels run on host memory through Triton's numpy interpreter.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+Grid = tuple[int, int, int]
+LaunchFn = Callable[[Grid, int, tuple], None]
+
+# Triton signature type -> dtype name, for wrapping host pointers in the interpreter.
+_TRITON_TO_NAME = {
+    "fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "i8": "int8",
+    "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "i1": "bool",
+}
+
+
+_NP_OF_TRITON = {
+    "fp32": np.float32, "fp16": np.float16, "fp64": np.float64, "int8": np.int8, "int16": np.int16,
+    "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "int1": np.bool_, "uint32": np.uint32,
+    "uint64": np.uint64,
+}
+
+
+class HostPtr:
+    """A pointer the interpreter accepts: ``data_ptr()`` plus a ``dtype`` whose str is a name.
+
+    The extra methods satisfy the interpreter's host-copy logic, which then passes
+    host memory through unchanged.
+    """
+
+    __slots__ = ("_addr", "dtype")
+
+    def __init__(self, addr: int, dtype: str) -> None:
+        self._addr = addr
+        self.dtype = dtype
+
+    def data_ptr(self) -> int:
+        return self._addr
+
+    def untyped_storage(self) -> HostPtr:
+        return self
+
+    def cpu(self) -> HostPtr:
+        return self
+
+    def new_empty(self, *args: Any, **kwargs: Any) -> HostPtr:
+        return HostPtr(0, self.dtype)
+
+    def set_(self, storage: HostPtr, *args: Any) -> HostPtr:
+        self._addr = storage._addr
+        return self
+
+    def storage_offset(self) -> int:
+        return 0
+
+    def size(self) -> tuple:
+        return ()
+
+    def stride(self) -> tuple:
+        return ()
+
+    def copy_(self, other: Any) -> HostPtr:
+        return self
+
+
+class Kernel:
+    """A Triton JIT function plus its compiled specialisations, keyed by the launcher's own key."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.arg_names: list[str] = list(fn.arg_names)
+        import inspect
+
+        # Read constexpr-ness off the annotations, which works for both JITFunction and the
+        # interpreter's InterpretedFunction.
+        params = inspect.signature(fn.fn).parameters.values()
+        self.constexpr_names = {p.name for p in params if "constexpr" in str(p.annotation)}
+        self.cache: dict[Any, LaunchFn] = {}
+        self._lock = threading.Lock()
+
+    def build(self, key: Any, types: dict[str, str], constexprs: dict[str, Any],
+              aligned: Iterable[str] = (), num_warps: int = 4, num_stages: int = 3) -> LaunchFn:
+        """Compile (or, under the interpreter, prepare) one specialisation and cache it under ``key``.
+
+        ``types`` gives every non-constexpr argument's Triton type ("*fp32", "i32", "fp64", ...);
+        ``aligned`` names the pointer arguments known to be 16-byte aligned.
+        """
+        with self._lock:
+            launch = self.cache.get(key)
+            if launch is None:
+                missing = [n for n in self.arg_names if n not in types and n not in constexprs]
+                if missing:
+                    raise TypeError(f"{self.fn.__name__}: no type for arguments {missing}")
+                if INTERPRET:
+                    launch = self._interpreted(types)
+                else:
+                    launch = self._compiled(types, constexprs, set(aligned), num_warps, num_stages)
+                self.cache[key] = launch
+            return launch
+
+    def _interpreted(self, types: dict[str, str]) -> LaunchFn:
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        fn = self.fn
+        wrap = [(i, _TRITON_TO_NAME[types[n][1:]]) for i, n in enumerate(self.arg_names)
+                if types.get(n, "").startswith("*")]
+        # Scalars become typed interpreter tensors, so they have the declared type
+        # (the interpreter would otherwise make every Python float an fp32).
+        scalars = [(i, tl.str_to_ty(types[n], None)) for i, n in enumerate(self.arg_names)
+                   if n in types and not types[n].startswith("*")]
+
+        def launch(grid: Grid, stream: int, args: tuple) -> None:
+            if grid[0] * grid[1] * grid[2] == 0:
+                return
+            a = list(args)
+            for i, dt in wrap:
+                a[i] = HostPtr(a[i], dt)
+            for i, ty in scalars:
+                np_dtype = _NP_OF_TRITON[ty.name]
+                a[i] = tl.tensor(TensorHandle(np.array(a[i], dtype=np_dtype), ty), ty)
+            fn[grid](*a)
+
+        return launch
+
+    def _compiled(self, types: dict[str, str], constexprs: dict[str, Any], aligned: set[str],
+                  num_warps: int, num_stages: int) -> LaunchFn:
+        from triton.compiler import ASTSource, compile
+        from triton.runtime.driver import driver
+
+        signature = {n: ("constexpr" if n in self.constexpr_names else types[n]) for n in self.arg_names}
+        consts = {(self.arg_names.index(n),): v for n, v in constexprs.items()}
+        attrs = {(self.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+        src = ASTSource(self.fn, signature, consts, attrs)
+        target = driver.active.get_current_target()
+        ck = compile(src, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
+        runner = ck.run  # loads the module into the current context
+        function, meta = ck.function, ck.packed_metadata
+        if getattr(runner, "global_scratch_size", 0) or getattr(runner, "profile_scratch_size", 0):
+            # Kernels that need Triton's scratch go through its Python launcher, which allocates it.
+            def launch(grid: Grid, stream: int, args: tuple) -> None:
+                if grid[0] * grid[1] * grid[2]:
+                    runner(grid[0], grid[1], grid[2], stream, function, meta, None, None, None, *args)
+
+            return launch
+        raw = runner.launch
+        coop, pdl = runner.launch_cooperative_grid, runner.launch_pdl
+
+        def launch(grid: Grid, stream: int, args: tuple) -> None:
+            # The C launcher's argument order (triton 3.6, backends/nvidia/driver.py):
+            # grid x/y/z, stream, function, cooperative, pdl, global/profile scratch,
+            # packed metadata, launch metadata, enter/exit hooks, then the kernel's arguments.
+            if grid[0] * grid[1] * grid[2]:
+                raw(grid[0], grid[1], grid[2], stream, function, coop, pdl, None, None, meta, None, None, None,
+                    *args)
+
+        return launch
+
+
+def ptr_type(dtype: str) -> str:
+    from .buffer import dtype_info
+
+    return "*" + dtype_info(dtype).triton
+
+
+def index_type(*extents: int) -> str:
+    """i32 when every offset a kernel forms stays below 2^31, else i64."""
+    return "i64" if max(extents, default=0) >= 2**31 - 4096 else "i32"
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+# ----------------------------------------------------------------------------------------------
+# Scratch memory and error flags.
+#
+# A few kernels need a little device memory of their own: split reductions keep partial
+# results, and indexing kernels raise an out-of-bounds flag. This layer has no allocator, so
+# it keeps one growing scratch block per stream (kernels on one stream run in order, so reuse
+# is safe) taken straight from the driver on the GPU, or from numpy under the interpreter.
+# ----------------------------------------------------------------------------------------------
+
+
+class _Cuda:
+    """The handful of CUDA driver calls this layer needs, through ctypes."""
+
+    def __init__(self) -> None:
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        for name in ("cuMemAlloc_v2", "cuMemsetD32Async", "cuMemcpyDtoH_v2", "cuStreamSynchronize",
+                     "cuCtxGetCurrent", "cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
+                     "cuCtxSetCurrent", "cuDeviceGetAttribute", "cuCtxGetDevice"):
+            getattr(self.lib, name).restype = ctypes.c_int
+
+    def check(self, status: int, what: str) -> None:
+        if status != 0:
+            raise RuntimeError(f"CUDA driver call {what} failed with status {status}")
+
+    def ensure_context(self) -> int:
+        ctx = ctypes.c_void_p()
+        self.check(self.lib.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+        if not ctx.value:  # same policy as Triton's launcher: the primary context of device 0
+            self.check(self.lib.cuInit(0), "cuInit")
+            dev = ctypes.c_int()
+            self.check(self.lib.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+            self.check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+            self.check(self.lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        return int(ctx.value)
+
+    def malloc(self, nbytes: int) -> int:
+        ptr = ctypes.c_uint64()
+        self.check(self.lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(nbytes)), "cuMemAlloc")
+        return int(ptr.value)
+
+    def memset32(self, ptr: int, value: int, count: int, stream: int) -> None:
+        self.check(self.lib.cuMemsetD32Async(ctypes.c_uint64(ptr), ctypes.c_uint32(value),
+                                             ctypes.c_size_t(count), ctypes.c_void_p(stream)), "cuMemsetD32Async")
+
+    def read(self, ptr: int, nbytes: int, stream: int) -> bytes:
+        self.check(self.lib.cuStreamSynchronize(ctypes.c_void_p(stream)), "cuStreamSynchronize")
+        buf = ctypes.create_string_buffer(nbytes)
+        self.check(self.lib.cuMemcpyDtoH_v2(buf, ctypes.c_uint64(ptr), ctypes.c_size_t(nbytes)), "cuMemcpyDtoH")
+        return buf.raw
+
+    def sm_count(self) -> int:
+        dev, count = ctypes.c_int(), ctypes.c_int()
+        self.ensure_context()
+        self.check(self.lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
+        self.check(self.lib.cuDeviceGetAttribute(ctypes.byref(count), 16, dev), "cuDeviceGetAttribute")
+        return int(count.value)  # 16 = CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+
+
+_cuda: _Cuda | None = None
+_scratch: dict[tuple[int, int], tuple[int, int, Any]] = {}  # (context, stream) -> (ptr, nbytes, keep-alive)
+_sm_count: int | None = None
+
+
+def cuda() -> _Cuda:
+    global _cuda
+    if _cuda is None:
+        _cuda = _Cuda()
+    return _cuda
+
+
+def sm_count() -> int:
+    """Streaming multiprocessors on the current device (a fixed small number under the interpreter)."""
+    global _sm_count
+    if _sm_count is None:
+        _sm_count = 4 if INTERPRET else cuda().sm_count()
+    return _sm_count
+
+
+def scratch(nbytes: int, stream: int) -> int:
+    """Address of at least ``nbytes`` of scratch memory private to ``stream``; 256-byte aligned.
+
+    Valid until the next call for the same stream with a larger size; kernels on one
+    stream are ordered, so a launcher may use it for the kernels it enqueues.
+    """
+    nbytes = max(256, nbytes)
+    ctx = 0 if INTERPRET else cuda().ensure_context()
+    entry = _scratch.get((ctx, stream))
+    if entry is not None and entry[1] >= nbytes:
+        return entry[0]
+    size = next_pow2(nbytes)
+    if INTERPRET:
+        host = np.zeros(size // 8 + 32, dtype=np.int64)
+        ptr = (host.ctypes.data + 255) // 256 * 256
+        # The old block is kept alive too: kernels queued on the stream may still read it.
+        _scratch[(ctx, stream)] = (ptr, size, (host, entry))
+    else:
+        ptr = cuda().malloc(size)  # never freed: a handful of small blocks per process
+        _scratch[(ctx, stream)] = (ptr, size, entry)
+    return ptr
+
+
+def zero_int32(ptr: int, count: int, stream: int) -> None:
+    if INTERPRET:
+        ctypes.memset(ptr, 0, 4 * count)
+    else:
+        cuda().memset32(ptr, 0, count, stream)
+
+
+def read_int32(ptr: int, count: int, stream: int) -> list[int]:
+    """Wait for ``stream`` and read ``count`` int32 values back to the host."""
+    if INTERPRET:
+        raw = ctypes.string_at(ptr, 4 * count)
+    else:
+        raw = cuda().read(ptr, 4 * count, stream)
+    return np.frombuffer(raw, dtype=np.int32).tolist()

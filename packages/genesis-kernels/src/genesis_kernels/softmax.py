@@ -1,0 +1,236 @@
+"""Softmax and log-softmax over the last dim, forward and backward, any strides.
+
+Every dim but the last is a row (collapsed, addressed through ``offset_of``); the
+last dim may have any stride, and stride 1 is a constexpr so rows load as vectors.
+Short rows (up to 4096 elements) are held in registers, ``BLOCK_R`` rows per program:
+one read, one write. Longer rows stream in chunks with the online max/sum rescaling
+(one read for the statistics, one read + write for the result). fp32 accumulation.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, extent, numel
+from .elementwise import cast_to, div_rn
+from .mathlib import lib
+from .runtime import Kernel, cdiv, next_pow2, ptr_type
+from .strided import offset_of, stride_types
+
+_ONE_PASS_MAX = 4096
+
+
+@triton.jit
+def _softmax_kernel(x, out, R, N, xn, on, S1, S2, S3, S4, S5, S6, S7,
+                    x0, x1, x2, x3, x4, x5, x6, x7, o0, o1, o2, o3, o4, o5, o6, o7,
+                    LOG: tl.constexpr, ACC: tl.constexpr, ROW_RANK: tl.constexpr, N_CONTIG: tl.constexpr,
+                    ONE_PASS: tl.constexpr, INT64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    if INT64:
+        r = pid.to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    else:
+        r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
+    r_mask = r < R
+    xr = offset_of(r, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, ROW_RANK)
+    orow = offset_of(r, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, ROW_RANK)
+    cols = tl.arange(0, BLOCK_N)
+    if ONE_PASS:
+        mask = r_mask[:, None] & (cols < N)[None, :]
+        if N_CONTIG:
+            xo = xr[:, None] + cols[None, :]
+            oo = orow[:, None] + cols[None, :]
+        else:
+            xo = xr[:, None] + cols[None, :] * xn
+            oo = orow[:, None] + cols[None, :] * on
+        v = cast_to(tl.load(x + xo, mask=mask, other=float("-inf")), ACC)
+        m = tl.max(v, axis=1)
+        e = lib.exp(v - m[:, None])
+        s = tl.sum(e, axis=1)
+        if LOG:
+            res = v - m[:, None] - lib.log(s)[:, None]
+        else:
+            res = div_rn(e, s[:, None])
+        tl.store(out + oo, cast_to(res, out.dtype.element_ty), mask=mask)
+    else:
+        # One row per program (BLOCK_R == 1): running max and rescaled sum per lane, then folded.
+        mx = tl.full([BLOCK_R, BLOCK_N], float("-inf"), ACC)
+        sm = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+        for start in range(0, N, BLOCK_N):
+            c = start + cols
+            mask = r_mask[:, None] & (c < N)[None, :]
+            if N_CONTIG:
+                xo = xr[:, None] + c[None, :]
+            else:
+                xo = xr[:, None] + c[None, :] * xn
+            v = cast_to(tl.load(x + xo, mask=mask, other=float("-inf")), ACC)
+            new = tl.maximum(mx, v)
+            safe = tl.where(new == float("-inf"), 0.0, new)
+            sm = sm * lib.exp(mx - safe) + lib.exp(v - safe)
+            mx = new
+        m = tl.max(mx, axis=1)
+        safe_m = tl.where(m == float("-inf"), 0.0, m)
+        s = tl.sum(sm * lib.exp(mx - safe_m[:, None]), axis=1)
+        log_s = lib.log(s)
+        for start in range(0, N, BLOCK_N):
+            c = start + cols
+            mask = r_mask[:, None] & (c < N)[None, :]
+            if N_CONTIG:
+                xo = xr[:, None] + c[None, :]
+                oo = orow[:, None] + c[None, :]
+            else:
+                xo = xr[:, None] + c[None, :] * xn
+                oo = orow[:, None] + c[None, :] * on
+            v = cast_to(tl.load(x + xo, mask=mask, other=float("-inf")), ACC)
+            if LOG:
+                res = v - m[:, None] - log_s[:, None]
+            else:
+                res = div_rn(lib.exp(v - m[:, None]), s[:, None])
+            tl.store(out + oo, cast_to(res, out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _softmax_bwd_kernel(y, dy, dx, R, N, yn, gn, dn, S1, S2, S3, S4, S5, S6, S7,
+                        y0, y1, y2, y3, y4, y5, y6, y7, g0, g1, g2, g3, g4, g5, g6, g7,
+                        d0, d1, d2, d3, d4, d5, d6, d7,
+                        LOG: tl.constexpr, ACC: tl.constexpr, ROW_RANK: tl.constexpr, N_CONTIG: tl.constexpr,
+                        INT64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr):
+    # softmax:     dx = y * (dy - sum(dy * y))
+    # log_softmax: dx = dy - exp(y) * sum(dy)
+    pid = tl.program_id(0)
+    if INT64:
+        r = pid.to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    else:
+        r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
+    r_mask = r < R
+    yr = offset_of(r, S1, S2, S3, S4, S5, S6, S7, y0, y1, y2, y3, y4, y5, y6, y7, ROW_RANK)
+    gr = offset_of(r, S1, S2, S3, S4, S5, S6, S7, g0, g1, g2, g3, g4, g5, g6, g7, ROW_RANK)
+    dr = offset_of(r, S1, S2, S3, S4, S5, S6, S7, d0, d1, d2, d3, d4, d5, d6, d7, ROW_RANK)
+    cols = tl.arange(0, BLOCK_N)
+    acc = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+    for start in range(0, N, BLOCK_N):
+        c = start + cols
+        mask = r_mask[:, None] & (c < N)[None, :]
+        if N_CONTIG:
+            g = cast_to(tl.load(dy + gr[:, None] + c[None, :], mask=mask, other=0), ACC)
+        else:
+            g = cast_to(tl.load(dy + gr[:, None] + c[None, :] * gn, mask=mask, other=0), ACC)
+        if LOG:
+            acc += g
+        else:
+            if N_CONTIG:
+                yv = cast_to(tl.load(y + yr[:, None] + c[None, :], mask=mask, other=0), ACC)
+            else:
+                yv = cast_to(tl.load(y + yr[:, None] + c[None, :] * yn, mask=mask, other=0), ACC)
+            acc += g * yv
+    total = tl.sum(acc, axis=1)
+    for start in range(0, N, BLOCK_N):
+        c = start + cols
+        mask = r_mask[:, None] & (c < N)[None, :]
+        if N_CONTIG:
+            g = cast_to(tl.load(dy + gr[:, None] + c[None, :], mask=mask, other=0), ACC)
+            yv = cast_to(tl.load(y + yr[:, None] + c[None, :], mask=mask, other=0), ACC)
+            do = dr[:, None] + c[None, :]
+        else:
+            g = cast_to(tl.load(dy + gr[:, None] + c[None, :] * gn, mask=mask, other=0), ACC)
+            yv = cast_to(tl.load(y + yr[:, None] + c[None, :] * yn, mask=mask, other=0), ACC)
+            do = dr[:, None] + c[None, :] * dn
+        if LOG:
+            res = g - lib.exp(yv) * total[:, None]
+        else:
+            res = yv * (g - total[:, None])
+        tl.store(dx + do, cast_to(res, dx.dtype.element_ty), mask=mask)
+
+
+_SOFTMAX = Kernel(_softmax_kernel)
+_SOFTMAX_BWD = Kernel(_softmax_bwd_kernel)
+
+
+def _rows(bufs: list[BufferLike]) -> tuple[int, int, tuple[int, ...], list[tuple[int, ...]], bool]:
+    """Collapse the row dims (all but the last) of several same-shape buffers."""
+    shape = tuple(bufs[0].shape)
+    for b in bufs:
+        if tuple(b.shape) != shape:
+            raise ValueError(f"shape mismatch: {tuple(b.shape)} vs {shape}")
+    if not shape:
+        shape_rows, n = (), 1
+        strides = [() for _ in bufs]
+    else:
+        shape_rows, n = shape[:-1], shape[-1]
+        strides = [tuple(b.strides[:-1]) for b in bufs]
+    rshape, rstrides = collapse(shape_rows, strides)
+    if not rshape:
+        rshape, rstrides = (1,), [(0,) for _ in bufs]
+    if len(rshape) > MAX_RANK:
+        raise ValueError("rank after collapsing exceeds 8")
+    rows = numel(shape_rows)
+    big = max([rows * n] + [extent(tuple(b.shape), tuple(b.strides)) for b in bufs]) >= INT32_LIMIT - 65536
+    return rows, n, rshape, rstrides, big
+
+
+def _pad(t: tuple[int, ...], v: int, k: int = MAX_RANK) -> tuple[int, ...]:
+    return tuple(t) + (v,) * (k - len(t))
+
+
+def _inner_stride(b: BufferLike) -> int:
+    return b.strides[-1] if b.shape else 1
+
+
+def softmax(x: BufferLike, out: BufferLike, *, log: bool = False, stream: int = 0) -> None:
+    """(Log-)softmax of ``x`` over its last dim into ``out``; fp32 (fp64 for float64) accumulation."""
+    rows, n, rshape, (xs, os_), big = _rows([x, out])
+    if rows * n == 0:
+        return
+    acc = "float64" if x.dtype == "float64" else "float32"
+    xn, on = _inner_stride(x), _inner_stride(out)
+    contig = xn == 1 and on == 1
+    one_pass = n <= _ONE_PASS_MAX
+    block_n = next_pow2(n) if one_pass else 2048
+    block_r = max(1, min(next_pow2(rows), 2048 // block_n)) if one_pass else 1
+    key = (x.dtype, out.dtype, log, len(rshape), contig, one_pass, big, block_r, block_n)
+    fn = _SOFTMAX.cache.get(key)
+    if fn is None:
+        it = "i64" if big else "i32"
+        types = {"x": ptr_type(x.dtype), "out": ptr_type(out.dtype), "R": it, "N": it, "xn": it, "on": it,
+                 **{f"S{d}": it for d in range(1, MAX_RANK)}, **stride_types("x", it), **stride_types("o", it)}
+        consts = dict(LOG=log, ACC=_tl(acc), ROW_RANK=len(rshape), N_CONTIG=contig, ONE_PASS=one_pass,
+                      INT64=big, BLOCK_R=block_r, BLOCK_N=block_n)
+        warps = 4 if block_r * block_n <= 1024 else 8
+        fn = _SOFTMAX.build(key, types, consts, (), num_warps=warps)
+        fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    fn((cdiv(rows, block_r), 1, 1), stream,
+       (x.ptr, out.ptr, rows, n, xn, on, *_pad(rshape[1:], 1, 7), *_pad(xs, 0), *_pad(os_, 0),
+        *fn._consts))  # type: ignore[attr-defined]
+
+
+def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool = False,
+                     stream: int = 0) -> None:
+    """Gradient of (log-)softmax over the last dim, given its output ``y`` and ``dy``."""
+    rows, n, rshape, (ys, gs, ds), big = _rows([y, dy, dx])
+    if rows * n == 0:
+        return
+    acc = "float64" if y.dtype == "float64" else "float32"
+    yn, gn, dn = _inner_stride(y), _inner_stride(dy), _inner_stride(dx)
+    contig = yn == 1 and gn == 1 and dn == 1
+    block_n = min(next_pow2(n), 2048)
+    block_r = max(1, min(next_pow2(rows), 2048 // block_n))
+    key = (y.dtype, dy.dtype, dx.dtype, log, len(rshape), contig, big, block_r, block_n)
+    fn = _SOFTMAX_BWD.cache.get(key)
+    if fn is None:
+        it = "i64" if big else "i32"
+        types = {"y": ptr_type(y.dtype), "dy": ptr_type(dy.dtype), "dx": ptr_type(dx.dtype), "R": it, "N": it,
+                 "yn": it, "gn": it, "dn": it, **{f"S{d}": it for d in range(1, MAX_RANK)},
+                 **stride_types("y", it), **stride_types("g", it), **stride_types("d", it)}
+        consts = dict(LOG=log, ACC=_tl(acc), ROW_RANK=len(rshape), N_CONTIG=contig, INT64=big,
+                      BLOCK_R=block_r, BLOCK_N=block_n)
+        fn = _SOFTMAX_BWD.build(key, types, consts, (), num_warps=4 if block_r * block_n <= 1024 else 8)
+        fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    fn((cdiv(rows, block_r), 1, 1), stream,
+       (y.ptr, dy.ptr, dx.ptr, rows, n, yn, gn, dn, *_pad(rshape[1:], 1, 7), *_pad(ys, 0), *_pad(gs, 0),
+        *_pad(ds, 0), *fn._consts))  # type: ignore[attr-defined]
+
+
+def _tl(name: str):  # type: ignore[no-untyped-def]
+    from .buffer import dtype_info
+
+    return dtype_info(name).tl

@@ -1,0 +1,52 @@
+"""genesis_ndarray: device-independent n-dimensional arrays.
+
+An NDArray holds a native array of its device's backend (a torch CPU tensor on
+``cpu``; a genesis_storage StridedView on ``cuda``) and dispatches every op through
+one registry. Dtypes follow PyTorch's names and promotion rules.
+"""
+
+from . import cuda, registry, shape
+from .creation import (
+    arange,
+    array,
+    empty,
+    from_numpy,
+    from_torch,
+    full,
+    manual_seed,
+    ones,
+    rand,
+    randint,
+    randn,
+    where,
+    zeros,
+)
+from .device import Device, as_device
+from .dtypes import (
+    ALL_DTYPES,
+    DType,
+    as_dtype,
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
+)
+from .ndarray import NDArray
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ALL_DTYPES", "DType", "Device", "NDArray", "arange", "array", "as_device", "as_dtype", "bfloat16",
+    "bool_", "cuda", "empty", "float16", "float32", "float64", "from_numpy", "from_torch", "full",
+    "get_default_dtype", "int8", "int16", "int32", "int64", "manual_seed", "ones", "promote_types", "rand",
+    "randint", "randn", "registry", "set_default_dtype", "shape", "uint8", "where", "zeros",
+]

@@ -1,0 +1,1 @@
+"""Device backends. Importing a backend module registers its ops."""

@@ -1,0 +1,103 @@
+"""Reductions on CUDA: dims, keepdim and result dtypes as torch, Triton kernels."""
+
+from __future__ import annotations
+
+import math
+
+import genesis_kernels as gk
+import genesis_storage as gs
+
+from ...dtypes import DType, bool_, int64
+from ...shape import normalize_dim, normalize_dims
+from .common import View, dtype_of, reg, stream_of
+from .memory import cast, fill_
+
+
+def _keep(out: View, shape, dims) -> View:
+    """Re-insert reduced dims as size 1 (keepdim=True) by viewing ``out``."""
+    full = tuple(1 if i in dims else s for i, s in enumerate(shape))
+    strides = []
+    it = iter(out.strides)
+    for i in range(len(shape)):
+        strides.append(0 if i in dims else next(it))
+    return out.as_strided(full, tuple(strides), out.offset)
+
+
+def _result_dtype(op: str, dtype: DType) -> DType:
+    if op in ("all", "any"):
+        return bool_
+    if op in ("sum", "prod") and not dtype.is_floating_point:
+        return int64
+    if op in ("mean", "logsumexp") and not dtype.is_floating_point:
+        raise RuntimeError(f"{op}(): could not infer output dtype. Input dtype must be either a floating "
+                           f"point or complex dtype. Got: {dtype.name}")
+    return dtype
+
+
+@reg("reduce")
+def reduce(op: str, v: View, dim, keepdim: bool, dtype: DType | None) -> View:
+    if dtype is not None and dtype is not dtype_of(v):
+        v = cast(v, dtype)
+    src = v
+    if len(src.shape) == 0:
+        src = src.as_strided((1,), (1,), src.offset)
+    dims = normalize_dims(dim, len(v.shape)) if len(v.shape) else (0,)
+    out_dtype = _result_dtype(op, dtype_of(v))
+    if out_dtype is not dtype_of(src) and op not in ("all", "any"):
+        src = cast(src, out_dtype)
+    out_shape = tuple(s for i, s in enumerate(src.shape) if i not in dims)
+    if op in ("amax", "amin") and any(src.shape[d] == 0 for d in dims):
+        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+                         "Specify the reduction dim with the 'dim' argument.")
+    out = gs.empty(out_shape, out_dtype.name, v.device)
+    if math.prod(out_shape):
+        if math.prod(src.shape):
+            gk.reduce(op, src, out, dims, stream=stream_of(v))
+        else:  # reducing over an empty dim: the op's identity, or NaN for mean
+            fill_(out, {"sum": 0, "prod": 1, "mean": float("nan"), "all": True, "any": False,
+                        "logsumexp": float("-inf")}[op])
+    return _keep(out, v.shape, dims) if keepdim and len(v.shape) else out
+
+
+def _arg(op: str, v: View, dim: int, keepdim: bool) -> tuple[View, View]:
+    dim = normalize_dim(dim, len(v.shape))
+    src = v if len(v.shape) else v.as_strided((1,), (1,), v.offset)
+    if src.shape[dim] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size.")
+    out_shape = tuple(s for i, s in enumerate(src.shape) if i != dim)
+    values = gs.empty(out_shape, v.dtype, v.device)
+    indices = gs.empty(out_shape, "int64", v.device)
+    if math.prod(src.shape):
+        gk.arg_reduce(op, src, values, indices, dim, stream=stream_of(v))
+    if keepdim and len(v.shape):
+        return _keep(values, v.shape, (dim,)), _keep(indices, v.shape, (dim,))
+    return values, indices
+
+
+reg("max_dim")(lambda v, dim, keepdim: _arg("max", v, dim, keepdim))
+reg("min_dim")(lambda v, dim, keepdim: _arg("min", v, dim, keepdim))
+
+
+def _arg_index(op: str, v: View, dim, keepdim: bool) -> View:
+    if dim is None:
+        flat = v if v.is_contiguous() else cast(v, dtype_of(v))
+        flat = flat.as_strided((math.prod(v.shape),), (1,), flat.offset)
+        index = _arg(op, flat, 0, False)[1]
+        return _keep(index, v.shape, tuple(range(len(v.shape)))) if keepdim else index
+    return _arg(op, v, dim, keepdim)[1]
+
+
+reg("argmax")(lambda v, dim, keepdim: _arg_index("max", v, dim, keepdim))
+reg("argmin")(lambda v, dim, keepdim: _arg_index("min", v, dim, keepdim))
+
+
+@reg("var")
+def var(v: View, dim, correction: int, keepdim: bool) -> View:
+    if not dtype_of(v).is_floating_point:
+        raise RuntimeError(f"std and var only support floating point and complex dtypes, got {v.dtype}")
+    dims = normalize_dims(dim, len(v.shape))
+    out_shape = tuple(s for i, s in enumerate(v.shape) if i not in dims)
+    out = gs.empty(out_shape, v.dtype, v.device)
+    if math.prod(out_shape):
+        gk.var(v, out, dims, correction, stream=stream_of(v))
+    return _keep(out, v.shape, dims) if keepdim else out

@@ -1,0 +1,129 @@
+"""Factories: arrays from data, constants, ranges and random numbers, on any device."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from . import registry
+from .device import Device, as_device, cpu
+from .dtypes import DType, as_dtype, get_default_dtype
+from .ndarray import NDArray, _shape_args
+
+
+def _device(device) -> Device:
+    return cpu if device is None else as_device(device)
+
+
+def _float_dtype(dtype) -> DType:
+    return get_default_dtype() if dtype is None else as_dtype(dtype)
+
+
+def _make(op: str, device: Device, dtype: DType, *args) -> NDArray:
+    return NDArray(registry.table(device.type)[op](*args, dtype, device), device, dtype)
+
+
+def empty(*shape, dtype=None, device=None) -> NDArray:
+    device = _device(device)
+    return _make("empty", device, _float_dtype(dtype), _shape_args(shape))
+
+
+def full(shape, fill_value, dtype=None, device=None) -> NDArray:
+    if dtype is None:
+        dtype = as_dtype(type(fill_value)) if isinstance(fill_value, bool | int) else get_default_dtype()
+    device = _device(device)
+    return _make("full", device, as_dtype(dtype), tuple(shape), fill_value)
+
+
+def zeros(*shape, dtype=None, device=None) -> NDArray:
+    return full(_shape_args(shape), 0, dtype=_float_dtype(dtype), device=device)
+
+
+def ones(*shape, dtype=None, device=None) -> NDArray:
+    return full(_shape_args(shape), 1, dtype=_float_dtype(dtype), device=device)
+
+
+def from_torch(t: torch.Tensor, device=None) -> NDArray:
+    """Wrap a torch CPU tensor (zero-copy on cpu; a copy onto another device)."""
+    device = _device(device)
+    dtype = as_dtype(t.dtype)
+    return NDArray(registry.table(device.type)["from_cpu"](t, device, False), device, dtype)
+
+
+def from_numpy(array: np.ndarray, device=None) -> NDArray:
+    """Zero-copy on cpu (the array and the result share memory), a copy elsewhere."""
+    return from_torch(torch.from_numpy(array), device)
+
+
+def array(data, dtype=None, device=None) -> NDArray:
+    """Like torch.tensor: copy ``data`` (nested lists, numbers, numpy arrays, NDArrays)."""
+    if isinstance(data, NDArray):
+        out = data.to(device or data.device, dtype)
+        return out.clone() if out is data else out
+    if isinstance(data, np.ndarray):
+        t = torch.from_numpy(np.array(data, copy=True))
+    else:
+        t = torch.tensor(data)
+        if dtype is None and t.is_floating_point():
+            t = t.to(get_default_dtype().torch)
+    if dtype is not None:
+        t = t.to(as_dtype(dtype).torch)
+    return from_torch(t, device)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None) -> NDArray:
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        is_int = all(isinstance(v, int) for v in (start, end, step))
+        dtype = as_dtype("int64") if is_int else get_default_dtype()
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    device = _device(device)
+    dtype = as_dtype(dtype)
+    return NDArray(registry.table(device.type)["arange"](start, end, step, dtype, device), device, dtype)
+
+
+def _random(op: str, shape: Sequence[int], dtype, device) -> NDArray:
+    device = _device(device)
+    dtype = _float_dtype(dtype)
+    if not dtype.is_floating_point:
+        raise TypeError(f"{op} needs a floating-point dtype, got {dtype.name}")
+    return _make(op, device, dtype, _shape_args(shape))
+
+
+def rand(*shape, dtype=None, device=None) -> NDArray:
+    return _random("rand", shape, dtype, device)
+
+
+def randn(*shape, dtype=None, device=None) -> NDArray:
+    return _random("randn", shape, dtype, device)
+
+
+def randint(low: int, high: int | None = None, size=(), dtype=None, device=None) -> NDArray:
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    device = _device(device)
+    dtype = as_dtype("int64" if dtype is None else dtype)
+    return NDArray(registry.table(device.type)["randint"](low, high, tuple(size), dtype, device), device, dtype)
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the generators of every registered device type."""
+    for device_type in ("cpu", "cuda"):
+        try:
+            registry.lookup("manual_seed", device_type)(int(seed))
+        except RuntimeError:
+            continue
+
+
+def where(condition: NDArray, x, y) -> NDArray:
+    if not isinstance(x, NDArray):
+        if not isinstance(y, NDArray):
+            raise TypeError("where needs at least one NDArray among x and y")
+        x = full((), x, dtype=y.dtype, device=y.device)
+    return x.where(condition, y)

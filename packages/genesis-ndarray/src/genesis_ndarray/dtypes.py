@@ -1,0 +1,169 @@
+"""Genesis dtypes and PyTorch's type-promotion rules.
+
+A DType is a small immutable descriptor. Its ``name`` is the key the lower
+layers understand (genesis_storage and genesis_kernels speak in dtype names);
+``torch`` and ``numpy`` are its counterparts for the CPU backend and for
+conversions.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+import torch
+
+
+class DType:
+    """One element type: name, size, category and its torch / numpy counterparts."""
+
+    __slots__ = ("_rank", "itemsize", "name", "numpy", "torch")
+
+    def __init__(self, name: str, itemsize: int, torch_dtype: torch.dtype, numpy_dtype, rank: int):
+        self.name = name
+        self.itemsize = itemsize
+        self.torch = torch_dtype
+        # bfloat16 has no numpy type; conversions go through torch for it.
+        self.numpy = None if numpy_dtype is None else np.dtype(numpy_dtype)
+        # Position in the promotion lattice inside its category (see promote_types).
+        self._rank = rank
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.name in _FLOATING
+
+    @property
+    def is_signed(self) -> bool:
+        return self.name not in ("uint8", "bool")
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    @property
+    def category(self) -> int:
+        """0 bool, 1 integer, 2 floating: the order PyTorch promotes across."""
+        if self.name == "bool":
+            return 0
+        return 2 if self.is_floating_point else 1
+
+    def __repr__(self) -> str:
+        return f"genesis.{self.name}"
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+
+_FLOATING = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+bool_ = DType("bool", 1, torch.bool, np.bool_, 0)
+uint8 = DType("uint8", 1, torch.uint8, np.uint8, 1)
+int8 = DType("int8", 1, torch.int8, np.int8, 1)
+int16 = DType("int16", 2, torch.int16, np.int16, 2)
+int32 = DType("int32", 4, torch.int32, np.int32, 3)
+int64 = DType("int64", 8, torch.int64, np.int64, 4)
+float16 = DType("float16", 2, torch.float16, np.float16, 1)
+bfloat16 = DType("bfloat16", 2, torch.bfloat16, None, 1)
+float32 = DType("float32", 4, torch.float32, np.float32, 2)
+float64 = DType("float64", 8, torch.float64, np.float64, 3)
+
+ALL_DTYPES: tuple[DType, ...] = (
+    float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8, bool_,
+)
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_ALIASES = {"float": float32, "half": float16, "double": float64, "long": int64, "int": int32,
+            "short": int16, "bool": bool_}
+_BY_TORCH = {d.torch: d for d in ALL_DTYPES}
+_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES if d.numpy is not None}
+
+_default_dtype: DType = float32
+
+
+def as_dtype(value) -> DType:
+    """Accept a DType, a name ("float32"), a torch dtype, a numpy dtype or a Python type."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        found = _BY_NAME.get(value) or _ALIASES.get(value)
+        if found is None:
+            raise TypeError(f"unknown dtype name {value!r}; expected one of {sorted(_BY_NAME)}")
+        return found
+    if isinstance(value, torch.dtype):
+        if value not in _BY_TORCH:
+            raise TypeError(f"torch dtype {value} has no genesis counterpart")
+        return _BY_TORCH[value]
+    if value is builtins.bool:
+        return bool_
+    if value is builtins.int:
+        return int64
+    if value is builtins.float:
+        return _default_dtype
+    try:
+        npd = np.dtype(value)
+    except TypeError:
+        raise TypeError(f"cannot interpret {value!r} as a dtype") from None
+    if npd not in _BY_NUMPY:
+        raise TypeError(f"numpy dtype {npd} has no genesis counterpart")
+    return _BY_NUMPY[npd]
+
+
+def get_default_dtype() -> DType:
+    return _default_dtype
+
+
+def set_default_dtype(dtype) -> None:
+    """Set the dtype of floating tensors made from Python floats (float32 unless changed)."""
+    global _default_dtype
+    d = as_dtype(dtype)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_dtype = d
+
+
+def _promote_pair(a: DType, b: DType) -> DType:
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.category == 2:
+        # float16 with bfloat16 has no common 16-bit type: PyTorch goes to float32.
+        if {a.name, b.name} == {"float16", "bfloat16"}:
+            return float32
+        return a if a._rank > b._rank else b
+    # integers: uint8 with a signed type needs the next wider signed type.
+    if a is uint8 or b is uint8:
+        other = b if a is uint8 else a
+        return int16 if other is int8 else other
+    return a if a._rank > b._rank else b
+
+
+_PROMOTION = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+
+
+def promote_types(a, b) -> DType:
+    """The smallest dtype both can be cast to safely, as torch.promote_types."""
+    return _PROMOTION[(as_dtype(a), as_dtype(b))]
+
+
+def scalar_category(value) -> int:
+    if isinstance(value, builtins.bool | np.bool_):
+        return 0
+    if isinstance(value, builtins.int | np.integer):
+        return 1
+    if isinstance(value, builtins.float | np.floating):
+        return 2
+    raise TypeError(f"unsupported scalar type {type(value).__name__}")
+
+
+def result_type_with_scalar(tensor_dtype: DType, value) -> DType:
+    """PyTorch's rule for tensor op Python-scalar: the scalar only matters when it
+    belongs to a higher category (an int tensor times 2.5 is float, a float16
+    tensor times 2.5 stays float16)."""
+    category = scalar_category(value)
+    if category <= tensor_dtype.category:
+        return tensor_dtype
+    return int64 if category == 1 else _default_dtype
+
+
+def dtype_of_torch(t: torch.dtype) -> DType:
+    return _BY_TORCH[t]

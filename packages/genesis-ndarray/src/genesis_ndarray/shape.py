@@ -1,0 +1,167 @@
+"""Device-independent geometry: broadcasting, strides of views, dims.
+
+The CPU backend gets these answers from torch; the CUDA backend computes them
+here, with torch's rules and torch's error messages, so both devices agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+Shape = tuple[int, ...]
+
+
+def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape:
+    """The broadcast of two shapes; RuntimeError (torch's message) when they clash."""
+    if tuple(a) == tuple(b):
+        return tuple(a)
+    n = max(len(a), len(b))
+    out = []
+    for i in range(n):
+        da = a[len(a) - n + i] if len(a) - n + i >= 0 else 1
+        db = b[len(b) - n + i] if len(b) - n + i >= 0 else 1
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            raise RuntimeError(
+                f"The size of tensor a ({da}) must match the size of tensor b ({db}) "
+                f"at non-singleton dimension {i}"
+            )
+    return tuple(out)
+
+
+def contiguous_strides(shape: Sequence[int]) -> Shape:
+    strides = []
+    step = 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    step = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size == 0:
+            return True
+        if size != 1 and stride != step:
+            return False
+        step *= size
+    return True
+
+
+def normalize_dim(dim: int, ndim: int) -> int:
+    """Wrap a negative dim; IndexError with torch's message when out of range."""
+    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    if not lo <= dim <= hi:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+    return dim + max(ndim, 1) if dim < 0 else dim
+
+
+def normalize_dims(dims, ndim: int) -> tuple[int, ...]:
+    """None means every dim; an int or a sequence is wrapped and checked for repeats."""
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, int):
+        dims = (dims,)
+    out = tuple(normalize_dim(d, ndim) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {out} appears multiple times in the list of dims")
+    return out
+
+
+def infer_shape(shape: Sequence[int], numel: int) -> Shape:
+    """Resolve one -1 in a requested shape; RuntimeError when the sizes disagree."""
+    shape = tuple(int(s) for s in shape)
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if any(s < -1 for s in shape):
+        raise RuntimeError(f"invalid shape dimension {min(shape)}")
+    known = math.prod(s for s in shape if s != -1)
+    if unknown:
+        if known == 0 or numel % known != 0:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = shape[: unknown[0]] + (numel // known,) + shape[unknown[0] + 1 :]
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def view_strides(shape: Sequence[int], strides: Sequence[int], new_shape: Sequence[int]) -> Shape | None:
+    """Strides that present (shape, strides) as new_shape without copying, or None.
+
+    torch's rule: dims of the old shape can be merged only where they are laid out
+    contiguously with respect to each other, and split freely.
+    """
+    numel = math.prod(shape)
+    if numel == 0:
+        return contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = strides[-1] if strides else 1
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[tensor_d]
+        # At a chunk boundary (the start, or a non-contiguous junction), lay out the view dims.
+        if tensor_d == 0 or (shape[tensor_d - 1] != 1 and strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = strides[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+def basic_index(shape: Shape, strides: Shape, offset: int, index) -> tuple[Shape, Shape, int]:
+    """Geometry of x[index] for ints, slices, None and Ellipsis (a view, no copy)."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if consumed > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    if sum(1 for i in index if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    expanded = []
+    for item in index:
+        if item is Ellipsis:
+            expanded.extend([slice(None)] * (len(shape) - consumed))
+        else:
+            expanded.append(item)
+    expanded.extend([slice(None)] * (len(shape) - sum(1 for i in expanded if i is not None)))
+    new_shape, new_strides = [], []
+    dim = 0
+    for item in expanded:
+        if item is None:
+            # torch's stride for an inserted dim: what the next dim would need to step over.
+            new_shape.append(1)
+            new_strides.append(shape[dim] * strides[dim] if dim < len(shape) else 1)
+            continue
+        size, stride = shape[dim], strides[dim]
+        if isinstance(item, slice):
+            start, stop, step = item.indices(size)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            length = max(0, (stop - start + step - 1) // step)
+            if length > 0:
+                offset += start * stride
+            new_shape.append(length)
+            new_strides.append(stride * step)
+        else:
+            i = int(item)
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+            offset += (i + size if i < 0 else i) * stride
+        dim += 1
+    return tuple(new_shape), tuple(new_strides), offset

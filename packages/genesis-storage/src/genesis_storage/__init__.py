@@ -1,0 +1,69 @@
+"""genesis_storage: GPU buffers on cuda-python.
+
+Devices and primary contexts, CUDAStorage from a caching allocator, strided views, streams and
+events, pageable/pinned/shared/mapped host storage, and zero-copy DLPack / CUDA array interface.
+Depends on cuda-python and numpy only; importing it never needs a GPU (everything is lazy).
+"""
+
+from __future__ import annotations
+
+from .allocator import (
+    CachingAllocator,
+    FakeRawAllocator,
+    empty_cache,
+    get_allocator,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+    memory_snapshot,
+    memory_stats,
+    reset_accumulated_memory_stats,
+    reset_peak_memory_stats,
+    set_allocator,
+    set_per_process_memory_fraction,
+)
+from .device import (
+    DeviceProperties,
+    current_device,
+    device,
+    device_count,
+    get_device_capability,
+    get_device_name,
+    get_device_properties,
+    is_available,
+    mem_get_info,
+    set_device,
+    synchronize,
+)
+from .dlpack import from_cuda_array_interface, from_dlpack
+from .dtypes import DTYPES
+from .errors import (
+    CUDAError,
+    CUDAUnavailableError,
+    DeviceMismatchError,
+    DoubleFreeError,
+    OutOfMemoryError,
+    StorageClosedError,
+)
+from .host import HostStorage, host_empty_cache, host_memory_stats
+from .mapped import MappedStorage
+from .shared import SharedStorage
+from .storage import CUDAStorage
+from .stream import Event, Stream, current_stream, default_stream, set_stream, stream
+from .view import StridedView, contiguous_strides, empty, from_numpy, to_numpy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DTYPES", "CUDAError", "CUDAStorage", "CUDAUnavailableError", "CachingAllocator", "DeviceMismatchError",
+    "DeviceProperties", "DoubleFreeError", "Event", "FakeRawAllocator", "HostStorage", "MappedStorage",
+    "OutOfMemoryError", "SharedStorage", "StorageClosedError", "Stream", "StridedView",
+    "contiguous_strides", "current_device", "current_stream", "default_stream", "device", "device_count",
+    "empty", "empty_cache", "from_cuda_array_interface", "from_dlpack", "from_numpy", "get_allocator",
+    "get_device_capability", "get_device_name", "get_device_properties", "host_empty_cache",
+    "host_memory_stats", "is_available", "max_memory_allocated", "max_memory_reserved", "mem_get_info",
+    "memory_allocated", "memory_reserved", "memory_snapshot", "memory_stats",
+    "reset_accumulated_memory_stats", "reset_peak_memory_stats", "set_allocator", "set_device",
+    "set_per_process_memory_fraction", "set_stream", "stream", "synchronize", "to_numpy",
+]

@@ -1,0 +1,177 @@
+"""Devices and their primary contexts.
+
+Genesis uses each device's *primary* context (the one the runtime API, torch and Triton use), so a
+pointer allocated here is valid in every CUDA library of the process. The context is retained once
+per device and made current in each thread before that thread issues driver calls.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, NamedTuple
+
+from . import _driver
+from ._driver import check
+from .errors import CUDAUnavailableError
+
+# Per-thread state shared with stream.py: .device (int), .streams (dict device -> Stream),
+# .handles (dict device -> raw stream handle), .ctx (device whose context we last made current).
+_tls = threading.local()
+
+_lock = threading.Lock()
+_count: int | None = None
+_primary: dict[int, Any] = {}  # device -> CUcontext (retained for the life of the process)
+_cudevice: dict[int, Any] = {}
+
+
+class DeviceProperties(NamedTuple):
+    name: str
+    total_memory: int
+    multi_processor_count: int
+    l2_cache_size: int
+    major: int
+    minor: int
+
+
+def is_available() -> bool:
+    """True when a CUDA driver and at least one device are present. Never raises."""
+    try:
+        return device_count() > 0
+    except Exception:
+        return False
+
+
+def device_count() -> int:
+    """Number of CUDA devices; 0 when there is no driver."""
+    global _count
+    if _count is None:
+        try:
+            drv = _driver.driver()
+            _count = int(check("cuDeviceGetCount", drv.cuDeviceGetCount()))
+        except CUDAUnavailableError:
+            _count = 0
+    return _count
+
+
+def check_index(index: int) -> int:
+    n = device_count()
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise TypeError(f"device index must be an int, got {type(index).__name__}")
+    if not 0 <= index < n:
+        if n == 0:
+            raise CUDAUnavailableError(f"device {index} requested but no CUDA device is available")
+        raise ValueError(f"device index {index} out of range: {n} CUDA device(s) present")
+    return index
+
+
+def _cu_device(index: int) -> Any:
+    dev = _cudevice.get(index)
+    if dev is None:
+        check_index(index)
+        dev = check("cuDeviceGet", _driver.driver().cuDeviceGet(index))
+        _cudevice[index] = dev
+    return dev
+
+
+def primary_context(index: int) -> Any:
+    ctx = _primary.get(index)
+    if ctx is None:
+        with _lock:
+            ctx = _primary.get(index)
+            if ctx is None:
+                drv = _driver.driver()
+                ctx = check("cuDevicePrimaryCtxRetain", drv.cuDevicePrimaryCtxRetain(_cu_device(index)))
+                _primary[index] = ctx
+    return ctx
+
+
+def ensure_context(index: int) -> Any:
+    """Make device `index`'s primary context current in this thread; return the driver module.
+
+    Always sets it (cheap) because other libraries in the thread may have switched contexts.
+    """
+    drv = _driver.driver()
+    check("cuCtxSetCurrent", drv.cuCtxSetCurrent(primary_context(index)))
+    return drv
+
+
+def current_device() -> int:
+    """This thread's current device (0 until set_device is called in the thread)."""
+    return getattr(_tls, "device", 0)
+
+
+def set_device(index: int) -> None:
+    check_index(index)
+    _tls.device = index
+    ensure_context(index)
+
+
+class device:
+    """`with device(i):` makes i the current device of this thread inside the block."""
+
+    __slots__ = ("_prev", "index")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self._prev = 0
+
+    def __enter__(self) -> device:
+        self._prev = current_device()
+        if self.index != self._prev:
+            set_device(self.index)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.index != self._prev:
+            set_device(self._prev)
+
+
+def resolve(index: int | None) -> int:
+    return current_device() if index is None else index
+
+
+def _attr(index: int, name: str) -> int:
+    drv = _driver.driver()
+    attr = getattr(drv.CUdevice_attribute, name)
+    return int(check("cuDeviceGetAttribute", drv.cuDeviceGetAttribute(attr, _cu_device(index))))
+
+
+def get_device_name(index: int | None = None) -> str:
+    index = resolve(index)
+    raw = check("cuDeviceGetName", _driver.driver().cuDeviceGetName(256, _cu_device(index)))
+    return raw.split(b"\0", 1)[0].decode()
+
+
+def get_device_capability(index: int | None = None) -> tuple[int, int]:
+    index = resolve(index)
+    return (
+        _attr(index, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"),
+        _attr(index, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"),
+    )
+
+
+def get_device_properties(index: int | None = None) -> DeviceProperties:
+    index = resolve(index)
+    total = int(check("cuDeviceTotalMem", _driver.driver().cuDeviceTotalMem(_cu_device(index))))
+    major, minor = get_device_capability(index)
+    return DeviceProperties(
+        name=get_device_name(index),
+        total_memory=total,
+        multi_processor_count=_attr(index, "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"),
+        l2_cache_size=_attr(index, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE"),
+        major=major,
+        minor=minor,
+    )
+
+
+def mem_get_info(index: int | None = None) -> tuple[int, int]:
+    """(free, total) bytes of the device, as the driver reports them."""
+    drv = ensure_context(resolve(index))
+    free, total = check("cuMemGetInfo", drv.cuMemGetInfo())
+    return int(free), int(total)
+
+
+def synchronize(index: int | None = None) -> None:
+    """Wait for all work on the device (all streams) to finish."""
+    drv = ensure_context(resolve(index))
+    check("cuCtxSynchronize", drv.cuCtxSynchronize())

@@ -1,0 +1,236 @@
+"""CUDAStorage: nbytes of device memory from the caching allocator, ordered on the current stream."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .allocator import allocators, get_allocator
+from .allocator.caching import Block, CachingAllocator
+from .device import _tls, ensure_context, primary_context
+from .errors import DeviceMismatchError, DoubleFreeError, StorageClosedError
+from .stream import Stream, current_stream, current_stream_handle
+
+if TYPE_CHECKING:
+    from .host import HostStorage
+
+
+def _check_host_array(arr: Any, nbytes: int, what: str, writable: bool) -> np.ndarray:
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"{what} needs a numpy.ndarray, got {type(arr).__name__}")
+    if not arr.flags.c_contiguous:
+        raise ValueError(f"{what} needs a C-contiguous array (use numpy.ascontiguousarray)")
+    if arr.nbytes != nbytes:
+        raise ValueError(f"{what}: host array has {arr.nbytes} bytes, storage has {nbytes} bytes")
+    if writable and not arr.flags.writeable:
+        raise ValueError(f"{what}: destination array is read-only")
+    return arr
+
+
+class CUDAStorage:
+    """A device buffer. Freed (back to the cache) when the last reference goes, or by free()."""
+
+    __slots__ = ("__weakref__", "_alloc", "_block", "_owner", "_ptr", "device", "nbytes")
+
+    def __init__(self, nbytes: int, device: int | None = None) -> None:
+        if device is None:
+            device = getattr(_tls, "device", 0)
+        if nbytes < 0:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        a = allocators.get(device)
+        if a is None:
+            a = get_allocator(device)
+        if nbytes:
+            handles = getattr(_tls, "handles", None)
+            block = a.malloc(nbytes, handles.get(device, 0) if handles else 0)
+            self._ptr = block.addr
+            self._block: Block | None = block
+        else:
+            self._ptr = 0
+            self._block = None
+        self.nbytes = nbytes
+        self.device = device
+        self._alloc: CachingAllocator | None = a
+        self._owner: Any = None
+
+    @classmethod
+    def from_pointer(cls, ptr: int, nbytes: int, device: int, owner: Any = None) -> CUDAStorage:
+        """Wrap memory owned elsewhere (zero copy). `owner` is kept alive as long as the storage."""
+        s = cls.__new__(cls)
+        s._ptr = int(ptr)
+        s.nbytes = int(nbytes)
+        s.device = int(device)
+        s._block = None
+        s._alloc = None
+        s._owner = owner
+        return s
+
+    # ------------------------------------------------------------------ lifetime
+    @property
+    def ptr(self) -> int:
+        p = self._ptr
+        if p is None:
+            raise StorageClosedError(
+                f"use of a freed CUDAStorage ({self.nbytes} bytes, device {self.device})")
+        return p
+
+    data_ptr = ptr
+
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
+    def free(self) -> None:
+        """Give the memory back now. A second free() raises DoubleFreeError."""
+        if self._ptr is None:
+            raise DoubleFreeError(f"CUDAStorage of {self.nbytes} bytes on device {self.device} freed twice")
+        block, self._block = self._block, None
+        self._ptr = None
+        self._owner = None
+        if block is not None and self._alloc is not None:
+            self._alloc.free(block)
+
+    close = free
+
+    def __del__(self) -> None:
+        block = getattr(self, "_block", None)  # None too when __init__ failed half way
+        if block is not None:
+            try:
+                self._alloc.free(block)  # type: ignore[union-attr]
+            except Exception:
+                pass  # interpreter shutdown, or already freed through the allocator
+
+    def record_stream(self, stream: Stream) -> None:
+        """Mark the memory as used on `stream`, so its reuse after free waits for that work."""
+        if stream.device != self.device:
+            raise DeviceMismatchError(f"stream of device {stream.device} for storage on device {self.device}")
+        if self._block is not None and self._alloc is not None:
+            self._alloc.record_stream(self._block, stream.handle)
+
+    def __repr__(self) -> str:
+        state = "freed" if self._ptr is None else f"ptr={self._ptr:#x}"
+        return f"CUDAStorage(nbytes={self.nbytes}, device={self.device}, {state})"
+
+    # ------------------------------------------------------------------ copies
+    def _drv_stream(self) -> tuple[Any, Any]:
+        drv = ensure_context(self.device)
+        return drv, drv.CUstream(current_stream_handle(self.device))
+
+    def copy_from_host(self, src: np.ndarray) -> None:
+        """Host -> device. `src` may be reused as soon as this returns."""
+        from ._driver import check
+        from .host import pinned_pool
+
+        ptr = self.ptr
+        _check_host_array(src, self.nbytes, "copy_from_host", writable=False)
+        if not self.nbytes:
+            return
+        drv, stream = self._drv_stream()
+        host = src.ctypes.data
+        check("cuMemcpyHtoDAsync", drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(ptr), host, self.nbytes, stream))
+        # Pageable sources are staged by the driver before the call returns; pinned ones are read
+        # later by DMA, so wait to keep the promise that src is free to change.
+        if pinned_pool.contains(host):
+            check("cuStreamSynchronize", drv.cuStreamSynchronize(stream))
+
+    def copy_to_host(self, dst: np.ndarray) -> None:
+        """Device -> host; the data is in dst when this returns (waits for the current stream)."""
+        from ._driver import check
+
+        ptr = self.ptr
+        _check_host_array(dst, self.nbytes, "copy_to_host", writable=True)
+        if not self.nbytes:
+            return
+        drv, stream = self._drv_stream()
+        check("cuMemcpyDtoHAsync", drv.cuMemcpyDtoHAsync(dst.ctypes.data, drv.CUdeviceptr(ptr), self.nbytes,
+                                                         stream))
+        check("cuStreamSynchronize", drv.cuStreamSynchronize(stream))
+
+    def copy_(self, other: CUDAStorage) -> CUDAStorage:
+        """Device -> device (also across devices) on the current stream of self's device."""
+        from ._driver import check
+
+        if not isinstance(other, CUDAStorage):
+            raise TypeError(f"copy_ needs a CUDAStorage, got {type(other).__name__}")
+        if other.nbytes != self.nbytes:
+            raise ValueError(f"copy_: source has {other.nbytes} bytes, destination has {self.nbytes} bytes")
+        dst, src = self.ptr, other.ptr
+        if not self.nbytes:
+            return self
+        if other.device == self.device:
+            drv, stream = self._drv_stream()
+            check("cuMemcpyDtoDAsync", drv.cuMemcpyDtoDAsync(drv.CUdeviceptr(dst), drv.CUdeviceptr(src),
+                                                             self.nbytes, stream))
+            return self
+        # Across devices: the copy runs on the destination's stream after the source's pending work,
+        # and the source's stream then waits for the copy so the source block is not reused early.
+        s_src, s_dst = current_stream(other.device), current_stream(self.device)
+        s_dst.wait_stream(s_src)
+        drv = ensure_context(self.device)
+        check("cuMemcpyPeerAsync", drv.cuMemcpyPeerAsync(
+            drv.CUdeviceptr(dst), primary_context(self.device), drv.CUdeviceptr(src),
+            primary_context(other.device), self.nbytes, s_dst._cu_stream()))
+        s_src.wait_stream(s_dst)
+        return self
+
+    def fill_(self, byte: int) -> CUDAStorage:
+        """Set every byte to `byte` (0..255)."""
+        from ._driver import check
+
+        if not 0 <= int(byte) <= 255:
+            raise ValueError(f"fill_ takes a byte value 0..255, got {byte}")
+        ptr = self.ptr
+        if self.nbytes:
+            drv, stream = self._drv_stream()
+            check("cuMemsetD8Async",
+                  drv.cuMemsetD8Async(drv.CUdeviceptr(ptr), int(byte), self.nbytes, stream))
+        return self
+
+    def clone(self) -> CUDAStorage:
+        return CUDAStorage(self.nbytes, self.device).copy_(self)
+
+    def to(self, device: int) -> CUDAStorage:
+        """This storage if already on `device`, else a copy there."""
+        if device == self.device:
+            return self
+        return CUDAStorage(self.nbytes, device).copy_(self)
+
+    # ------------------------------------------------------------------ pinned async copies
+    def copy_from_host_async(self, src: HostStorage, stream: Stream | None = None) -> None:
+        """Host -> device without waiting. A pinned src stays reserved until the copy has run."""
+        self._async_copy(src, stream, to_device=True)
+
+    def copy_to_host_async(self, dst: HostStorage, stream: Stream | None = None) -> None:
+        """Device -> host without waiting (for pinned dst); synchronise `stream` before reading dst."""
+        self._async_copy(dst, stream, to_device=False)
+
+    def _async_copy(self, host: HostStorage, stream: Stream | None, to_device: bool) -> None:
+        from ._driver import check
+
+        if host.nbytes != self.nbytes:
+            raise ValueError(
+                f"async copy: host buffer has {host.nbytes} bytes, storage has {self.nbytes} bytes")
+        ptr, hptr = self.ptr, host.ptr
+        s = stream if stream is not None else current_stream(self.device)
+        if s.device != self.device:
+            raise DeviceMismatchError(f"stream of device {s.device} for storage on device {self.device}")
+        drv = ensure_context(self.device)
+        cs = s._cu_stream()
+        if to_device:
+            check("cuMemcpyHtoDAsync", drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(ptr), hptr, self.nbytes, cs))
+        else:
+            check("cuMemcpyDtoHAsync", drv.cuMemcpyDtoHAsync(hptr, drv.CUdeviceptr(ptr), self.nbytes, cs))
+        host._record(s)
+        if self._block is not None and s.handle != self._block.stream:
+            self.record_stream(s)
+
+
+def _memcpy_dtoh(dst: np.ndarray, ptr: int, nbytes: int, device: int) -> None:
+    """Copy nbytes at device address ptr into the C-contiguous host array dst, waiting for it."""
+    from ._driver import check
+
+    drv = ensure_context(device)
+    stream = drv.CUstream(current_stream_handle(device))
+    check("cuMemcpyDtoHAsync", drv.cuMemcpyDtoHAsync(dst.ctypes.data, drv.CUdeviceptr(ptr), nbytes, stream))
+    check("cuStreamSynchronize", drv.cuStreamSynchronize(stream))

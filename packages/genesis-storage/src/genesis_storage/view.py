@@ -1,0 +1,222 @@
+"""StridedView: (storage, dtype, shape, strides, offset) with shape/strides/offset in elements.
+
+A view keeps its storage alive; memory returns to the allocator when the last view (and the
+storage object) is gone. Bounds are checked once, at construction, so kernels can trust `ptr`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .dtypes import (
+    DTYPES,
+    NUMPY_DTYPES,
+    TYPESTR,
+    bfloat16_bits_to_float32,
+    float32_to_bfloat16_bits,
+    from_numpy_dtype,
+    itemsize,
+)
+from .storage import CUDAStorage
+from .stream import current_stream_handle
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides = []
+    acc = 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int, int]:
+    """(numel, lowest, highest) element index reached relative to the offset."""
+    numel = 1
+    for n in shape:
+        numel *= n
+    lo = hi = 0
+    if numel:
+        for n, st in zip(shape, strides):
+            if st >= 0:
+                hi += st * (n - 1)
+            else:
+                lo += st * (n - 1)
+    return numel, lo, hi
+
+
+class StridedView:
+    """A typed, strided window on a CUDAStorage."""
+
+    __slots__ = (
+        "__weakref__",
+        "_contig",
+        "device",
+        "dtype",
+        "itemsize",
+        "numel",
+        "offset",
+        "ptr",
+        "shape",
+        "storage",
+        "strides",
+    )
+
+    def __init__(self, storage: CUDAStorage, dtype: str, shape: tuple[int, ...], strides: tuple[int, ...],
+                 offset: int = 0) -> None:
+        isz = DTYPES.get(dtype)
+        if isz is None:
+            raise TypeError(f"unknown dtype {dtype!r}; known: {sorted(DTYPES)}")
+        shape = tuple(shape)
+        strides = tuple(strides)
+        if len(shape) != len(strides):
+            raise ValueError(f"shape {shape} has {len(shape)} dims but strides {strides} has {len(strides)}")
+        for n in shape:
+            if n < 0:
+                raise ValueError(f"negative dimension in shape {shape}")
+        if offset < 0:
+            raise IndexError(f"view offset {offset} is negative")
+        numel, lo, hi = _extent(shape, strides)
+        capacity = storage.nbytes // isz
+        if numel and (offset + lo < 0 or offset + hi >= capacity):
+            raise IndexError(
+                f"view (shape {shape}, strides {strides}, offset {offset}) reaches elements "
+                f"{offset + lo}..{offset + hi} but the storage holds {capacity} {dtype} elements "
+                f"({storage.nbytes} bytes)")
+        if not numel and offset > capacity:
+            raise IndexError(f"view offset {offset} is past the storage's {capacity} {dtype} elements")
+        self.storage = storage
+        self.dtype = dtype
+        self.shape = shape
+        self.strides = strides
+        self.offset = offset
+        self.itemsize = isz
+        self.device = storage.device
+        self.numel = numel
+        self.ptr = storage.ptr + offset * isz  # raises on a freed storage
+        self._contig: bool | None = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.itemsize
+
+    def is_contiguous(self) -> bool:
+        c = self._contig
+        if c is None:
+            c = True
+            expected = 1
+            for n, st in zip(reversed(self.shape), reversed(self.strides)):
+                if n != 1 and st != expected:
+                    c = False
+                    break
+                expected *= n
+            c = c or self.numel == 0
+            self._contig = c
+        return c
+
+    def as_strided(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int | None = None
+                   ) -> StridedView:
+        """A view of the same storage; offset counts elements from the storage start."""
+        off = self.offset if offset is None else offset
+        return StridedView(self.storage, self.dtype, shape, strides, off)
+
+    def __repr__(self) -> str:
+        return (f"StridedView(dtype={self.dtype}, shape={self.shape}, strides={self.strides}, "
+                f"offset={self.offset}, device={self.device})")
+
+    # ------------------------------------------------------------------ interop
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        typestr = TYPESTR.get(self.dtype)
+        if typestr is None:
+            raise TypeError(f"{self.dtype} has no __cuda_array_interface__ typestr; use DLPack")
+        self.storage.ptr  # noqa: B018 - raises StorageClosedError on a freed storage
+        h = current_stream_handle(self.device)
+        return {
+            "shape": self.shape,
+            "typestr": typestr,
+            "data": (self.ptr if self.numel else 0, False),
+            "version": 3,
+            "strides": None if self.is_contiguous() else tuple(s * self.itemsize for s in self.strides),
+            "stream": 1 if h == 0 else h,  # CAI: 1 = legacy default stream, 0 is not allowed
+        }
+
+    def __dlpack__(self, stream: int | None = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        from .dlpack import to_dlpack
+
+        return to_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, self.device)  # kDLCUDA
+
+    # ------------------------------------------------------------------ conveniences
+    def numpy(self) -> np.ndarray:
+        return to_numpy(self)
+
+    def astype(self, dtype: str) -> StridedView:
+        """A converted copy on the same device (goes through host memory: the storage layer has no
+        kernels; genesis-kernels provides the on-device cast)."""
+        host = to_numpy(self)
+        if self.dtype == "bfloat16":
+            host = bfloat16_bits_to_float32(host)
+        if dtype == "bfloat16":
+            out = float32_to_bfloat16_bits(host.astype(np.float32))
+        else:
+            out = host.astype(NUMPY_DTYPES[dtype])
+        return from_numpy(out, self.device, dtype=dtype)
+
+
+def empty(shape: tuple[int, ...], dtype: str, device: int | None = None) -> StridedView:
+    """A contiguous view of fresh (uninitialised) memory."""
+    shape = tuple(shape)
+    isz = itemsize(dtype)
+    numel = 1
+    for n in shape:
+        numel *= n
+    return StridedView(CUDAStorage(numel * isz, device), dtype, shape, contiguous_strides(shape), 0)
+
+
+def from_numpy(array: np.ndarray, device: int | None = None, dtype: str | None = None) -> StridedView:
+    """Copy a numpy array (any layout) to the device as a contiguous view.
+
+    dtype="bfloat16" takes uint16 raw bits, or float32/float64 values (rounded to nearest even).
+    """
+    array = np.asarray(array)
+    if dtype == "bfloat16":
+        if array.dtype != np.uint16:
+            array = float32_to_bfloat16_bits(array.astype(np.float32))
+    elif dtype is None:
+        dtype = from_numpy_dtype(array.dtype)
+    elif np.dtype(NUMPY_DTYPES[dtype]) != array.dtype:
+        array = array.astype(NUMPY_DTYPES[dtype])
+    host = np.ascontiguousarray(array)
+    view = empty(host.shape, dtype, device)
+    view.storage.copy_from_host(host.reshape(-1).view(np.uint8))
+    return view
+
+
+def to_numpy(view: StridedView) -> np.ndarray:
+    """Copy to a new C-contiguous host array of view.shape; bfloat16 comes back as uint16 bits."""
+    from .storage import _memcpy_dtoh
+
+    out = np.empty(view.shape, dtype=NUMPY_DTYPES[view.dtype])
+    if not view.numel:
+        return out
+    view.storage.ptr  # noqa: B018 - raises on a freed storage
+    if view.is_contiguous():
+        _memcpy_dtoh(out, view.ptr, view.nbytes, view.device)
+        return out
+    _, lo, hi = _extent(view.shape, view.strides)
+    span = np.empty(hi - lo + 1, dtype=out.dtype)
+    _memcpy_dtoh(span, view.ptr + lo * view.itemsize, span.nbytes, view.device)
+    src = np.lib.stride_tricks.as_strided(span[-lo:], shape=view.shape,
+                                          strides=tuple(s * view.itemsize for s in view.strides))
+    out[...] = src
+    return out
