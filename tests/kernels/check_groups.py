@@ -29,3 +29,43 @@ def elementwise(b) -> None:  # type: ignore[no-untyped-def]
             gk.copy(b((n,), s), b((n,), d))
     gk.fill(b((n,), "bfloat16"), 1.5)
     gk.fill(b((n,), "bool"), 1)
+
+
+def reduce(b) -> None:  # type: ignore[no-untyped-def]
+    for dt in ("float32", "bfloat16", "float64", "int32", "bool"):
+        for op in ("sum", "max", "mean", "prod", "all"):
+            if op == "mean" and dt in ("int32", "bool"):
+                continue
+            odt = "bool" if op == "all" else ("int64" if dt in ("int32", "bool") and op in ("sum", "prod") else dt)
+            gk.reduce(op, b((8192, 8192), dt), b((8192,), odt), (1,))
+            gk.reduce(op, b((8192, 8192), dt), b((8192,), odt), (0,))
+            gk.reduce(op, b((8192, 8192), dt), b((), odt), (0, 1))
+    gk.reduce("sum", b((64, 32, 16)), b((32,)), (0, 2))
+    gk.var(b((4096, 512)), b((512,)), (0,))
+    gk.logsumexp(b((4096, 512)), b((4096,)), (1,))
+
+
+def softmax(b) -> None:  # type: ignore[no-untyped-def]
+    for dt in ("float32", "bfloat16", "float16", "float64"):
+        for n in (10, 1000, 4096, 10000):
+            gk.softmax(b((64, n), dt), b((64, n), dt))
+            gk.softmax(b((64, n), dt), b((64, n), dt), log=True)
+            gk.softmax_backward(b((64, n), dt), b((64, n), dt), b((64, n), dt))
+    gk.softmax(b((64, 100), "float32", (1, 64)), b((64, 100)))
+
+
+def matmul(b) -> None:  # type: ignore[no-untyped-def]
+    for dt in ("float32", "bfloat16", "float16", "float64"):
+        gk.matmul(b((2, 512, 512), dt), b((2, 512, 512), dt), b((2, 512, 512), dt))
+    gk.matmul(b((2, 512, 512)), b((2, 512, 512)), b((2, 512, 512)), allow_tf32=True)
+    gk.matmul(b((1, 100, 30)), b((1, 30, 7), "float32", (0, 1, 30)), b((1, 100, 7)))
+
+
+def random(b) -> None:  # type: ignore[no-untyped-def]
+    gk.rand(b((4096,)), 1, 0)
+    gk.randn(b((4096,), "bfloat16"), 1, 0)
+    gk.randint(b((4096,), "int64"), 0, 10, 1, 0)
+    gk.bernoulli(0.5, b((4096,), "bool"), 1, 0)
+    gk.bernoulli(b((4096,)), b((4096,)), 1, 0)
+    gk.dropout(b((4096,), "bfloat16"), b((4096,), "bfloat16"), 0.1, 1, 0)
+    gk.rand(b((64, 64), "float32", (1, 64)), 1, 0)

@@ -31,13 +31,15 @@ def _compile_only(self, types, constexprs, aligned, num_warps, num_stages):  # t
     ck = compile(ASTSource(self.fn, signature, consts, attrs), target=GPUTarget("cuda", 90, 32),
                  options={"num_warps": num_warps, "num_stages": num_stages})
     ptx = ck.asm["ptx"]
-    compiled.append(f"{self.fn.__name__} v4-loads={ptx.count('ld.global.v4')} "
+    compiled.append(f"{self.fn.__name__} vector-loads={ptx.count('ld.global.v')} "
                     f"regs-spill={'.local' in ptx} consts={ {k: v for k, v in constexprs.items() if k.isupper()} }")
     return lambda grid, stream, args: None
 
 
 runtime.Kernel._compiled = _compile_only  # type: ignore[method-assign]
 runtime._sm_count = 132
+runtime.scratch = lambda nbytes, stream: 1 << 20  # type: ignore[assignment]  # nothing runs
+sys.modules["genesis_kernels.reduce"].scratch = runtime.scratch  # type: ignore[attr-defined]
 
 
 class Host:

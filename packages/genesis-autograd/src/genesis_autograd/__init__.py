@@ -13,7 +13,7 @@ from genesis_ndarray import (
     as_dtype,
     bfloat16,
     bool_,
-    cuda,
+
     float16,
     float32,
     float64,
@@ -27,7 +27,7 @@ from genesis_ndarray import (
     uint8,
 )
 
-from . import functions
+from . import cuda, functions
 from .autograd_api import backward, grad
 from .factories import (
     arange, as_tensor, cat, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed,

@@ -187,7 +187,12 @@ def softmax(x: BufferLike, out: BufferLike, *, log: bool = False, stream: int = 
     one_pass = n <= _ONE_PASS_MAX
     block_n = next_pow2(n) if one_pass else 2048
     block_r = max(1, min(next_pow2(rows), 2048 // block_n)) if one_pass else 1
-    key = (x.dtype, out.dtype, log, len(rshape), contig, one_pass, big, block_r, block_n)
+    xs_p, os_p = _pad(xs, 0), _pad(os_, 0)
+    # With N divisible by 16 the edge mask is uniform over 16 elements, so loads vectorise.
+    aligned = tuple([n for n, p in (("x", x.ptr), ("out", out.ptr)) if p % 16 == 0] + ["N"] * (n % 16 == 0)
+                    + [f"x{d}" for d in range(MAX_RANK) if xs_p[d] % 16 == 0]
+                    + [f"o{d}" for d in range(MAX_RANK) if os_p[d] % 16 == 0])
+    key = (x.dtype, out.dtype, log, len(rshape), contig, one_pass, big, block_r, block_n, aligned)
     fn = _SOFTMAX.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
@@ -196,10 +201,10 @@ def softmax(x: BufferLike, out: BufferLike, *, log: bool = False, stream: int = 
         consts = dict(LOG=log, ACC=_tl(acc), ROW_RANK=len(rshape), N_CONTIG=contig, ONE_PASS=one_pass,
                       INT64=big, BLOCK_R=block_r, BLOCK_N=block_n)
         warps = 4 if block_r * block_n <= 1024 else 8
-        fn = _SOFTMAX.build(key, types, consts, (), num_warps=warps)
+        fn = _SOFTMAX.build(key, types, consts, aligned, num_warps=warps)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     fn((cdiv(rows, block_r), 1, 1), stream,
-       (x.ptr, out.ptr, rows, n, xn, on, *_pad(rshape[1:], 1, 7), *_pad(xs, 0), *_pad(os_, 0),
+       (x.ptr, out.ptr, rows, n, xn, on, *_pad(rshape[1:], 1, 7), *xs_p, *os_p,
         *fn._consts))  # type: ignore[attr-defined]
 
 
@@ -214,7 +219,10 @@ def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool
     contig = yn == 1 and gn == 1 and dn == 1
     block_n = min(next_pow2(n), 2048)
     block_r = max(1, min(next_pow2(rows), 2048 // block_n))
-    key = (y.dtype, dy.dtype, dx.dtype, log, len(rshape), contig, big, block_r, block_n)
+    padded = (_pad(ys, 0), _pad(gs, 0), _pad(ds, 0))
+    aligned = tuple([n for n, p in (("y", y.ptr), ("dy", dy.ptr), ("dx", dx.ptr)) if p % 16 == 0] + ["N"] * (n % 16 == 0)
+                    + [f"{c}{d}" for c, st in zip("ygd", padded) for d in range(MAX_RANK) if st[d] % 16 == 0])
+    key = (y.dtype, dy.dtype, dx.dtype, log, len(rshape), contig, big, block_r, block_n, aligned)
     fn = _SOFTMAX_BWD.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
@@ -223,7 +231,7 @@ def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool
                  **stride_types("y", it), **stride_types("g", it), **stride_types("d", it)}
         consts = dict(LOG=log, ACC=_tl(acc), ROW_RANK=len(rshape), N_CONTIG=contig, INT64=big,
                       BLOCK_R=block_r, BLOCK_N=block_n)
-        fn = _SOFTMAX_BWD.build(key, types, consts, (), num_warps=4 if block_r * block_n <= 1024 else 8)
+        fn = _SOFTMAX_BWD.build(key, types, consts, aligned, num_warps=4 if block_r * block_n <= 1024 else 8)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     fn((cdiv(rows, block_r), 1, 1), stream,
        (y.ptr, dy.ptr, dx.ptr, rows, n, yn, gn, dn, *_pad(rshape[1:], 1, 7), *_pad(ys, 0), *_pad(gs, 0),

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import device as _dev
+from .device import check_index, resolve
+from .device import device as _device_guard
 from ._driver import check
 from .device import _tls, ensure_context
 
@@ -19,7 +20,7 @@ class Stream:
     __slots__ = ("__weakref__", "_cu", "_owned", "device", "handle", "priority")
 
     def __init__(self, device: int | None = None, priority: int = 0) -> None:
-        dev = _dev.check_index(_dev.resolve(device))
+        dev = check_index(resolve(device))
         drv = ensure_context(dev)
         flags = int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
         lo, hi = check("cuCtxGetStreamPriorityRange", drv.cuCtxGetStreamPriorityRange())
@@ -36,7 +37,7 @@ class Stream:
         """Wrap a stream created elsewhere (torch, cupy); it is not destroyed by Genesis."""
         s = cls.__new__(cls)
         s.handle = int(handle)
-        s.device = _dev.resolve(device)
+        s.device = resolve(device)
         s.priority = 0
         s._cu = None
         s._owned = False
@@ -165,7 +166,7 @@ _default_streams: dict[int, Stream] = {}
 
 def default_stream(device: int | None = None) -> Stream:
     """The legacy default stream (handle 0) of the device."""
-    dev = _dev.resolve(device)
+    dev = resolve(device)
     s = _default_streams.get(dev)
     if s is None:
         s = _default_streams.setdefault(dev, Stream.from_handle(0, dev))
@@ -173,7 +174,7 @@ def default_stream(device: int | None = None) -> Stream:
 
 
 def current_stream(device: int | None = None) -> Stream:
-    dev = _dev.resolve(device)
+    dev = resolve(device)
     streams = getattr(_tls, "streams", None)
     if streams is not None:
         s = streams.get(dev)
@@ -207,12 +208,12 @@ class stream:
     def __init__(self, s: Stream | None) -> None:
         self.s = s
         self._prev_stream: Stream | None = None
-        self._dev_ctx: _dev.device | None = None
+        self._dev_ctx: _device_guard | None = None
 
     def __enter__(self) -> Stream | None:
         if self.s is None:
             return None
-        self._dev_ctx = _dev.device(self.s.device)
+        self._dev_ctx = _device_guard(self.s.device)
         self._dev_ctx.__enter__()
         self._prev_stream = current_stream(self.s.device)
         set_stream(self.s)

@@ -1,0 +1,140 @@
+"""Counter-based random numbers (Philox 4x32-10): rand, randn, randint, normal, uniform, bernoulli, dropout.
+
+Element ``i`` of ``out`` (its row-major logical index, whatever the strides) draws
+from counter ``offset + i`` under key ``seed``; the 64-bit counter is split into
+two 32-bit Philox words. So a result depends only on (seed, offset, shape), never
+on block sizes or grids, and dropout's mask is recomputed in backward from the same
+seed and offset instead of being stored. The caller advances ``offset`` by
+``numel`` after each draw.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .buffer import BufferLike
+from .elementwise import cast_to
+from .runtime import Kernel, cdiv, ptr_type
+from .strided import layout, offset_of, size_types, stride_types
+
+_BLOCK = 1024
+
+
+@triton.jit
+def _philox(seed, ctr):
+    lo = (ctr & 0xFFFFFFFF).to(tl.uint32)
+    hi = (ctr >> 32).to(tl.uint32)
+    z = hi * 0
+    return tl.philox(seed, lo, hi, z, z)
+
+
+@triton.jit
+def _random_kernel(x, out, p0, p1, seed, offset, n, S1, S2, S3, S4, S5, S6, S7,
+                   x0, x1, x2, x3, x4, x5, x6, x7, o0, o1, o2, o3, o4, o5, o6, o7,
+                   DIST: tl.constexpr, X_SCALAR: tl.constexpr, RANK: tl.constexpr, CONTIG: tl.constexpr,
+                   BLOCK: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    r0, r1, _, _ = _philox(seed, offset + i)
+    u = tl.random.uint_to_uniform_float(r0)  # [0, 1)
+    if CONTIG:
+        io = i
+        ix = i
+    else:
+        io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
+        ix = offset_of(i, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, RANK)
+    if DIST == "uniform":  # p0 + (p1 - p0) * u
+        v = p0 + (p1 - p0) * u.to(tl.float64)
+    elif DIST == "normal":  # mean p0, std p1 (Box-Muller on two words)
+        u2 = tl.random.uint_to_uniform_float(r1)
+        n0, _ = tl.random.pair_uniform_to_normal(u, u2)
+        v = p0 + p1 * n0.to(tl.float64)
+    elif DIST == "randint":  # [p0, p1): 64 random bits modulo the range
+        bits = (r0.to(tl.uint64) << 32) | r1.to(tl.uint64)
+        span = (p1 - p0).to(tl.uint64)
+        v = p0 + (bits % span).to(tl.int64)
+    elif DIST == "bernoulli":  # p from the scalar p0 or from buffer x
+        if X_SCALAR:
+            prob = p0
+        else:
+            prob = tl.load(x + ix, mask=mask, other=0).to(tl.float64)
+        v = (u.to(tl.float64) < prob).to(tl.int8)
+    else:  # dropout: keep with probability 1 - p0, scaled by p1 = 1 / (1 - p0)
+        xv = tl.load(x + ix, mask=mask, other=0).to(tl.float32)
+        keep = u >= p0
+        v = tl.where(keep, xv * p1.to(tl.float32), 0.0)
+    tl.store(out + io, cast_to(v, out.dtype.element_ty), mask=mask)
+
+
+_RANDOM = Kernel(_random_kernel)
+
+
+def _launch(dist: str, x: BufferLike | None, out: BufferLike, p0: float | int, p1: float | int, seed: int,
+            offset: int, stream: int) -> None:
+    strides = [out.strides] if x is None else [out.strides, x.strides]
+    if x is not None and tuple(x.shape) != tuple(out.shape):
+        raise ValueError(f"shape mismatch: {tuple(x.shape)} vs {tuple(out.shape)}")
+    lay = layout(out.shape, strides, reorder=False)
+    if lay.n == 0:
+        return
+    x_scalar = x is None
+    pt = "i64" if dist == "randint" else "fp64"
+    key = (dist, out.dtype, None if x is None else x.dtype, lay.rank, lay.contiguous)
+    fn = _RANDOM.cache.get(key)
+    if fn is None:
+        it = "i64"
+        types = {"x": "i64" if x_scalar else ptr_type(x.dtype), "out": ptr_type(out.dtype), "p0": pt, "p1": pt,
+                 "seed": "i64", "offset": "i64", "n": it, **size_types(it), **stride_types("x", it),
+                 **stride_types("o", it)}
+        consts = dict(DIST=dist, X_SCALAR=x_scalar, RANK=lay.rank, CONTIG=lay.contiguous, BLOCK=_BLOCK)
+        fn = _RANDOM.build(key, types, consts, (), num_warps=4)
+        fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    xs = lay.strides[1] if x is not None else (0,) * 8
+    fn((cdiv(lay.n, _BLOCK), 1, 1), stream,
+       (0 if x is None else x.ptr, out.ptr, p0, p1, seed & (2**63 - 1), offset, lay.n, *lay.sizes, *xs,
+        *lay.strides[0], *fn._consts))  # type: ignore[attr-defined]
+
+
+def rand(out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+    """Uniform [0, 1) into ``out`` (float dtypes)."""
+    _launch("uniform", None, out, 0.0, 1.0, seed, offset, stream)
+
+
+def uniform(out: BufferLike, low: float, high: float, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+    """Uniform [low, high) into ``out``."""
+    _launch("uniform", None, out, float(low), float(high), seed, offset, stream)
+
+
+def randn(out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+    """Standard normal into ``out``."""
+    _launch("normal", None, out, 0.0, 1.0, seed, offset, stream)
+
+
+def normal(out: BufferLike, mean: float, std: float, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+    """Normal(mean, std) into ``out``."""
+    _launch("normal", None, out, float(mean), float(std), seed, offset, stream)
+
+
+def randint(out: BufferLike, low: int, high: int, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+    """Integers uniform in [low, high) into ``out``."""
+    if high <= low:
+        raise ValueError(f"randint needs low < high, got [{low}, {high})")
+    _launch("randint", None, out, int(low), int(high), seed, offset, stream)
+
+
+def bernoulli(p: BufferLike | float, out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+    """``out = rand < p`` (1 or 0 in ``out.dtype``); ``p`` is a scalar or a buffer of ``out.shape``."""
+    if isinstance(p, (int, float)):
+        _launch("bernoulli", None, out, float(p), 0.0, seed, offset, stream)
+    else:
+        _launch("bernoulli", p, out, 0.0, 0.0, seed, offset, stream)
+
+
+def dropout(x: BufferLike, out: BufferLike, p: float, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+    """``out = x * mask / (1 - p)`` with ``mask = rand >= p``; call again with the same seed/offset for
+    the backward (with ``x`` = the incoming gradient): the mask is recomputed, not stored."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
+    _launch("dropout", x, out, float(p), scale, seed, offset, stream)

@@ -1,0 +1,5 @@
+"""genesis.utils: data loading."""
+
+from . import data
+
+__all__ = ["data"]
