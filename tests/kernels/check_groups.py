@@ -69,3 +69,12 @@ def random(b) -> None:  # type: ignore[no-untyped-def]
     gk.bernoulli(b((4096,)), b((4096,)), 1, 0)
     gk.dropout(b((4096,), "bfloat16"), b((4096,), "bfloat16"), 0.1, 1, 0)
     gk.rand(b((64, 64), "float32", (1, 64)), 1, 0)
+
+
+def extras(b) -> None:  # type: ignore[no-untyped-def]
+    for dt in ("float32", "bfloat16", "int32", "bool"):
+        for op in ("max", "min"):
+            gk.arg_reduce(op, b((1024, 1000), dt), b((1024,), dt), b((1024,), "int64"), 1)
+    for dt in ("float32", "int64", "bfloat16"):
+        gk.arange(b((1000,), dt), 0, 1)
+    gk.linspace(b((1000,)), 0.0, 1.0)

@@ -14,12 +14,12 @@ import sys
 
 os.environ["TRITON_INTERPRET"] = "0"
 
-import numpy as np  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.compiler import ASTSource, compile  # noqa: E402
+import numpy as np
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
 
-import genesis_kernels as gk  # noqa: E402
-from genesis_kernels import runtime  # noqa: E402
+import genesis_kernels as gk
+from genesis_kernels import runtime
 
 compiled: list[str] = []
 

@@ -13,7 +13,6 @@ from genesis_ndarray import (
     as_dtype,
     bfloat16,
     bool_,
-
     float16,
     float32,
     float64,
@@ -30,13 +29,39 @@ from genesis_ndarray import (
 from . import cuda, functions
 from .autograd_api import backward, grad
 from .factories import (
-    arange, as_tensor, cat, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed,
-    normal, ones, ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor, where, zeros,
+    arange,
+    as_tensor,
+    cat,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    normal,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    stack,
+    tensor,
+    where,
+    zeros,
     zeros_like,
 )
 from .function import Function, Node
 from .grad_mode import (
-    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .tensor import Tensor

@@ -101,7 +101,7 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool, 
                     node.variable._accumulate_grad(grads[0], create_graph)
                 continue
             if node._freed:
-                node.saved_tensors  # raises the "backward a second time" error
+                _ = node.saved_tensors  # raises torch's "backward through the graph a second time" error
             grads = _materialize(node, grads)
             grad_inputs = node.apply(*grads)
             if len(grad_inputs) < len(node.next_functions):

@@ -18,8 +18,19 @@ class Node:
     and an edge list to the nodes that produced its inputs."""
 
     __slots__ = (
-        "__weakref__", "_fn", "_freed", "_hooks", "_non_differentiable", "_saved", "_saved_versions",
-        "_dirty", "materialize_grads", "needs_input_grad", "next_functions", "num_outputs", "__dict__",
+        "__dict__",
+        "__weakref__",
+        "_dirty",
+        "_fn",
+        "_freed",
+        "_hooks",
+        "_non_differentiable",
+        "_saved",
+        "_saved_versions",
+        "materialize_grads",
+        "needs_input_grad",
+        "next_functions",
+        "num_outputs",
     )
 
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):

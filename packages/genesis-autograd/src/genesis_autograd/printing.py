@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from genesis_ndarray import float32, get_default_dtype, int64
 
 _IMPLICIT = ("bool",)

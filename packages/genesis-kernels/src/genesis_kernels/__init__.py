@@ -5,14 +5,15 @@ writes into a caller-allocated ``out`` and launches on the raw CUDA stream ``str
 """
 
 from .buffer import DTYPES, Buffer, BufferLike
+from .creation import arange, linspace
 from .elementwise import addcdiv, addcmul, binary, clamp, copy, fill, lerp, unary, where
 from .matmul import matmul
 from .random import bernoulli, dropout, normal, rand, randint, randn, uniform
-from .reduce import logsumexp, reduce, std, var
+from .reduce import arg_reduce, logsumexp, reduce, std, var
 from .softmax import softmax, softmax_backward
 
 __all__ = [
-    "DTYPES", "Buffer", "BufferLike", "addcdiv", "addcmul", "bernoulli", "binary", "clamp", "copy", "dropout",
-    "fill", "lerp", "logsumexp", "matmul", "normal", "rand", "randint", "randn", "reduce", "softmax",
-    "softmax_backward", "std", "uniform", "unary", "var", "where",
+    "DTYPES", "Buffer", "BufferLike", "addcdiv", "addcmul", "arange", "arg_reduce", "bernoulli", "binary",
+    "clamp", "copy", "dropout", "fill", "lerp", "linspace", "logsumexp", "matmul", "normal", "rand", "randint",
+    "randn", "reduce", "softmax", "softmax_backward", "std", "uniform", "unary", "var", "where",
 ]

@@ -215,7 +215,10 @@ def unary_op(x, OP: tl.constexpr):
     elif OP == "logical_not":
         return x == 0
     elif OP == "bitwise_not":
-        return ~x
+        if x.dtype == tl.uint8:
+            return x ^ 255  # (the interpreter's ``~`` overflows on unsigned types)
+        else:
+            return ~x
     else:
         tl.static_assert(False, "unknown unary op")
 
@@ -615,7 +618,7 @@ def _ternary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, c: BufferL
     if lay.n == 0:
         return
     if compute_dtype is None:
-        compute_dtype = odt if op != "where" else odt
+        compute_dtype = odt
     cdt = accumulate_dtype(compute_dtype) if dtype_info(compute_dtype).is_float else compute_dtype
     if cdt == "bool" and op != "where":
         cdt = "int8"

@@ -59,4 +59,4 @@ if INTERPRET:
     for _name in NAMES:
         setattr(lib, _name, _numpy_elementwise(_NUMPY[_name]))
 else:
-    from triton.language.extra import libdevice as lib  # noqa: F401
+    from triton.language.extra import libdevice as lib

@@ -17,7 +17,6 @@ from .buffer import INT32_LIMIT, BufferLike, dtype_info, extent
 from .elementwise import cast_to, fill
 from .runtime import INTERPRET, Kernel, cdiv, next_pow2, ptr_type
 
-
 # The interpreter's dot reads bfloat16 storage as integers; upcast there (exact, same products).
 _UPCAST_HALF_DOT = tl.constexpr(INTERPRET)
 

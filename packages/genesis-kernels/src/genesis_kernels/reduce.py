@@ -258,7 +258,8 @@ def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
         fn = _REDUCE.cache.get(key)
         if fn is None:
             types = {"x": ptr_type(xdt), "aux": ptr_type(acc) if aux else "i64", "out": ptr_type(outdt),
-                     "M": it, "K": it, "K_PER": it, "divisor": "fp64", **{f"KS{d}": it for d in range(1, MAX_RANK)}, **stride_types("xk", it),
+                     "M": it, "K": it, "K_PER": it, "divisor": "fp64",
+                     **{f"KS{d}": it for d in range(1, MAX_RANK)}, **stride_types("xk", it),
                      **stride_types("ok", it), **{f"RS{d}": it for d in range(1, MAX_RANK)},
                      **stride_types("xr", it)}
             consts = dict(OP=rop, ACC=dtype_info(acc).tl, FINAL=final, FINALIZE=finalize if final else "none",
@@ -308,9 +309,12 @@ def reduce(op: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int 
            stream: int = 0) -> None:
     """Reduce ``x`` over ``dims`` into ``out`` (``x.shape`` without ``dims``; the caller handles keepdim).
 
-    Ops: sum mean prod max min amax amin all any. Half types accumulate in float32, integers in
+    Ops: sum mean prod max min amax amin all any (and logsumexp). Half types accumulate in float32, integers in
     int64; max/min propagate NaN as torch. (For max/min with indices use ``arg_reduce``.)
     """
+    if op == "logsumexp":
+        logsumexp(x, out, dims, stream=stream)
+        return
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduction {op!r}")
     op = {"amax": "max", "amin": "min"}.get(op, op)
@@ -379,3 +383,122 @@ def _two_pass(kind: str, x: BufferLike, out: BufferLike, dims, correction: int, 
     else:
         _run("max", x.ptr, x.dtype, 0, stat, acc, stat_kept, red, 1, "none", stream)
         _run("sumexp", x.ptr, x.dtype, stat_ptr, out, acc, kept, red, 1, "log_plus_aux", stream)
+
+
+# ----------------------------------------------------------------------------------------------
+# max/min with indices (argmax/argmin)
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _pick_max(a, ia, b, ib):
+    # a wins if larger, or NaN (NaN counts as the maximum, as torch), or equal with a smaller index.
+    a_nan = a != a
+    b_nan = b != b
+    win = (a > b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (ia < ib))
+    return tl.where(win, a, b), tl.where(win, ia, ib)
+
+
+@triton.jit
+def _pick_min(a, ia, b, ib):
+    a_nan = a != a
+    b_nan = b != b
+    win = (a < b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (ia < ib))
+    return tl.where(win, a, b), tl.where(win, ia, ib)
+
+
+@triton.jit
+def _arg_reduce_kernel(x, values, indices, M, K, xk_dim, S1, S2, S3, S4, S5, S6, S7,
+                       x0, x1, x2, x3, x4, x5, x6, x7, v0, v1, v2, v3, v4, v5, v6, v7,
+                       i0, i1, i2, i3, i4, i5, i6, i7,
+                       IS_MAX: tl.constexpr, ACC: tl.constexpr, RANK: tl.constexpr, INT64: tl.constexpr,
+                       BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid = tl.program_id(0)
+    if INT64:
+        m = pid.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    else:
+        m = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_mask = m < M
+    row = offset_of(m, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, RANK)
+    if IS_MAX:
+        ident = _identity("max", ACC)
+    else:
+        ident = _identity("min", ACC)
+    best = tl.full([BLOCK_M, BLOCK_K], ident, ACC)
+    best_i = tl.full([BLOCK_M, BLOCK_K], 9223372036854775807, tl.int64)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + tl.arange(0, BLOCK_K)
+        mask = m_mask[:, None] & (k < K)[None, :]
+        v = cast_to(tl.load(x + row[:, None] + k[None, :] * xk_dim, mask=mask), ACC)
+        v = tl.where(mask, v, ident)
+        kk = tl.where(mask, k[None, :].to(tl.int64), 9223372036854775807)
+        # Chunks arrive in increasing k, so a strict comparison keeps the first occurrence.
+        if IS_MAX:
+            take = ((v > best) | ((v != v) & (best == best))) & mask
+        else:
+            take = ((v < best) | ((v != v) & (best == best))) & mask
+        best = tl.where(take, v, best)
+        best_i = tl.where(take | ((best_i == 9223372036854775807) & mask), kk, best_i)
+    if IS_MAX:
+        val, idx = tl.reduce((best, best_i), 1, _pick_max)
+    else:
+        val, idx = tl.reduce((best, best_i), 1, _pick_min)
+    vo = offset_of(m, S1, S2, S3, S4, S5, S6, S7, v0, v1, v2, v3, v4, v5, v6, v7, RANK)
+    io = offset_of(m, S1, S2, S3, S4, S5, S6, S7, i0, i1, i2, i3, i4, i5, i6, i7, RANK)
+    tl.store(values + vo, cast_to(val, values.dtype.element_ty), mask=m_mask)
+    tl.store(indices + io, idx, mask=m_mask)
+
+
+_ARG_REDUCE = Kernel(_arg_reduce_kernel)
+
+
+def arg_reduce(op: str, x: BufferLike, out_values: BufferLike, out_indices: BufferLike, dim: int, *,
+               stream: int = 0) -> None:
+    """Max or min along ``dim`` with int64 indices of the first occurrence (NaN counts as extreme, as torch).
+
+    ``op``: "max"/"argmax" or "min"/"argmin". ``out_values``/``out_indices`` have ``x.shape`` without ``dim``.
+    """
+    if op not in ("max", "min", "argmax", "argmin"):
+        raise ValueError(f"unknown arg reduction {op!r}")
+    is_max = op in ("max", "argmax")
+    rank = len(x.shape)
+    (dim,) = _normalize_dims((dim,), rank)
+    K = x.shape[dim] if rank else 1
+    kept_dims = [d for d in range(rank) if d != dim]
+    kshape_full = tuple(x.shape[d] for d in kept_dims)
+    for b in (out_values, out_indices):
+        if tuple(b.shape) != kshape_full:
+            raise ValueError(f"output shape {tuple(b.shape)} != {kshape_full}")
+    if out_indices.dtype != "int64":
+        raise TypeError("arg_reduce indices must be int64")
+    M = numel(kshape_full)
+    if M == 0:
+        return
+    if K == 0:
+        raise IndexError(f"{op}: reduction dim {dim} has size 0")
+    kshape, (vs, xs, is_) = collapse(kshape_full, [tuple(out_values.strides),
+                                                    tuple(x.strides[d] for d in kept_dims),
+                                                    tuple(out_indices.strides)])
+    if not kshape:
+        kshape, vs, xs, is_ = (1,), (0,), (0,), (0,)
+    xk = x.strides[dim] if rank else 1
+    acc = "float32" if x.dtype in ("float16", "bfloat16") else ("int64" if x.dtype in ("bool", "uint8", "int8",
+                                                                                        "int16", "int32") else x.dtype)
+    big = max(extent(tuple(x.shape), tuple(x.strides)), extent(kshape, vs), extent(kshape, is_), M * K) \
+        >= INT32_LIMIT - 65536
+    block_k = min(next_pow2(K), 1024)
+    block_m = max(1, min(next_pow2(M), 2048 // block_k))
+    key = (is_max, x.dtype, out_values.dtype, len(kshape), big, block_m, block_k)
+    fn = _ARG_REDUCE.cache.get(key)
+    if fn is None:
+        it = "i64" if big else "i32"
+        types = {"x": ptr_type(x.dtype), "values": ptr_type(out_values.dtype), "indices": ptr_type("int64"),
+                 "M": it, "K": it, "xk_dim": it, **{f"S{d}": it for d in range(1, MAX_RANK)},
+                 **stride_types("x", it), **stride_types("v", it), **stride_types("i", it)}
+        consts = dict(IS_MAX=is_max, ACC=dtype_info(acc).tl, RANK=len(kshape), INT64=big, BLOCK_M=block_m,
+                      BLOCK_K=block_k)
+        fn = _ARG_REDUCE.build(key, types, consts, (), num_warps=4)
+        fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    fn((cdiv(M, block_m), 1, 1), stream,
+       (x.ptr, out_values.ptr, out_indices.ptr, M, K, xk, *_sizes(kshape), *_pad(xs, 0), *_pad(vs, 0),
+        *_pad(is_, 0), *fn._consts))  # type: ignore[attr-defined]

@@ -189,7 +189,8 @@ def softmax(x: BufferLike, out: BufferLike, *, log: bool = False, stream: int = 
     block_r = max(1, min(next_pow2(rows), 2048 // block_n)) if one_pass else 1
     xs_p, os_p = _pad(xs, 0), _pad(os_, 0)
     # With N divisible by 16 the edge mask is uniform over 16 elements, so loads vectorise.
-    aligned = tuple([n for n, p in (("x", x.ptr), ("out", out.ptr)) if p % 16 == 0] + ["N"] * (n % 16 == 0)
+    aligned = tuple([n for n, p in (("x", x.ptr), ("out", out.ptr)) if p % 16 == 0]
+                    + ["N"] * (n % 16 == 0)
                     + [f"x{d}" for d in range(MAX_RANK) if xs_p[d] % 16 == 0]
                     + [f"o{d}" for d in range(MAX_RANK) if os_p[d] % 16 == 0])
     key = (x.dtype, out.dtype, log, len(rshape), contig, one_pass, big, block_r, block_n, aligned)
@@ -220,7 +221,8 @@ def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool
     block_n = min(next_pow2(n), 2048)
     block_r = max(1, min(next_pow2(rows), 2048 // block_n))
     padded = (_pad(ys, 0), _pad(gs, 0), _pad(ds, 0))
-    aligned = tuple([n for n, p in (("y", y.ptr), ("dy", dy.ptr), ("dx", dx.ptr)) if p % 16 == 0] + ["N"] * (n % 16 == 0)
+    aligned = tuple([n for n, p in (("y", y.ptr), ("dy", dy.ptr), ("dx", dx.ptr)) if p % 16 == 0]
+                    + ["N"] * (n % 16 == 0)
                     + [f"{c}{d}" for c, st in zip("ygd", padded) for d in range(MAX_RANK) if st[d] % 16 == 0])
     key = (y.dtype, dy.dtype, dx.dtype, log, len(rshape), contig, big, block_r, block_n, aligned)
     fn = _SOFTMAX_BWD.cache.get(key)

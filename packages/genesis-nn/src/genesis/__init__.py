@@ -88,7 +88,7 @@ def relu(x: Tensor) -> Tensor:
     return x.relu()
 
 
-def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return x.sum(dim, keepdim)
 
 
@@ -104,7 +104,7 @@ def minimum(a: Tensor, b: Tensor) -> Tensor:
     return a.minimum(b)
 
 
-def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
+def clamp(x: Tensor, min=None, max=None) -> Tensor:
     return x.clamp(min, max)
 
 

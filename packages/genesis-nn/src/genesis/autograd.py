@@ -1,8 +1,16 @@
 """genesis.autograd: the engine's functional API and user-defined Functions."""
 
 from genesis_autograd import (
-    Function, GradcheckError, backward, enable_grad, grad, gradcheck, gradgradcheck, inference_mode,
-    no_grad, set_grad_enabled,
+    Function,
+    GradcheckError,
+    backward,
+    enable_grad,
+    grad,
+    gradcheck,
+    gradgradcheck,
+    inference_mode,
+    no_grad,
+    set_grad_enabled,
 )
 
 __all__ = [

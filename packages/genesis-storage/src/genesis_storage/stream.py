@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .device import check_index, resolve
-from .device import device as _device_guard
 from ._driver import check
-from .device import _tls, ensure_context
+from .device import _tls, check_index, ensure_context, resolve
+from .device import device as _device_guard
 
 
 class Stream:

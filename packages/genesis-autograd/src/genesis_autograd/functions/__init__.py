@@ -9,17 +9,47 @@ convert.py      dtype casts and device moves
 
 from .convert import Cast, Clone, Contiguous, Copy, Fill, ToDevice
 from .elementwise import (
-    Abs, Add, Clamp, Cos, Div, Exp, Log, Maximum, Minimum, Mul, Neg, Pow, ReLU, Sigmoid, Sin, Sqrt,
-    Sub, Tanh, Unary, Where,
+    Abs,
+    Add,
+    Clamp,
+    Cos,
+    Div,
+    Exp,
+    Log,
+    Maximum,
+    Minimum,
+    Mul,
+    Neg,
+    Pow,
+    ReLU,
+    Sigmoid,
+    Sin,
+    Sqrt,
+    Sub,
+    Tanh,
+    Unary,
+    Where,
 )
 from .linalg import LogSoftmax, MatMul, Softmax
 from .reduce import Amax, Amin, Logsumexp, MaxDim, Mean, MinDim, Sum, Var
 from .shape import (
-    Cat, Expand, Flatten, GetItem, Narrow, Permute, Reshape, SetItem, Squeeze, Transpose, Unsqueeze, View,
+    Cat,
+    Expand,
+    Flatten,
+    GetItem,
+    Narrow,
+    Permute,
+    Reshape,
+    SetItem,
+    Squeeze,
+    Transpose,
+    Unsqueeze,
+    View,
 )
 
 __all__ = [
-    "Abs", "Add", "Amax", "Amin", "Cast", "Cat", "Clamp", "Clone", "Contiguous", "Copy", "Cos", "Fill", "Div", "Exp", "Expand", "Flatten", "GetItem",
+    "Abs", "Add", "Amax", "Amin", "Cast", "Cat", "Clamp", "Clone", "Contiguous", "Copy", "Cos", "Div", "Exp",
+    "Expand", "Fill", "Flatten", "GetItem",
     "Log", "LogSoftmax", "Logsumexp", "MatMul", "MaxDim", "Maximum", "Mean", "MinDim", "Minimum", "Mul",
     "Narrow", "Neg", "Permute", "Pow", "ReLU", "Reshape", "SetItem", "Sigmoid", "Sin", "Softmax", "Sqrt",
     "Squeeze", "Sub", "Sum", "Tanh", "ToDevice", "Transpose", "Unary", "Unsqueeze", "Var", "View", "Where",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from ..function import Function
 from genesis_ndarray import full
 
+from ..function import Function
 from ._util import data, meta, reduce_to, saved_output
 
 

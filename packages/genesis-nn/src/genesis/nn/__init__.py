@@ -2,8 +2,23 @@
 
 from . import functional, init
 from .layers import (
-    GELU, CrossEntropyLoss, Dropout, Flatten, Identity, L1Loss, Linear, LogSoftmax, ModuleList, MSELoss,
-    NLLLoss, ReLU, Sequential, Sigmoid, SiLU, Softmax, Tanh,
+    GELU,
+    CrossEntropyLoss,
+    Dropout,
+    Flatten,
+    Identity,
+    L1Loss,
+    Linear,
+    LogSoftmax,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Tanh,
 )
 from .module import Module
 from .parameter import Parameter

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from genesis_autograd import no_grad, zeros_like
 
 from .optimizer import Optimizer

@@ -20,6 +20,8 @@ _FLOAT_RESULT_UNARY = frozenset({
     "silu", "reciprocal", "gelu", "gelu_tanh",
 })
 _BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "logical_not"})
+# Where genesis_kernels names an op differently from torch.
+_KERNEL_OP = {"floor_divide": "floordiv"}
 
 
 def _device_of(a, b) -> int:
@@ -53,7 +55,7 @@ def binary(op: str, a, b) -> View:
     compute, out_dtype = _binary_types(op, a, b)
     out = gs.empty(shape, out_dtype.name, device)
     if math.prod(shape):
-        gk.binary(op, expand_to(a, shape), expand_to(b, shape), out,
+        gk.binary(_KERNEL_OP.get(op, op), expand_to(a, shape), expand_to(b, shape), out,
                   compute_dtype=compute.name, stream=stream_of(out))
     return out
 
@@ -74,7 +76,8 @@ def binary_(op: str, a: View, b) -> None:
         raise RuntimeError(f"result type {out_dtype.name.capitalize()} can't be cast to the desired output "
                            f"type {own.name.capitalize()}")
     if math.prod(a.shape):
-        gk.binary(op, a, expand_to(b, a.shape), a, compute_dtype=compute.name, stream=stream_of(a))
+        gk.binary(_KERNEL_OP.get(op, op), a, expand_to(b, a.shape), a, compute_dtype=compute.name,
+                  stream=stream_of(a))
 
 
 @reg("unary")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
-import genesis_kernels as gk
-import genesis_storage as gs
 import numpy as np
 import torch
+
+import genesis_kernels as gk
+import genesis_storage as gs
 
 from ...device import Device
 from ...dtypes import DType, dtype_of_torch

@@ -1,0 +1,56 @@
+"""Shared helpers of the autograd tests: devices, tensors made from the same values in torch and genesis."""
+
+from __future__ import annotations
+
+import genesis
+import numpy as np
+import pytest
+import torch
+
+
+def _cuda_present() -> bool:
+    try:
+        return bool(genesis.cuda.is_available())
+    except Exception:
+        return False
+
+
+HAS_CUDA = _cuda_present()
+requires_cuda = [pytest.mark.cuda, pytest.mark.skipif(
+    not HAS_CUDA, reason="no CUDA device on this machine (tools/gpu-test runs these on a GPU machine)")]
+CPU = "cpu"
+CUDA = pytest.param("cuda", marks=requires_cuda)
+
+TOL = {
+    torch.float64: dict(rtol=1e-7, atol=1e-9),
+    torch.float32: dict(rtol=1.3e-6, atol=1e-5),
+}
+
+
+def values(shape, domain: str = "any", dtype=torch.float64) -> torch.Tensor:
+    """Fresh random values for an op's input (never zeros).
+
+    any: normal, kept away from 0 (so relu / abs / sign have a gradient); pos: uniform in [0.5, 2);
+    ties: small integers, so that max / maximum see equal elements.
+    """
+    if domain == "pos":
+        return (torch.rand(shape, dtype=torch.float64) * 1.5 + 0.5).to(dtype)
+    if domain == "ties":
+        return torch.randint(-2, 3, shape).to(dtype)
+    t = torch.randn(shape, dtype=torch.float64)
+    t = torch.where(t.abs() < 0.05, torch.full_like(t, 0.3), t)
+    return t.to(dtype)
+
+
+def to_genesis(t: torch.Tensor, device, requires_grad: bool = False) -> genesis.Tensor:
+    """A genesis leaf with the values (and the dtype) of a torch tensor."""
+    return genesis.tensor(t.detach().cpu().numpy(), device=device, requires_grad=requires_grad)
+
+
+def assert_close(actual, expected: torch.Tensor, **tol) -> None:
+    """A genesis Tensor equals a torch tensor: shape, dtype and values."""
+    assert tuple(actual.shape) == tuple(expected.shape), (tuple(actual.shape), tuple(expected.shape))
+    assert actual.dtype.torch == expected.dtype, (actual.dtype, expected.dtype)
+    tol = tol or TOL.get(expected.dtype, dict(rtol=0, atol=0))
+    got = torch.from_numpy(np.array(actual.detach().cpu().numpy()))
+    torch.testing.assert_close(got, expected.detach().cpu(), **tol)

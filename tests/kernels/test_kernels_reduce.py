@@ -1,0 +1,247 @@
+"""Reductions, softmax and matmul against torch (float64 references)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from kernels_helpers import TORCH_DTYPES, assert_close, buf, make, sync
+
+import genesis_kernels as gk
+
+
+def _ref(op: str, x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+    xd = x.double() if x.dtype.is_floating_point else x
+    if op in ("sum", "mean"):
+        r = getattr(xd, op)(dim=dims) if dims else getattr(xd, op)()
+        return r
+    if op == "prod":
+        r = xd
+        for d in sorted(dims, reverse=True):
+            r = r.prod(d)
+        return r
+    if op in ("max", "amax"):
+        return xd.amax(dim=dims)
+    if op in ("min", "amin"):
+        return xd.amin(dim=dims)
+    r = x.bool()
+    for d in sorted(dims, reverse=True):
+        r = r.all(d) if op == "all" else r.any(d)
+    return r
+
+
+def _out_dtype(op: str, dtype: str) -> str:
+    if op in ("all", "any"):
+        return "bool"
+    if op in ("sum", "prod") and dtype in ("int8", "int16", "int32", "int64", "uint8", "bool"):
+        return "int64"
+    return dtype
+
+
+def _run(op: str, x: torch.Tensor, dims: tuple[int, ...], device: str) -> None:
+    dtype = str(x.dtype).removeprefix("torch.")
+    shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
+    out = torch.empty(shape, dtype=TORCH_DTYPES[_out_dtype(op, dtype)], device=device)
+    gk.reduce(op, buf(x), buf(out), dims)
+    sync(device)
+    ref = _ref(op, x, dims)
+    k = max(1, x.numel() // max(1, out.numel()))
+    extra = {}
+    if op in ("sum", "mean") and dtype == "float32":
+        extra = dict(rtol=1e-5, atol=1e-6 * k ** 0.5 * 3)
+    if op == "prod" and dtype in ("float32", "bfloat16", "float16"):
+        extra = dict(rtol=1e-4 if dtype == "float32" else 2e-2, atol=1e-6)
+    assert_close(out, ref.to(out.dtype), str(out.dtype).removeprefix("torch."), **extra)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "prod", "max", "min", "amax", "amin", "all", "any"])
+@pytest.mark.parametrize("dims", [(0,), (1,), (2,), (0, 2), (0, 1, 2)])
+def test_reduce_ops_dims(device: str, op: str, dims: tuple[int, ...]) -> None:
+    x = make((5, 7, 11), "float32", device, low=0.5 if op == "prod" else -3, high=1.5 if op == "prod" else 3)
+    if op in ("all", "any"):
+        x = x > (0.0 if op == "all" else 2.5)
+        x.view(-1)[0] = op == "all"
+    _run(op, x, dims, device)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float64", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_reduce_dtypes(device: str, dtype: str, op: str) -> None:
+    x = make((13, 17), dtype, device)
+    _run(op, x, (1,), device)
+    _run(op, x, (0,), device)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced", "broadcast", "zero_kept", "zero_reduced", "one"])
+def test_reduce_layouts(device: str, layout: str) -> None:
+    if layout == "transposed":
+        x = make((17, 23), "float32", device).t()
+    elif layout == "sliced":
+        x = make((17, 46), "float32", device)[::2, ::2]
+    elif layout == "broadcast":
+        x = make((1, 23), "float32", device).expand(19, 23)
+    elif layout == "zero_kept":
+        x = make((0, 5), "float32", device)
+    elif layout == "zero_reduced":
+        x = make((5, 0), "float32", device)
+    else:
+        x = make((1, 1), "float32", device)
+    for dims in ((0,), (1,), (0, 1)):
+        _run("sum", x, dims, device)
+        if x.numel() and layout != "zero_reduced":
+            _run("max", x, dims, device)
+
+
+def test_reduce_nan_propagates(device: str) -> None:
+    x = make((4, 9), "float32", device)
+    x[1, 3] = float("nan")
+    _run("max", x, (1,), device)
+    _run("min", x, (0,), device)
+
+
+@pytest.mark.parametrize("shape,dims", [((40_000,), (0,)), ((3000, 40), (0,)), ((3, 20_000), (1,))])
+def test_reduce_split_paths(device: str, shape: tuple[int, ...], dims: tuple[int, ...]) -> None:
+    # Few output rows and long reductions: K is split over programs and folded in a second pass.
+    x = make(shape, "float32", device)
+    _run("sum", x, dims, device)
+    _run("max", x, dims, device)
+    _run("mean", x, dims, device)
+
+
+@pytest.mark.parametrize("dims", [(0,), (1,), (0, 1)])
+@pytest.mark.parametrize("correction", [0, 1])
+def test_var_std(device: str, dims: tuple[int, ...], correction: int) -> None:
+    x = make((23, 19), "float32", device)
+    out = torch.empty(tuple(s for d, s in enumerate(x.shape) if d not in dims), device=device)
+    gk.var(buf(x), buf(out), dims, correction)
+    sync(device)
+    assert_close(out, torch.var(x.double(), dim=dims, correction=correction).float(), rtol=1e-5, atol=1e-6)
+    gk.std(buf(x.t()), buf(out), tuple(1 - d for d in dims), correction)
+    sync(device)
+    assert_close(out, torch.std(x.double(), dim=dims, correction=correction).float(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_logsumexp(device: str, dtype: str) -> None:
+    x = make((7, 29), dtype, device, low=-20, high=20)
+    for dims in ((1,), (0,), (0, 1)):
+        out = torch.empty(tuple(s for d, s in enumerate(x.shape) if d not in dims), dtype=x.dtype, device=device)
+        gk.logsumexp(buf(x), buf(out), dims)
+        sync(device)
+        assert_close(out, torch.logsumexp(x.double(), dim=dims).to(x.dtype), dtype)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 13), (3, 37), (2, 3, 129), (2, 5000), (0, 5), (4,)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_forward_backward(device: str, shape: tuple[int, ...], log: bool) -> None:
+    x = make(shape, "float32", device)
+    out = torch.empty(shape, device=device)
+    gk.softmax(buf(x), buf(out), log=log)
+    xx = x.double().requires_grad_()
+    ref = torch.log_softmax(xx, -1) if log else torch.softmax(xx, -1)
+    dy = make(shape, "float32", device)
+    ref.backward(dy.double())
+    dx = torch.empty(shape, device=device)
+    gk.softmax_backward(buf(out), buf(dy), buf(dx), log=log)
+    sync(device)
+    assert_close(out, ref.detach().float(), rtol=1e-5, atol=1e-6)
+    assert_close(dx, xx.grad.float(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float64"])
+def test_softmax_dtypes_and_strides(device: str, dtype: str) -> None:
+    x = make((37, 11), dtype, device).t()  # the softmax dim has stride 11... reversed: stride 1 rows
+    out = torch.empty(x.shape[::-1], dtype=x.dtype, device=device).t()
+    gk.softmax(buf(x), buf(out))
+    sync(device)
+    assert_close(out, torch.softmax(x.double(), -1).to(x.dtype), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float64"])
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (17, 19, 23), (64, 33, 70)])
+def test_matmul(device: str, dtype: str, mnk: tuple[int, int, int]) -> None:
+    m, n, k = mnk
+    a = make((2, m, k), dtype, device, low=-1, high=1)
+    b = make((2, k, n), dtype, device, low=-1, high=1)
+    out = torch.empty(2, m, n, dtype=a.dtype, device=device)
+    gk.matmul(buf(a), buf(b), buf(out))
+    sync(device)
+    ref = (a.double() @ b.double()).to(a.dtype)
+    t = {"float32": dict(rtol=1e-5, atol=1e-5 * k ** 0.5), "float64": dict(rtol=1e-12, atol=1e-12)}.get(
+        dtype, dict(rtol=1e-2, atol=1e-2 * k ** 0.5))
+    assert_close(out, ref, dtype, **t)
+
+
+@pytest.mark.parametrize("case", ["transposed_a", "transposed_b", "batch_broadcast", "zero_k", "tf32", "sliced"])
+def test_matmul_layouts(device: str, case: str) -> None:
+    m, n, k = 21, 18, 35
+    a = make((3, m, k), "float32", device, low=-1, high=1)
+    b = make((3, k, n), "float32", device, low=-1, high=1)
+    tf32 = False
+    if case == "transposed_a":
+        a = a.transpose(1, 2).contiguous().transpose(1, 2)
+    elif case == "transposed_b":
+        b = b.transpose(1, 2).contiguous().transpose(1, 2)
+    elif case == "batch_broadcast":
+        b = make((1, k, n), "float32", device).expand(3, k, n)
+    elif case == "zero_k":
+        a, b = a[:, :, :0], b[:, :0, :]
+    elif case == "sliced":
+        a = make((3, m, 2 * k), "float32", device)[:, :, ::2]
+    else:
+        tf32 = True
+    out = torch.empty(3, m, n, device=device)
+    gk.matmul(buf(a), buf(b), buf(out), allow_tf32=tf32)
+    sync(device)
+    t = dict(rtol=5e-3, atol=5e-3) if tf32 else dict(rtol=1e-5, atol=1e-5)
+    assert_close(out, (a.double() @ b.double()).float(), **t)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32", "bool"])
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_arg_reduce(device: str, dtype: str, op: str, dim: int) -> None:
+    x = make((9, 13), dtype, device, low=-2, high=2)
+    if dtype in ("float32", "bfloat16"):
+        x = (x * 2).round() / 2  # many ties: the first occurrence must win
+    x = x.t() if dim == -1 else x
+    d = dim % 2
+    shape = tuple(s for i, s in enumerate(x.shape) if i != d)
+    values = torch.empty(shape, dtype=x.dtype, device=device)
+    indices = torch.empty(shape, dtype=torch.int64, device=device)
+    gk.arg_reduce(op, buf(x), buf(values), buf(indices), dim)
+    sync(device)
+    xc = x.cpu()
+    ref_v, ref_i = (xc.max(d) if op == "max" else xc.min(d)) if dtype != "bool" else (
+        xc.to(torch.int8).max(d) if op == "max" else xc.to(torch.int8).min(d))
+    assert torch.equal(values.cpu(), ref_v.to(values.dtype))
+    assert torch.equal(indices.cpu(), ref_i)
+
+
+def test_arg_reduce_nan_and_reduce_logsumexp(device: str) -> None:
+    x = make((4, 9), "float32", device)
+    x[2, 5] = float("nan")
+    values = torch.empty(4, device=device)
+    indices = torch.empty(4, dtype=torch.int64, device=device)
+    gk.arg_reduce("argmax", buf(x), buf(values), buf(indices), 1)
+    out = torch.empty(4, device=device)
+    rows = x[[0, 1, 3]].contiguous()  # keep a reference: a buffer does not own its memory
+    gk.reduce("logsumexp", buf(rows), buf(out[:3]), (1,))
+    sync(device)
+    assert indices[2].item() == 5 and torch.isnan(values[2])
+    torch.testing.assert_close(indices.cpu(), x.cpu().argmax(1))
+    assert_close(out[:3], torch.logsumexp(rows.double(), 1).float())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bfloat16", "int32"])
+def test_arange_linspace(device: str, dtype: str) -> None:
+    out = torch.empty(2 * 37, dtype=TORCH_DTYPES[dtype], device=device)[::2]
+    start, step = (3, -2) if dtype in ("int64", "int32") else (0.5, 0.1)
+    gk.arange(buf(out), start, step)
+    sync(device)
+    ref = torch.arange(start, start + 37 * step, step, dtype=TORCH_DTYPES[dtype])[:37]
+    assert_close(out, ref)
+    if dtype in ("float32", "float64"):
+        lin = torch.empty(37, dtype=TORCH_DTYPES[dtype], device=device)
+        gk.linspace(buf(lin), -1.5, 2.0)
+        sync(device)
+        assert_close(lin, torch.linspace(-1.5, 2.0, 37, dtype=TORCH_DTYPES[dtype]))

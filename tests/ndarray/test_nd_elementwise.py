@@ -1,0 +1,204 @@
+"""Elementwise unary and binary ops against torch: values, result dtypes, broadcasting, scalars."""
+
+from __future__ import annotations
+
+import operator
+
+import genesis_ndarray as nd
+import pytest
+import torch
+from nd_helpers import assert_same, from_torch, random_tensor
+
+F32, F16, BF16, F64 = torch.float32, torch.float16, torch.bfloat16, torch.float64
+I32, I64, U8, I8, BOOL = torch.int32, torch.int64, torch.uint8, torch.int8, torch.bool
+FLOATS = [F32, F16, BF16, F64]
+
+# op -> (input domain, dtypes). Domains: "any" normal values, "pos" in [0.5, 3), "small" in [-1.2, 1.2).
+UNARY = {
+    "neg": ("any", FLOATS + [I32, I64]),
+    "abs": ("any", FLOATS + [I32, I64]),
+    "exp": ("any", FLOATS + [I32]),
+    "exp2": ("any", [F32, F64]),
+    "log": ("pos", FLOATS + [I64]),
+    "log1p": ("pos", [F32, F64]),
+    "log2": ("pos", [F32, F64]),
+    "sqrt": ("pos", FLOATS + [I32]),
+    "rsqrt": ("pos", [F32, F64]),
+    "sin": ("any", FLOATS),
+    "cos": ("any", FLOATS),
+    "tan": ("small", [F32, F64]),
+    "tanh": ("any", FLOATS),
+    "sigmoid": ("any", FLOATS + [I64]),
+    "relu": ("any", FLOATS + [I32]),
+    "silu": ("any", [F32, F64]),
+    "sign": ("any", [F32, F64, I32]),
+    "floor": ("any", [F32, F64]),
+    "ceil": ("any", [F32, F64]),
+    "round": ("any", [F32, F64]),
+    "trunc": ("any", [F32, F64]),
+    "reciprocal": ("any", [F32, F64]),
+    "isnan": ("special", [F32, F16]),
+    "isinf": ("special", [F32, F64]),
+    "isfinite": ("special", [F32]),
+    "logical_not": ("any", [F32, I32, BOOL]),
+    "bitwise_not": ("any", [I32, I64, U8, BOOL]),
+}
+
+
+def _unary_input(domain, dtype):
+    if domain == "pos":
+        return random_tensor((3, 5), dtype, low=0.5, high=3) if dtype.is_floating_point else \
+            random_tensor((3, 5), dtype, low=1, high=20)
+    if domain == "small":
+        return random_tensor((3, 5), dtype, low=-1.2, high=1.2)
+    t = random_tensor((3, 5), dtype, nonzero=True) * (3 if dtype.is_floating_point else 1)
+    if domain == "special":
+        t[0, 0], t[1, 1], t[2, 2] = float("nan"), float("inf"), -float("inf")
+    return t
+
+
+UNARY_CASES = [(op, dt) for op, (_, dts) in UNARY.items() for dt in dts]
+
+
+@pytest.mark.parametrize("op,dtype", UNARY_CASES, ids=[f"{o}-{str(d)[6:]}" for o, d in UNARY_CASES])
+def test_unary_matches_torch(device, op, dtype):
+    t = _unary_input(UNARY[op][0], dtype)
+    a = from_torch(t, device)
+    expected = getattr(torch, op)(t) if op not in ("silu",) else torch.nn.functional.silu(t)
+    assert_same(getattr(a, op)(), expected)
+
+
+@pytest.mark.parametrize("view", [lambda x: x.T, lambda x: x[1:, ::3], lambda x: x.T[::2, 1:]],
+                         ids=["transposed", "sliced", "both"])
+def test_unary_and_binary_on_strided_inputs(device, view):
+    ta, tb = random_tensor((5, 8), F32), random_tensor((5, 8), F32)
+    a, b = from_torch(ta, device), from_torch(tb, device)
+    assert not view(a).is_contiguous()
+    assert_same(view(a).tanh(), view(ta).tanh())
+    assert_same(view(a) * view(b) + 1.5, view(ta) * view(tb) + 1.5)
+
+
+BINARY_FLOAT = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "atan2",
+                "eq", "ne", "lt", "le", "gt", "ge", "floor_divide", "remainder"]
+BINARY_INT = ["add", "sub", "mul", "div", "maximum", "minimum", "floor_divide", "remainder",
+              "eq", "lt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor"]
+BINARY_LOGICAL = ["logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "eq"]
+SHAPES = [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((3, 1), (1, 4)), ((2, 1, 4), (3, 1)), ((), (3,)), ((4,), ())]
+DTYPE_PAIRS_FLOAT = [(F32, F32), (F32, F64), (F16, F32), (BF16, BF16), (F16, BF16), (I32, F32), (F64, I64)]
+DTYPE_PAIRS_INT = [(I32, I32), (I64, I32), (U8, I8), (BOOL, I32), (U8, U8)]
+
+
+def _binary_inputs(op, shape_a, shape_b, da, db):
+    if op == "pow":
+        a = random_tensor(shape_a, da, low=0.5, high=2) if da.is_floating_point else random_tensor(shape_a, da, 1, 4)
+        b = random_tensor(shape_b, db, low=-2, high=2) if db.is_floating_point else random_tensor(shape_b, db, 0, 3)
+        return a, b
+    a = random_tensor(shape_a, da) * (3 if da.is_floating_point else 1)
+    b = random_tensor(shape_b, db, nonzero=True) * (3 if db.is_floating_point else 1)
+    if db == BOOL:
+        b = torch.ones(shape_b, dtype=BOOL) if op in ("div", "floor_divide", "remainder") else b
+    return a, b
+
+
+def _cases():
+    out = []
+    for op in BINARY_FLOAT:
+        for da, db in DTYPE_PAIRS_FLOAT:
+            out.append((op, da, db, SHAPES[len(out) % len(SHAPES)]))
+        out.append((op, F32, F32, ((2, 3, 4), (4,))))
+    for op in BINARY_INT:
+        for da, db in DTYPE_PAIRS_INT:
+            if op in ("floor_divide", "remainder", "div") and BOOL in (da, db) and da == BOOL:
+                continue
+            out.append((op, da, db, SHAPES[len(out) % len(SHAPES)]))
+    for op in BINARY_LOGICAL:
+        out.append((op, BOOL, BOOL, ((3, 1), (1, 4))))
+    return out
+
+
+BINARY_CASES = _cases()
+
+
+@pytest.mark.parametrize("op,da,db,shapes", BINARY_CASES,
+                         ids=[f"{o}-{str(a)[6:]}-{str(b)[6:]}-{s[0]}x{s[1]}" for o, a, b, s in BINARY_CASES])
+def test_binary_matches_torch(device, op, da, db, shapes):
+    ta, tb = _binary_inputs(op, *shapes, da, db)
+    expected = getattr(torch, op)(ta, tb)
+    out = from_torch(ta, device).binary(op, from_torch(tb, device))
+    tol = {}
+    if op in ("floor_divide", "remainder") and expected.dtype.is_floating_point:
+        # x - floor(x / y) * y near the integer steps: compare where floor(x / y) agrees
+        tol = dict(rtol=1e-3, atol=1e-2)
+    assert_same(out, expected, **tol)
+
+
+OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.floordiv,
+             operator.lt, operator.eq]
+
+
+def _torch_or_exception(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as e:  # torch refuses some combinations (bool - bool, int ** -int ...)
+        return e
+
+
+@pytest.mark.parametrize("fn", OPERATORS, ids=[f.__name__ for f in OPERATORS])
+@pytest.mark.parametrize("scalar", [2, 0.5, True], ids=["int", "float", "bool"])
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64, BOOL])
+def test_python_scalar_operands_both_sides(device, fn, scalar, dtype):
+    """tensor op scalar and scalar op tensor: torch's values and result dtype, or torch's exception."""
+    t = random_tensor((2, 3), dtype, low=1, high=4)
+    a = from_torch(t, device)
+    for args, g_args in (((t, scalar), (a, scalar)), ((scalar, t), (scalar, a))):
+        expected = _torch_or_exception(fn, *args)
+        if isinstance(expected, Exception):
+            with pytest.raises(type(expected)):
+                fn(*g_args)
+        else:
+            assert_same(fn(*g_args), expected)
+
+
+@pytest.mark.parametrize("op", ["add_", "sub_", "mul_", "div_"])
+def test_inplace_binary_broadcasts_and_keeps_identity(device, op):
+    ta, tb = random_tensor((3, 4), F32), random_tensor((4,), F32, nonzero=True)
+    a = from_torch(ta, device)
+    ptr = a.data_ptr()
+    assert getattr(a, op)(from_torch(tb, device)) is a
+    getattr(ta, op)(tb)
+    assert a.data_ptr() == ptr
+    assert_same(a, ta)
+    assert_same(getattr(a, op)(1.5), getattr(ta, op)(1.5))
+
+
+def test_inplace_binary_into_a_view_writes_the_base(device):
+    tb = random_tensor((4, 6), F32)
+    base = from_torch(tb, device)
+    view = base[1:3, ::2]
+    view.mul_(from_torch(torch.full((3,), 2.0), device))
+    tb[1:3, ::2].mul_(2.0)
+    assert_same(base, tb)
+
+
+def test_inplace_binary_refuses_a_shape_that_does_not_fit(device):
+    a = from_torch(random_tensor((3, 1), F32), device)
+    with pytest.raises(RuntimeError, match=r"3, 1"):
+        a.add_(from_torch(random_tensor((3, 4), F32), device))
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4), (3, 4)), ((3, 1), (1, 4), (3, 4)), ((4,), (2, 1, 4), ())])
+@pytest.mark.parametrize("dtypes", [(F32, F32), (F16, F32), (I32, F64)])
+def test_where_broadcasts_and_promotes(device, shapes, dtypes):
+    sc, sa, sb = shapes
+    cond = torch.rand(sc) > 0.5
+    ta, tb = random_tensor(sa, dtypes[0]), random_tensor(sb, dtypes[1])
+    out = from_torch(ta, device).where(from_torch(cond, device), from_torch(tb, device))
+    assert_same(out, torch.where(cond, ta, tb))
+    assert_same(nd.where(from_torch(cond, device), 1.5, from_torch(tb, device)), torch.where(cond, 1.5, tb))
+
+
+@pytest.mark.parametrize("lo,hi", [(-0.5, 0.5), (None, 0.2), (-0.1, None), (1, 2)])
+@pytest.mark.parametrize("dtype", [F32, F64, I32])
+def test_clamp(device, lo, hi, dtype):
+    t = random_tensor((4, 5), dtype) * (3 if dtype.is_floating_point else 1)
+    assert_same(from_torch(t, device).clamp(lo, hi), torch.clamp(t, lo, hi))

@@ -1,0 +1,123 @@
+"""Reductions, matmul and (log-)softmax against torch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from nd_helpers import assert_same, from_torch, random_tensor
+
+F32, F16, BF16, F64, I32, I64, BOOL = (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
+                                      torch.int64, torch.bool)
+DIMS = [None, 0, -1, 1, (0, 2), (-1, 0)]
+
+
+def _torch_reduce(op, t, dim, keepdim):
+    if dim is None and not keepdim:
+        return getattr(torch, op)(t)
+    dim = tuple(range(t.ndim)) if dim is None else dim
+    return getattr(torch, op)(t, dim=dim, keepdim=keepdim)
+
+
+@pytest.mark.parametrize("keepdim", [False, True], ids=["drop", "keep"])
+@pytest.mark.parametrize("dim", DIMS, ids=str)
+@pytest.mark.parametrize("op,dtype", [("sum", F32), ("sum", F64), ("sum", I32), ("sum", BOOL), ("sum", F16),
+                                      ("mean", F32), ("mean", F64), ("amax", F32), ("amax", I64),
+                                      ("amin", F32), ("amin", F16), ("all", BOOL), ("any", BOOL), ("all", F32)],
+                         ids=lambda v: v if isinstance(v, str) else str(v)[6:])
+def test_reduction_matches_torch(device, op, dtype, dim, keepdim):
+    t = random_tensor((3, 4, 5), dtype)
+    if op in ("all", "any") and dtype == BOOL:
+        t = torch.rand(3, 4, 5) > 0.2  # mostly True, so all() is neither trivially True nor False
+    out = getattr(from_torch(t, device), op)(dim, keepdim)
+    tol = dict(rtol=1e-2, atol=1e-2) if dtype == F16 and op == "sum" else {}
+    assert_same(out, _torch_reduce(op, t, dim, keepdim), **tol)
+
+
+@pytest.mark.parametrize("dim", [0, -1, (0, 1)], ids=str)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_logsumexp(device, dim, keepdim):
+    t = random_tensor((3, 4, 5), F64) * 10
+    assert_same(from_torch(t, device).logsumexp(dim, keepdim), torch.logsumexp(t, dim, keepdim))
+
+
+@pytest.mark.parametrize("dim", [None, 0, -1, (0, 2)], ids=str)
+@pytest.mark.parametrize("correction", [0, 1, 2])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_var(device, dim, correction, keepdim):
+    t = random_tensor((3, 4, 5), F64)
+    assert_same(from_torch(t, device).var(dim, correction, keepdim),
+                torch.var(t, dim=dim, correction=correction, keepdim=keepdim))
+
+
+def test_sum_with_dtype_and_integer_promotion(device):
+    t = random_tensor((4, 5), I32)
+    a = from_torch(t, device)
+    assert_same(a.sum(), t.sum())  # int32 -> int64, as torch
+    assert_same(a.sum(1), t.sum(1))
+    assert_same(a.sum(0, False, "float64"), t.sum(0, dtype=F64))
+    f = random_tensor((4, 5), F16)
+    assert_same(from_torch(f, device).sum(1, dtype="float32"), f.sum(1, dtype=F32))
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dtype", [F32, I32])
+def test_max_min_with_indices_and_arg(device, op, dim, keepdim, dtype):
+    t = torch.randperm(60).reshape(3, 4, 5).to(dtype) - 30  # distinct values: indices are unique
+    a = from_torch(t, device)
+    values, indices = getattr(a, op)(dim, keepdim)
+    expected = getattr(torch, op)(t, dim=dim, keepdim=keepdim)
+    assert_same(values, expected.values)
+    assert_same(indices, expected.indices)
+    arg = "argmax" if op == "max" else "argmin"
+    assert_same(getattr(a, arg)(dim, keepdim), getattr(torch, arg)(t, dim=dim, keepdim=keepdim))
+    assert_same(getattr(a, arg)(), getattr(torch, arg)(t))
+    assert_same(getattr(a, op)(), getattr(torch, op)(t))
+
+
+def test_argmax_on_a_non_contiguous_input(device):
+    t = random_tensor((4, 6), F32)
+    a = from_torch(t, device)
+    assert_same(a.T.argmax(), t.T.argmax())
+    assert_same(a.T[:, 1:].argmax(1), t.T[:, 1:].argmax(1))
+
+
+MATMUL_SHAPES = [((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 5)), ((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)),
+                 ((2, 3, 4), (4, 5)), ((4,), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((3, 7), (7, 1)),
+                 ((1, 3, 4), (2, 4, 5))]
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=lambda s: f"{s[0]}@{s[1]}")
+@pytest.mark.parametrize("dtype", [F32, F64, F16])
+def test_matmul_matches_torch(device, shapes, dtype):
+    ta, tb = random_tensor(shapes[0], dtype), random_tensor(shapes[1], dtype)
+    expected = (ta.double() @ tb.double()).to(dtype)
+    out = from_torch(ta, device) @ from_torch(tb, device)
+    tol = {F32: dict(rtol=1e-5, atol=1e-5), F64: dict(rtol=1e-10, atol=1e-10), F16: dict(rtol=2e-3, atol=4e-3)}
+    assert_same(out, expected, **tol[dtype])
+
+
+def test_matmul_of_transposed_operands(device):
+    ta, tb = random_tensor((5, 3), F64), random_tensor((4, 5), F64)
+    a, b = from_torch(ta, device), from_torch(tb, device)
+    assert_same(a.T @ b.T, ta.T @ tb.T)
+    assert_same(a.mT[:, ::2] @ b[:, ::2].T, ta.mT[:, ::2] @ tb[:, ::2].T)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [F32, F64, F16])
+def test_softmax_log_softmax_and_backward(device, dim, dtype):
+    t = random_tensor((3, 4, 5), dtype) * 4
+    a = from_torch(t, device)
+    assert_same(a.softmax(dim), torch.softmax(t, dim))
+    assert_same(a.log_softmax(dim), torch.log_softmax(t, dim))
+    if dtype == F16:
+        return
+    dy = random_tensor((3, 4, 5), dtype)
+    for log in (False, True):
+        x = t.clone().requires_grad_()
+        y = torch.log_softmax(x, dim) if log else torch.softmax(x, dim)
+        (expected,) = torch.autograd.grad(y, x, dy)
+        got = from_torch(y.detach(), device).softmax_backward(from_torch(dy, device), dim, log)
+        assert_same(got, expected)
