@@ -135,6 +135,9 @@ class Function:
 
     # A view's output shares memory, and so the version counter, with input 0.
     is_view = False
+    # The built-in Functions compute on NDArrays, which record nothing, so their forward
+    # needs no no_grad() around it; a user's forward may use Tensor ops and gets one.
+    forward_uses_ndarrays = False
 
     @staticmethod
     def forward(ctx: Node, *args: Any, **kwargs: Any):
@@ -146,27 +149,37 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
-        from .tensor import Tensor, _wrap_outputs
-
+        # This runs for every op of the framework: plain loops, no generators.
+        state = grad_mode._state
+        needs = None
+        if state.enabled:
+            for a in args:
+                if getattr(a, "requires_grad", False):
+                    needs = tuple(getattr(x, "requires_grad", False) is True for x in args)
+                    break
         base = args[0] if cls.is_view else None
-        requires = grad_mode._state.enabled and any(
-            isinstance(a, Tensor) and a.requires_grad for a in args
-        )
-        if not requires:
-            with grad_mode.no_grad():
-                out = cls.forward(_NullCtx(len(args)), *args)
+        if needs is None:
+            if cls.forward_uses_ndarrays:
+                out = cls.forward(_null_ctx(len(args)), *args)
+            else:
+                with grad_mode.no_grad():
+                    out = cls.forward(_null_ctx(len(args)), *args)
             return _wrap_outputs(out, None, base)
-        ctx = Node(cls, tuple(isinstance(a, Tensor) and a.requires_grad for a in args))
-        ctx.next_functions = tuple(
-            (a._grad_edge() if isinstance(a, Tensor) and a.requires_grad else (None, 0)) for a in args
-        )
-        with grad_mode.no_grad():
+        ctx = Node(cls, needs)
+        ctx.next_functions = tuple(a._grad_edge() if n else (None, 0) for a, n in zip(args, needs))
+        if cls.forward_uses_ndarrays:
             out = cls.forward(ctx, *args)
+        else:
+            with grad_mode.no_grad():
+                out = cls.forward(ctx, *args)
         return _wrap_outputs(out, ctx, base)
 
 
 class _NullCtx:
-    """The ctx of a forward that records no graph: saving is a no-op."""
+    """The ctx of a forward that records no graph: saving is a no-op.
+
+    One instance per arity is shared; forward may set attributes on it, which nothing reads.
+    """
 
     def __init__(self, n_inputs: int):
         self.needs_input_grad = (False,) * n_inputs
@@ -182,3 +195,17 @@ class _NullCtx:
 
     def set_materialize_grads(self, value: bool) -> None:
         pass
+
+
+_NULL_CTXS: dict[int, _NullCtx] = {}
+
+
+def _null_ctx(n_inputs: int) -> _NullCtx:
+    ctx = _NULL_CTXS.get(n_inputs)
+    if ctx is None:
+        ctx = _NULL_CTXS[n_inputs] = _NullCtx(n_inputs)
+    return ctx
+
+
+def _wrap_outputs(out, ctx, base):  # replaced by tensor.py once Tensor exists
+    raise RuntimeError("genesis_autograd.tensor has not been imported")

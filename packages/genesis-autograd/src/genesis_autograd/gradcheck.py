@@ -43,6 +43,9 @@ def _analytical_jacobian(fn, inputs, i, create_graph=False):
     for out in outs:
         flat = out.reshape(-1)
         for k in range(flat.shape[0]):
+            if not flat.requires_grad:  # an output that does not depend on any input: zero rows
+                rows.append(np.zeros(inputs[i].numel()))
+                continue
             (g,) = grad(flat[k], [inputs[i]], retain_graph=True, allow_unused=True)
             rows.append(np.zeros(inputs[i].numel()) if g is None else g.detach().numpy().reshape(-1))
     return np.stack(rows, axis=0) if rows else np.zeros((0, inputs[i].numel()))

@@ -10,6 +10,7 @@ from numbers import Number
 
 from genesis_ndarray import NDArray, as_device, as_dtype
 
+from . import function as _function_module
 from . import functions as F
 from . import grad_mode
 from .engine import run_backward
@@ -647,6 +648,11 @@ def _as_nd(value, like: Tensor) -> NDArray:
 
 def _wrap_outputs(out, ctx: Node | None, base: Tensor | None):
     """Tensors for a forward's outputs, linked to ``ctx`` when it records a graph."""
+    if ctx is None and out.__class__ is NDArray:  # the common no-grad case, kept short
+        t = Tensor(out)
+        if base is not None:
+            t._version = base._version
+        return t
     single = not isinstance(out, tuple)
     items = (out,) if single else out
     tensors = []
@@ -677,3 +683,6 @@ class _RemovableHandle:
     def remove(self) -> None:
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+
+
+_function_module._wrap_outputs = _wrap_outputs

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from ..function import Function
-from ._util import meta, reduce_to
+from ._util import Primitive, meta, reduce_to
 
 
-class Cast(Function):
+class Cast(Primitive):
     @staticmethod
     def forward(ctx, a, dtype):
         ctx.dtype = a.dtype
@@ -17,7 +16,7 @@ class Cast(Function):
         return g.to(ctx.dtype), None
 
 
-class ToDevice(Function):
+class ToDevice(Primitive):
     @staticmethod
     def forward(ctx, a, device, non_blocking):
         ctx.device = a.device
@@ -28,7 +27,7 @@ class ToDevice(Function):
         return g.to(ctx.device), None, None
 
 
-class Clone(Function):
+class Clone(Primitive):
     @staticmethod
     def forward(ctx, a):
         return a.data.clone()
@@ -38,7 +37,7 @@ class Clone(Function):
         return g
 
 
-class Contiguous(Function):
+class Contiguous(Primitive):
     @staticmethod
     def forward(ctx, a):
         return a.data.contiguous()
@@ -48,7 +47,7 @@ class Contiguous(Function):
         return g
 
 
-class Fill(Function):
+class Fill(Primitive):
     """out = a filled with a constant: nothing of ``a`` survives, so its gradient is zero."""
 
     @staticmethod
@@ -60,7 +59,7 @@ class Fill(Function):
         return g * 0, None
 
 
-class Copy(Function):
+class Copy(Primitive):
     """out = src broadcast into dst's shape and dtype (dst.copy_(src) as a graph node)."""
 
     @staticmethod

@@ -6,11 +6,10 @@ import math
 
 from genesis_ndarray import full
 
-from ..function import Function
-from ._util import data, meta, reduce_to, saved_output
+from ._util import Primitive, data, meta, reduce_to, saved_output
 
 
-class Add(Function):
+class Add(Primitive):
     @staticmethod
     def forward(ctx, a, b):
         ctx.metas = (meta(a), meta(b))
@@ -23,7 +22,7 @@ class Add(Function):
                 reduce_to(g, mb) if ctx.needs_input_grad[1] else None)
 
 
-class Sub(Function):
+class Sub(Primitive):
     @staticmethod
     def forward(ctx, a, b):
         ctx.metas = (meta(a), meta(b))
@@ -36,7 +35,7 @@ class Sub(Function):
                 reduce_to(-g, mb) if ctx.needs_input_grad[1] else None)
 
 
-class Mul(Function):
+class Mul(Primitive):
     @staticmethod
     def forward(ctx, a, b):
         ma, mb = ctx.metas = (meta(a), meta(b))
@@ -56,7 +55,7 @@ class Mul(Function):
         return ga, gb
 
 
-class Div(Function):
+class Div(Primitive):
     @staticmethod
     def forward(ctx, a, b):
         ctx.metas = (meta(a), meta(b))
@@ -76,7 +75,7 @@ class Div(Function):
         return ga, gb
 
 
-class Pow(Function):
+class Pow(Primitive):
     @staticmethod
     def forward(ctx, a, b):
         ctx.metas = (meta(a), meta(b))
@@ -105,7 +104,7 @@ def _log(x):
     return x.log() if hasattr(x, "grad_fn") else math.log(x)
 
 
-class Neg(Function):
+class Neg(Primitive):
     @staticmethod
     def forward(ctx, a):
         return -a.data
@@ -115,7 +114,7 @@ class Neg(Function):
         return -g
 
 
-class Exp(Function):
+class Exp(Primitive):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -127,7 +126,7 @@ class Exp(Function):
         return g * saved_output(ctx, lambda a: a.exp())
 
 
-class Log(Function):
+class Log(Primitive):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -139,7 +138,7 @@ class Log(Function):
         return g / a
 
 
-class Sqrt(Function):
+class Sqrt(Primitive):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -151,7 +150,7 @@ class Sqrt(Function):
         return g / (saved_output(ctx, lambda a: a.sqrt()) * 2)
 
 
-class Tanh(Function):
+class Tanh(Primitive):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -164,7 +163,7 @@ class Tanh(Function):
         return g * (1 - y * y)
 
 
-class Sigmoid(Function):
+class Sigmoid(Primitive):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -177,7 +176,7 @@ class Sigmoid(Function):
         return g * y * (1 - y)
 
 
-class ReLU(Function):
+class ReLU(Primitive):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -189,7 +188,7 @@ class ReLU(Function):
         return g * (a > 0).to(g.dtype)
 
 
-class Abs(Function):
+class Abs(Primitive):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -201,7 +200,7 @@ class Abs(Function):
         return g * a.sign()
 
 
-class Sin(Function):
+class Sin(Primitive):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -213,7 +212,7 @@ class Sin(Function):
         return g * a.cos()
 
 
-class Cos(Function):
+class Cos(Primitive):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -225,7 +224,7 @@ class Cos(Function):
         return -g * a.sin()
 
 
-class Unary(Function):
+class Unary(Primitive):
     """Piecewise-constant ops (sign, floor, ceil, round, trunc): zero gradient, as torch."""
 
     @staticmethod
@@ -237,7 +236,7 @@ class Unary(Function):
         return g * 0, None
 
 
-class _MaxMin(Function):
+class _MaxMin(Primitive):
     pick = ""
 
     @classmethod
@@ -281,7 +280,7 @@ class Minimum(_MaxMin):
         return _MaxMin._backward(ctx, g, lambda a, b: a < b)
 
 
-class Clamp(Function):
+class Clamp(Primitive):
     @staticmethod
     def forward(ctx, a, lo, hi):
         ctx.save_for_backward(a)
@@ -301,7 +300,7 @@ class Clamp(Function):
         return g * inside.to(g.dtype), None, None
 
 
-class Where(Function):
+class Where(Primitive):
     @staticmethod
     def forward(ctx, cond, a, b):
         ctx.cond = cond

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from ..function import Function
-from ._util import saved_output
+from ._util import Primitive, saved_output
 
 
-class MatMul(Function):
+class MatMul(Primitive):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
@@ -50,7 +49,7 @@ def _batch_sum_to(grad, shape):
     return grad.reshape(*shape) if tuple(grad.shape) != tuple(shape) else grad
 
 
-class Softmax(Function):
+class Softmax(Primitive):
     @staticmethod
     def forward(ctx, a, dim):
         ctx.save_for_backward(a)
@@ -68,7 +67,7 @@ class Softmax(Function):
         return Tensor(ctx.out.softmax_backward(g.data, ctx.dim, log=False)), None
 
 
-class LogSoftmax(Function):
+class LogSoftmax(Primitive):
     @staticmethod
     def forward(ctx, a, dim):
         ctx.save_for_backward(a)

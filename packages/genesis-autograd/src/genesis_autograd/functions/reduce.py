@@ -6,7 +6,7 @@ import math
 
 from genesis_ndarray.shape import normalize_dims
 
-from ..function import Function
+from ._util import Primitive
 
 
 def _dims(a, dim) -> tuple[int, ...]:
@@ -21,7 +21,7 @@ def _expand_back(g, shape, dims, keepdim):
     return g.expand(*shape)
 
 
-class Sum(Function):
+class Sum(Primitive):
     @staticmethod
     def forward(ctx, a, dim, keepdim, dtype):
         ctx.geometry = (tuple(a.shape), _dims(a, dim), keepdim, a.dtype)
@@ -33,7 +33,7 @@ class Sum(Function):
         return _expand_back(g, shape, dims, keepdim).to(dtype), None, None, None
 
 
-class Mean(Function):
+class Mean(Primitive):
     @staticmethod
     def forward(ctx, a, dim, keepdim, dtype):
         dims = _dims(a, dim)
@@ -47,7 +47,7 @@ class Mean(Function):
         return (_expand_back(g, shape, dims, keepdim) / ctx.count).to(dtype), None, None, None
 
 
-class _Extreme(Function):
+class _Extreme(Primitive):
     """amax / amin: the gradient is shared evenly among tied extremes, as torch."""
 
     op = ""
@@ -96,7 +96,7 @@ class Amin(_Extreme):
         return _Extreme._backward(ctx, g)
 
 
-class _ExtremeDim(Function):
+class _ExtremeDim(Primitive):
     """max / min along a dim: (values, indices); the gradient goes to the index."""
 
     op = ""
@@ -151,7 +151,7 @@ class MinDim(_ExtremeDim):
         return _ExtremeDim._backward(ctx, g, gi)
 
 
-class Var(Function):
+class Var(Primitive):
     @staticmethod
     def forward(ctx, a, dim, correction, keepdim):
         dims = _dims(a, dim)
@@ -168,7 +168,7 @@ class Var(Function):
         return _expand_back(g, shape, dims, keepdim) * centered * (2.0 / ctx.denominator), None, None, None
 
 
-class Logsumexp(Function):
+class Logsumexp(Primitive):
     @staticmethod
     def forward(ctx, a, dim, keepdim):
         ctx.save_for_backward(a)

@@ -6,11 +6,10 @@ from __future__ import annotations
 from genesis_ndarray import empty, promote_types, zeros
 from genesis_ndarray.shape import normalize_dim
 
-from ..function import Function
-from ._util import data, meta, reduce_to
+from ._util import Primitive, data, meta, reduce_to
 
 
-class Reshape(Function):
+class Reshape(Primitive):
     is_view = True
 
     @staticmethod
@@ -23,7 +22,7 @@ class Reshape(Function):
         return g.reshape(*ctx.in_shape), None
 
 
-class View(Function):
+class View(Primitive):
     is_view = True
 
     @staticmethod
@@ -36,7 +35,7 @@ class View(Function):
         return g.reshape(*ctx.in_shape), None
 
 
-class Permute(Function):
+class Permute(Primitive):
     is_view = True
 
     @staticmethod
@@ -53,7 +52,7 @@ class Permute(Function):
         return g.permute(*inverse), None
 
 
-class Transpose(Function):
+class Transpose(Primitive):
     is_view = True
 
     @staticmethod
@@ -66,7 +65,7 @@ class Transpose(Function):
         return g.transpose(*ctx.dims), None, None
 
 
-class Expand(Function):
+class Expand(Primitive):
     is_view = True
 
     @staticmethod
@@ -79,7 +78,7 @@ class Expand(Function):
         return reduce_to(g, ctx.target), None
 
 
-class Squeeze(Function):
+class Squeeze(Primitive):
     is_view = True
 
     @staticmethod
@@ -92,7 +91,7 @@ class Squeeze(Function):
         return g.reshape(*ctx.in_shape), None
 
 
-class Unsqueeze(Function):
+class Unsqueeze(Primitive):
     is_view = True
 
     @staticmethod
@@ -105,7 +104,7 @@ class Unsqueeze(Function):
         return g.reshape(*ctx.in_shape), None
 
 
-class Flatten(Function):
+class Flatten(Primitive):
     is_view = True
 
     @staticmethod
@@ -118,7 +117,7 @@ class Flatten(Function):
         return g.reshape(*ctx.in_shape), None, None
 
 
-class Narrow(Function):
+class Narrow(Primitive):
     is_view = True
 
     @staticmethod
@@ -152,7 +151,7 @@ def _unwrap(index):
     return index.data if hasattr(index, "grad_fn") else index
 
 
-class GetItem(Function):
+class GetItem(Primitive):
     @staticmethod
     def forward(ctx, a, index):
         index = _unwrap(index)
@@ -166,7 +165,7 @@ class GetItem(Function):
         return _scatter_into_zeros(g, shape, dtype, device, ctx.index), None
 
 
-class SetItem(Function):
+class SetItem(Primitive):
     """out = a with out[index] = value. Overwritten slots of ``a`` get zero gradient."""
 
     @staticmethod
@@ -189,7 +188,7 @@ class SetItem(Function):
         return ga, None, gv
 
 
-class Cat(Function):
+class Cat(Primitive):
     @staticmethod
     def forward(ctx, dim, *tensors):
         first = tensors[0]
