@@ -250,28 +250,10 @@ def test_gradcheck(case, device):
     assert gradcheck(_as_fn(fn, layouts), leaves, eps=1e-6, atol=1e-5, rtol=1e-3)
 
 
-def _first_derivative_is_constant(fn, leaves) -> bool:
-    """Whether no gradient of fn (taken with create_graph) depends on the inputs (a linear fn, relu ...)."""
-    outs = _outputs(fn(*leaves))
-    total = sum((o.sum() for o in outs[1:]), outs[0].sum())
-    grads = genesis.autograd.grad(total, [x for x in leaves if x.requires_grad], create_graph=True,
-                                  allow_unused=True)
-    return not any(g is not None and g.requires_grad for g in grads)
-
-
-GRADGRAD_CONSTANT_BUG = (
-    "genesis_autograd/gradcheck.py _analytical_jacobian calls grad() on every output of the first-derivative "
-    "function; when that gradient does not depend on the inputs (linear ops, relu, where, reductions ...) it "
-    "does not require grad and grad() raises 'element 0 of tensors does not require grad'. "
-    "torch.autograd.gradgradcheck returns True there (the second derivative is zero).")
-
-
 @pytest.mark.parametrize("case,device", GC_PARAMS)
-def test_gradgradcheck(case, device, request):
+def test_gradgradcheck(case, device):
     _, fn, specs = case
     leaves, layouts = _check_inputs(specs, device)
-    if _first_derivative_is_constant(_as_fn(fn, layouts), leaves):
-        request.applymarker(pytest.mark.xfail(strict=True, raises=RuntimeError, reason=GRADGRAD_CONSTANT_BUG))
     assert gradgradcheck(_as_fn(fn, layouts), leaves, eps=1e-6, atol=1e-5, rtol=1e-3)
 
 

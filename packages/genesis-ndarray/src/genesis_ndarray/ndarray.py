@@ -143,7 +143,7 @@ class NDArray:
 
     def _binary(self, op: str, other, reverse: bool = False) -> NDArray:
         if isinstance(other, NDArray):
-            if other.device != self.device:
+            if other.device is not self.device and other.device != self.device:
                 self._same_device(other)
             other = other._data
         elif not isinstance(other, Number):

@@ -7,9 +7,10 @@ from genesis_kernels and launch on the current stream of the array's device.
 from __future__ import annotations
 
 import genesis_storage as gs
+from genesis_storage.stream import current_stream_handle
 
 from ...device import Device
-from ...dtypes import DType, as_dtype, promote_types, result_type_with_scalar
+from ...dtypes import DType, dtype_by_name, promote_types, result_type_with_scalar
 from ...registry import register
 
 View = gs.StridedView
@@ -20,11 +21,12 @@ def reg(name: str):
 
 
 def dtype_of(v: View) -> DType:
-    return as_dtype(v.dtype)
+    return dtype_by_name[v.dtype]
 
 
 def stream_of(v: View) -> int:
-    return gs.current_stream(v.device).handle
+    """The raw handle of this thread's current stream on v's device (read on every launch)."""
+    return current_stream_handle(v.device)
 
 
 def empty_like_shape(v: View, shape, dtype: DType | None = None) -> View:
@@ -47,6 +49,8 @@ def result_type(a, b) -> DType:
     """
     if isinstance(a, View):
         if isinstance(b, View):
+            if a.dtype == b.dtype:  # the common case: same dtype, nothing to promote
+                return dtype_by_name[a.dtype]
             da, db = dtype_of(a), dtype_of(b)
             a0, b0 = len(a.shape) == 0, len(b.shape) == 0
             if a0 != b0:
