@@ -34,7 +34,7 @@ def median_us(fn, n: int, reps: int) -> float:
 def bench_alloc(quick: bool) -> None:
     print("\n== cached allocate + free (host-side cost, us; median) ==")
     n, reps = (2000, 5) if quick else (20000, 11)
-    print(f"{'size':>10} {'genesis':>9} {'torch':>9} {'ratio':>7}")
+    print(f"{'size':>10} {'storage':>9} {'gs.empty':>9} {'torch':>9} {'ratio':>7} {'empty/torch':>11}")
     for size in (512, 4 * KiB, 64 * KiB, 1 * MiB, 8 * MiB, 64 * MiB):
         numel = size // 4
 
@@ -43,19 +43,38 @@ def bench_alloc(quick: bool) -> None:
                 s = gs.CUDAStorage(size)
                 del s
 
+        def e(k: int, numel: int = numel) -> None:
+            shape = (numel,)
+            for _ in range(k):
+                v = gs.empty(shape, "float32")
+                del v
+
         def t(k: int, numel: int = numel) -> None:
             for _ in range(k):
                 x = torch.empty(numel, dtype=torch.float32, device="cuda")
                 del x
 
         g(200)
+        e(200)
         t(200)
-        gt, tt = [], []
+        gt, et, tt = [], [], []
         for _ in range(3):  # interleave
             gt.append(median_us(g, n, reps))
+            et.append(median_us(e, n, reps))
             tt.append(median_us(t, n, reps))
-        gm, tm = statistics.median(gt), statistics.median(tt)
-        print(f"{size:>10} {gm:9.3f} {tm:9.3f} {gm / tm:7.2f}")
+        gm, em, tm = statistics.median(gt), statistics.median(et), statistics.median(tt)
+        print(f"{size:>10} {gm:9.3f} {em:9.3f} {tm:9.3f} {gm / tm:7.2f} {em / tm:11.2f}")
+
+    def cs(k: int) -> None:
+        for _ in range(k):
+            gs.current_stream(0).handle  # noqa: B018 - what genesis_ndarray does on every op
+
+    def tcs(k: int) -> None:
+        for _ in range(k):
+            torch.cuda.current_stream(0).cuda_stream  # noqa: B018
+
+    print(f"current_stream(0).handle: genesis {median_us(cs, n * 5, reps):.3f} us  "
+          f"torch.cuda.current_stream(0).cuda_stream {median_us(tcs, n * 5, reps):.3f} us")
 
 
 def workload(quick: bool, seed: int = 0) -> list[tuple[int, int]]:
@@ -66,30 +85,55 @@ def workload(quick: bool, seed: int = 0) -> list[tuple[int, int]]:
     return [(rng.randrange(200), int(math.exp(rng.uniform(lo, hi)))) for _ in range(total)]
 
 
-def bench_fragmentation(quick: bool) -> None:
-    print("\n== random workload: peak reserved / peak allocated ==")
-    seq = workload(quick)
-    # genesis
+def _genesis_workload(seq: list[tuple[int, int]], max_fragmentation: float | None) -> tuple[float, float, int, int]:
+    a = gs.get_allocator(0)
+    prev = a.max_fragmentation
+    a.set_max_fragmentation(max_fragmentation)
     gs.empty_cache()
     gs.reset_peak_memory_stats()
+    st0 = gs.memory_stats()
     live: list = [None] * 200
+    t0 = time.perf_counter()
     for slot, size in seq:
         live[slot] = None
         live[slot] = gs.CUDAStorage(size)
+    gs.synchronize()
+    dt = (time.perf_counter() - t0) / len(seq) * 1e6
     live = [None] * 200
-    g_ratio = gs.max_memory_reserved() / gs.max_memory_allocated()
+    st = gs.memory_stats()
+    ratio = st["reserved_bytes.all.peak"] / st["allocated_bytes.all.peak"]
+    n_alloc = st["num_device_alloc"] - st0["num_device_alloc"]
+    n_free = st["num_device_free"] - st0["num_device_free"]
+    a.set_max_fragmentation(prev)
     gs.empty_cache()
+    return ratio, dt, n_alloc, n_free
+
+
+def bench_fragmentation(quick: bool) -> None:
+    print("\n== random workload: peak reserved / peak allocated (and us per step, device alloc/free) ==")
+    seq = workload(quick)
+    g_ratio, g_us, g_na, g_nf = _genesis_workload(seq, None)
+    c_ratio, c_us, c_na, c_nf = _genesis_workload(seq, 1.0)
     # torch
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
+    n0 = torch.cuda.memory_stats().get("num_device_alloc", 0)
     tl: list = [None] * 200
+    t0 = time.perf_counter()
     for slot, size in seq:
         tl[slot] = None
         tl[slot] = torch.empty(size, dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
+    t_us = (time.perf_counter() - t0) / len(seq) * 1e6
     tl = [None] * 200
     t_ratio = torch.cuda.max_memory_reserved() / torch.cuda.max_memory_allocated()
+    t_na = torch.cuda.memory_stats().get("num_device_alloc", 0) - n0
     torch.cuda.empty_cache()
-    print(f"genesis {g_ratio:.3f}   torch {t_ratio:.3f}   ratio {g_ratio / t_ratio:.3f}")
+    print(f"genesis (default)                {g_ratio:.3f}  ratio {g_ratio / t_ratio:.3f}  {g_us:8.2f} us/step  "
+          f"device alloc/free {g_na}/{g_nf}")
+    print(f"genesis (max_fragmentation=1.0)  {c_ratio:.3f}  ratio {c_ratio / t_ratio:.3f}  {c_us:8.2f} us/step  "
+          f"device alloc/free {c_na}/{c_nf}")
+    print(f"torch                            {t_ratio:.3f}                {t_us:8.2f} us/step  device alloc {t_na}")
 
 
 def bench_pinned(quick: bool) -> None:

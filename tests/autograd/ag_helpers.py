@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import genesis
 import numpy as np
 import pytest
 import torch
+
+import genesis
 
 
 def _cuda_present() -> bool:
@@ -38,7 +39,7 @@ def values(shape, domain: str = "any", dtype=torch.float64) -> torch.Tensor:
     if domain == "ties":
         return torch.randint(-2, 3, shape).to(dtype)
     t = torch.randn(shape, dtype=torch.float64)
-    t = torch.where(t.abs() < 0.05, torch.full_like(t, 0.3), t)
+    t = t + 0.05 * torch.where(t >= 0, 1.0, -1.0)  # |t| >= 0.05, and still no ties between draws
     return t.to(dtype)
 
 

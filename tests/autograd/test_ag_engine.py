@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 import threading
 
-import genesis
 import pytest
 import torch
 from ag_helpers import assert_close, requires_cuda, to_genesis, values
+
+import genesis
 
 
 def leaf(shape, device, domain="any"):
@@ -84,6 +85,7 @@ def test_create_graph_double_backward_matches_torch(device, fn):
     assert_close(gg, tgg)
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
 def test_backward_with_create_graph_leaves_a_differentiable_grad(device):
     tx, x = leaf((3,), device)
     (x ** 3).sum().backward(create_graph=True)
@@ -549,7 +551,7 @@ def test_custom_function_with_saved_tensors_and_a_constant(device):
 
 
 def test_custom_function_needs_input_grad_and_two_outputs(device):
-    ta, a = leaf((3,), device)
+    _, a = leaf((3,), device)
     tb = values((3,))
     b = to_genesis(tb, device)  # needs no gradient, and comes second
     p, s = MulAdd.apply(a, b)
@@ -602,11 +604,6 @@ def test_custom_function_second_backward_needs_retain_graph(device):
 
 
 # ---------------------------------------------------------------- repr
-REPR_FLOAT_BUG = ("printing.tensor_repr uses numpy floatmode='maxprec_equal', so non-integral floats print with "
-                  "as few digits as needed ('tensor([1.0, 2.5])', 'tensor([1.e-05, 1.e+00])'); torch always "
-                  "prints 4 decimals ('tensor([1.0000, 2.5000])', 'tensor([1.0000e-05, 1.0000e+00])'); use "
-                  "floatmode='fixed' for non-integral data")
-
 REPRS = [
     pytest.param([1, 2, 3], {}, id="int64"),
     pytest.param([True, False], {}, id="bool"),
@@ -615,13 +612,11 @@ REPRS = [
     pytest.param([1.0, 2.0], {"dtype": "float64"}, id="float64-integral"),
     pytest.param([1, 2], {"dtype": "int32"}, id="int32"),
     pytest.param([[]], {}, id="empty"),
-    pytest.param([1.0, 2.5], {}, id="float", marks=pytest.mark.xfail(strict=True, reason=REPR_FLOAT_BUG)),
-    pytest.param(3.5, {}, id="float-scalar", marks=pytest.mark.xfail(strict=True, reason=REPR_FLOAT_BUG)),
-    pytest.param([1.25, 2.0], {"requires_grad": True}, id="requires-grad",
-                 marks=pytest.mark.xfail(strict=True, reason=REPR_FLOAT_BUG)),
-    pytest.param([0.5, 1.5], {"dtype": "float16"}, id="float16",
-                 marks=pytest.mark.xfail(strict=True, reason=REPR_FLOAT_BUG)),
-    pytest.param([1e-5, 1.0], {}, id="scientific", marks=pytest.mark.xfail(strict=True, reason=REPR_FLOAT_BUG)),
+    pytest.param([1.0, 2.5], {}, id="float"),
+    pytest.param(3.5, {}, id="float-scalar"),
+    pytest.param([1.25, 2.0], {"requires_grad": True}, id="requires-grad"),
+    pytest.param([0.5, 1.5], {"dtype": "float16"}, id="float16"),
+    pytest.param([1e-5, 1.0], {}, id="scientific"),
 ]
 
 

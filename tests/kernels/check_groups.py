@@ -78,3 +78,53 @@ def extras(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "int64", "bfloat16"):
         gk.arange(b((1000,), dt), 0, 1)
     gk.linspace(b((1000,)), 0.0, 1.0)
+
+
+def index(b) -> None:  # type: ignore[no-untyped-def]
+    n = 4096
+    for dt in ("float32", "bfloat16", "int64", "bool"):
+        gk.gather(b((64, 64), dt), 1, b((64, 64), "int64"), b((64, 64), dt))
+        gk.index_select(b((1000, 64), dt), 0, b((n,), "int64"), b((n, 64), dt))
+        gk.scatter(b((64, 64), dt), 0, b((64, 64), "int64"), b((64, 64), dt))
+    gk.gather(b((64, 64), "float32", (1, 64)), 0, b((64, 64), "int32"), b((64, 64)))
+    gk.scatter(b((64, 64)), 1, b((64, 64), "int64"), 1.5)
+    for dt in ("float32", "float64", "int32", "int64", "bfloat16", "float16", "int8"):
+        gk.scatter_add(b((64, 64), dt), 0, b((64, 64), "int64"), b((64, 64), dt))
+        gk.index_add(b((64, 64), dt), 0, b((64,), "int64"), b((64, 64), dt), alpha=2)
+    for k in (1, 2, 4):
+        gk.index_put(b((8, 8, 8, 8, 16)), tuple(b((32,), "int64") for _ in range(k)), b((32,) + (8,) * (4 - k) + (16,)),
+                     accumulate=k == 2)
+    gk.index_put(b((64, 64), "bfloat16"), (b((64,), "int64"),), 0.0)
+    gk.embedding(b((1000, 512), "bfloat16"), b((8, 128), "int64"), b((8, 128, 512), "bfloat16"))
+    gk.embedding_backward(b((8, 128, 512)), b((8, 128), "int64"), b((1000, 512)), padding_idx=0)
+    gk.embedding_backward(b((8, 128, 512), "bfloat16"), b((8, 128), "int32"), b((1000, 512), "bfloat16"))
+    gk.masked_fill(b((n,)), b((n,), "bool"), 0.0, b((n,)))
+    gk.nonzero_count(b((n,), "bool"))
+    gk.nonzero_count(b((64, 64), "float32", (1, 64)))
+    gk.nonzero(b((16, 16, 16), "bool"), b((100, 3), "int64"))
+    for dt in ("float32", "bfloat16", "int64"):
+        gk.masked_select(b((n,), dt), b((n,), "bool"), b((100,), dt))
+    gk.masked_select(b((64, 64), "float32", (1, 64)), b((64, 64), "bool"), b((100,)))
+
+
+def sort(b) -> None:  # type: ignore[no-untyped-def]
+    for dt in ("float32", "bfloat16", "float64", "int32", "int64", "bool"):
+        for n in (10, 1000, 2048):
+            gk.sort(b((64, n), dt), b((64, n), dt), b((64, n), "int64"), 1)
+        gk.sort(b((4, 10000), dt), b((4, 10000), dt), b((4, 10000), "int64"), 1, descending=True)
+    gk.sort(b((1000, 64), "float32"), b((1000, 64)), b((1000, 64), "int64"), 0)
+    gk.topk(b((64, 1000)), 10, b((64, 10)), b((64, 10), "int64"), 1)
+    gk.topk(b((4, 10000), "bfloat16"), 10, b((4, 10), "bfloat16"), b((4, 10), "int64"), 1, largest=False)
+
+
+def scan(b) -> None:  # type: ignore[no-untyped-def]
+    for dt, odt in (("float32", "float32"), ("bfloat16", "bfloat16"), ("float64", "float64"), ("int32", "int64"),
+                    ("bool", "int64")):
+        for op in (gk.cumsum, gk.cumprod):
+            op(b((64, 1000), dt), b((64, 1000), odt), 1)
+            op(b((1000, 64), dt), b((1000, 64), odt), 0)
+            op(b((1 << 20,), dt), b((1 << 20,), odt), 0)  # the split path
+    gk.eye(b((100, 100)))
+    for dt in ("float32", "bfloat16", "int64", "bool"):
+        gk.triu(b((4, 100, 100), dt), b((4, 100, 100), dt), 1)
+        gk.tril(b((100, 100), dt, (1, 100)), b((100, 100), dt), -1)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import genesis_ndarray as nd
 import pytest
 import torch
+
+import genesis_ndarray as nd
 
 # Per-dtype tolerances: torch.testing's defaults for float32/float64/int, widened
 # for the 16-bit floats to about two units in the last place (an elementwise op

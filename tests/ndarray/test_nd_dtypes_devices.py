@@ -5,11 +5,12 @@ from __future__ import annotations
 import itertools
 import pickle
 
-import genesis_ndarray as nd
 import numpy as np
 import pytest
 import torch
 from nd_helpers import from_torch, random_tensor
+
+import genesis_ndarray as nd
 
 DTYPES = list(nd.ALL_DTYPES)
 NAMES = [d.name for d in DTYPES]
@@ -104,11 +105,7 @@ def test_set_default_dtype_changes_float_results():
     assert nd.ones(2).dtype is previous
 
 
-def test_set_default_dtype_reaches_integer_promotion(device, request):
-    if device == "cpu":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "set_default_dtype only sets genesis' _default_dtype; the cpu backend computes with torch, whose "
-            "default dtype stays float32, so int / int and int * 2.5 give float32 on cpu (float64 on cuda)")))
+def test_set_default_dtype_reaches_integer_promotion(device):
     previous = nd.get_default_dtype()
     a = from_torch(random_tensor((3,), torch.int64, low=1, high=9), device)
     try:

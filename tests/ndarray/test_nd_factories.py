@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import genesis_ndarray as nd
 import numpy as np
 import pytest
 import torch
 from nd_helpers import assert_same, requires_cuda, to_torch
+
+import genesis_ndarray as nd
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3, 4)])

@@ -110,8 +110,11 @@ def test_matmul_of_transposed_operands(device):
 def test_softmax_log_softmax_and_backward(device, dim, dtype):
     t = random_tensor((3, 4, 5), dtype) * 4
     a = from_torch(t, device)
-    assert_same(a.softmax(dim), torch.softmax(t, dim))
-    assert_same(a.log_softmax(dim), torch.log_softmax(t, dim))
+    # float16: both torch and genesis compute in float32 and round once; they can differ by one ulp of
+    # the result, which near 0 (tiny probabilities, log-probabilities close to 0) is large relative to it.
+    tol = dict(rtol=2e-3, atol=1e-3) if dtype == F16 else {}
+    assert_same(a.softmax(dim), torch.softmax(t, dim), **tol)
+    assert_same(a.log_softmax(dim), torch.log_softmax(t, dim), **tol)
     if dtype == F16:
         return
     dy = random_tensor((3, 4, 5), dtype)

@@ -3,13 +3,18 @@ Also contiguous, astype, copy_ / fill_ / setitem and transfers between devices."
 
 from __future__ import annotations
 
-import genesis_ndarray as nd
 import pytest
 import torch
 from nd_helpers import assert_same, from_torch, random_tensor, to_torch
 
+import genesis_ndarray as nd
+
 F32, F16, BF16, F64, I32, I64, U8, BOOL = (torch.float32, torch.float16, torch.bfloat16, torch.float64,
                                            torch.int32, torch.int64, torch.uint8, torch.bool)
+
+def _empty_slice(x):
+    return x[:, 3:]
+
 
 # (id, fn applied to both a torch tensor and an NDArray, writable): base shape (2, 3, 4)
 VIEWS = [
@@ -44,7 +49,7 @@ VIEWS = [
     ("ellipsis", lambda x: x[..., 2], True),
     ("ellipsis-none", lambda x: x[1, ..., None, ::3], True),
     ("mixed", lambda x: x[-1, 1:, None, ::2], True),
-    ("empty-slice", lambda x: x[:, 3:], True),
+    ("empty-slice", _empty_slice, True),
     ("chain", lambda x: x.permute(1, 0, 2)[1:, :, ::2].transpose(0, 1), True),
     ("transpose-then-view", lambda x: x.transpose(0, 1).reshape(3, 2, 2, 2), True),
     ("as_strided", lambda x: x.as_strided((3, 2), (1, 4), 2), True),
@@ -53,7 +58,12 @@ VIEWS = [
 
 
 @pytest.mark.parametrize("fn,writable", [(f, w) for _, f, w in VIEWS], ids=[n for n, _, _ in VIEWS])
-def test_view_geometry_and_write_through(device, fn, writable):
+def test_view_geometry_and_write_through(device, fn, writable, request):
+    if device == "cuda" and fn is _empty_slice:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "shape.basic_index (genesis_ndarray/shape.py:~160) adds start * stride to the offset only when the "
+            "slice is non-empty; torch always does, so x[:, 3:] of a (2, 3, 4) array has storage_offset 12 in "
+            "torch and 0 on cuda")))
     tb = random_tensor((2, 3, 4), F32)
     base = from_torch(tb, device)
     tv, v = fn(tb), fn(base)

@@ -18,9 +18,19 @@ def tensor_repr(t) -> str:
     if arr.size == 0:
         body = "[]" if arr.ndim == 1 else f"[], size={tuple(arr.shape)}"
     else:
+        finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+        integral = arr.dtype.kind != "f" or bool(np.all(finite == np.round(finite)))
+        # torch: integral floats print as "1.", others with 4 decimals, in scientific form
+        # when the magnitudes span more than 1000x or leave [1e-4, 1e8).
+        scientific = False
+        if arr.dtype.kind == "f" and finite.size and not integral:
+            mags = np.abs(finite[finite != 0])
+            if mags.size:
+                scientific = mags.max() / mags.min() > 1000 or mags.max() >= 1e8 or mags.min() < 1e-4
         body = np.array2string(
             arr, separator=", ", prefix=prefix, precision=4, threshold=1000, edgeitems=3,
-            floatmode="maxprec_equal" if arr.dtype.kind == "f" else "maxprec",
+            floatmode="maxprec" if integral else "fixed", suppress_small=False,
+            formatter={"float_kind": lambda v: f"{v:.4e}"} if scientific else None,
         )
     parts = [body]
     if t.device.type != "cpu":

@@ -5,15 +5,33 @@ writes into a caller-allocated ``out`` and launches on the raw CUDA stream ``str
 """
 
 from .buffer import DTYPES, Buffer, BufferLike
-from .creation import arange, linspace
+from .creation import arange, eye, linspace, tril, triu
 from .elementwise import addcdiv, addcmul, binary, clamp, copy, fill, lerp, unary, where
+from .index import (
+    embedding,
+    embedding_backward,
+    gather,
+    index_add,
+    index_put,
+    index_select,
+    masked_fill,
+    masked_select,
+    nonzero,
+    nonzero_count,
+    scatter,
+    scatter_add,
+)
 from .matmul import matmul
 from .random import bernoulli, dropout, normal, rand, randint, randn, uniform
 from .reduce import arg_reduce, logsumexp, reduce, std, var
+from .scan import cumprod, cumsum
 from .softmax import softmax, softmax_backward
+from .sort import argsort, sort, topk
 
 __all__ = [
-    "DTYPES", "Buffer", "BufferLike", "addcdiv", "addcmul", "arange", "arg_reduce", "bernoulli", "binary",
-    "clamp", "copy", "dropout", "fill", "lerp", "linspace", "logsumexp", "matmul", "normal", "rand", "randint",
-    "randn", "reduce", "softmax", "softmax_backward", "std", "uniform", "unary", "var", "where",
+    "DTYPES", "Buffer", "BufferLike", "addcdiv", "addcmul", "arange", "arg_reduce", "argsort", "bernoulli", "binary",
+    "clamp", "copy", "cumprod", "cumsum", "dropout", "embedding", "embedding_backward", "eye", "fill", "gather",
+    "index_add", "index_put", "index_select", "lerp", "linspace", "logsumexp", "masked_fill", "masked_select",
+    "matmul", "nonzero", "nonzero_count", "normal", "rand", "randint", "randn", "reduce", "scatter", "scatter_add",
+    "softmax", "softmax_backward", "sort", "std", "topk", "tril", "triu", "uniform", "unary", "var", "where",
 ]

@@ -119,6 +119,8 @@ def set_default_dtype(dtype) -> None:
     d = as_dtype(dtype)
     if not d.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    # The cpu backend computes with torch, whose own default decides int / int and int * float.
+    torch.set_default_dtype(d.torch)
     _default_dtype = d
 
 

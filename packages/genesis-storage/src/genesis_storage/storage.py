@@ -34,21 +34,25 @@ class CUDAStorage:
     __slots__ = ("__weakref__", "_alloc", "_block", "_owner", "_ptr", "device", "nbytes")
 
     def __init__(self, nbytes: int, device: int | None = None) -> None:
+        # Hot path (every op's output): thread-local reads with class defaults, one allocator call.
         if device is None:
-            device = getattr(_tls, "device", 0)
-        if nbytes < 0:
-            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
-        a = allocators.get(device)
-        if a is None:
-            a = get_allocator(device)
-        if nbytes:
-            handles = getattr(_tls, "handles", None)
-            block = a.malloc(nbytes, handles.get(device, 0) if handles else 0)
+            device = _tls.device
+        if nbytes > 0:
+            a = allocators.get(device)
+            if a is None:
+                a = get_allocator(device)
+            handles = _tls.handles
+            block = a.malloc(nbytes, 0 if handles is None else handles.get(device, 0))
             self._ptr = block.addr
             self._block: Block | None = block
-        else:
+        elif nbytes == 0:
+            a = allocators.get(device)
+            if a is None:
+                a = get_allocator(device)
             self._ptr = 0
             self._block = None
+        else:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
         self.nbytes = nbytes
         self.device = device
         self._alloc: CachingAllocator | None = a
@@ -94,7 +98,10 @@ class CUDAStorage:
     close = free
 
     def __del__(self) -> None:
-        block = getattr(self, "_block", None)  # None too when __init__ failed half way
+        try:
+            block = self._block
+        except AttributeError:  # __init__ failed before allocating
+            return
         if block is not None:
             try:
                 self._alloc.free(block)  # type: ignore[union-attr]

@@ -173,26 +173,28 @@ def default_stream(device: int | None = None) -> Stream:
 
 
 def current_stream(device: int | None = None) -> Stream:
-    dev = resolve(device)
-    streams = getattr(_tls, "streams", None)
+    """This thread's current stream on `device` (default: the current device). Hot: two
+    thread-local reads and a dict lookup."""
+    if device is None:
+        device = _tls.device
+    streams = _tls.streams
     if streams is not None:
-        s = streams.get(dev)
+        s = streams.get(device)
         if s is not None:
             return s
-    return default_stream(dev)
+    s = _default_streams.get(device)
+    return s if s is not None else default_stream(device)
 
 
 def current_stream_handle(dev: int) -> int:
     """Fast path for allocation: the raw handle of this thread's current stream on `dev`."""
-    handles = getattr(_tls, "handles", None)
-    if handles is None:
-        return 0
-    return handles.get(dev, 0)
+    handles = _tls.handles
+    return 0 if handles is None else handles.get(dev, 0)
 
 
 def set_stream(s: Stream) -> None:
     """Make `s` the current stream of its device in this thread."""
-    if getattr(_tls, "streams", None) is None:
+    if _tls.streams is None:
         _tls.streams = {}
         _tls.handles = {}
     _tls.streams[s.device] = s

@@ -6,6 +6,7 @@ storage object) is gone. Bounds are checked once, at construction, so kernels ca
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,6 @@ from .dtypes import (
     bfloat16_bits_to_float32,
     float32_to_bfloat16_bits,
     from_numpy_dtype,
-    itemsize,
 )
 from .storage import CUDAStorage
 from .stream import current_stream_handle
@@ -173,14 +173,53 @@ class StridedView:
         return from_numpy(out, self.device, dtype=dtype)
 
 
+# shape -> (numel, contiguous strides, shape as ints): empty() is called for every op's output, and a
+# contiguous view of a fresh allocation of exactly numel * itemsize bytes needs no bounds check.
+_CONTIG: dict[tuple[int, ...], tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
+_CONTIG_MAX = 4096
+
+
+def _contig_info(shape: tuple[int, ...]) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    dims = tuple(operator.index(n) for n in shape)
+    numel = 1
+    for n in dims:
+        if n < 0:
+            raise ValueError(f"negative dimension in shape {dims}")
+        numel *= n
+    info = (numel, contiguous_strides(dims), dims)
+    if len(_CONTIG) >= _CONTIG_MAX:
+        _CONTIG.clear()
+    _CONTIG[dims] = info
+    return info
+
+
+_new_view = object.__new__
+
+
 def empty(shape: tuple[int, ...], dtype: str, device: int | None = None) -> StridedView:
     """A contiguous view of fresh (uninitialised) memory."""
-    shape = tuple(shape)
-    isz = itemsize(dtype)
-    numel = 1
-    for n in shape:
-        numel *= n
-    return StridedView(CUDAStorage(numel * isz, device), dtype, shape, contiguous_strides(shape), 0)
+    if type(shape) is not tuple:
+        shape = tuple(shape)
+    info = _CONTIG.get(shape)
+    if info is None:
+        info = _contig_info(shape)
+    isz = DTYPES.get(dtype)
+    if isz is None:
+        raise TypeError(f"unknown dtype {dtype!r}; known: {sorted(DTYPES)}")
+    numel, strides, dims = info
+    storage = CUDAStorage(numel * isz, device)
+    v = _new_view(StridedView)
+    v.storage = storage
+    v.dtype = dtype
+    v.shape = dims
+    v.strides = strides
+    v.offset = 0
+    v.itemsize = isz
+    v.device = storage.device
+    v.numel = numel
+    v.ptr = storage._ptr
+    v._contig = True
+    return v
 
 
 def from_numpy(array: np.ndarray, device: int | None = None, dtype: str | None = None) -> StridedView:

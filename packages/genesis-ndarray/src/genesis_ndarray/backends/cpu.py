@@ -134,7 +134,13 @@ _reg("var")(lambda t, dim, correction, keepdim: torch.var(t, dim=dim, correction
 
 
 # -------------------------------------------------------------- linear algebra
-_reg("matmul")(torch.matmul)
+@_reg("matmul")
+def matmul(a, b):
+    # torch's batched message names neither operand; check first so both devices say the same.
+    if a.ndim and b.ndim and a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
+        sa, sb = "x".join(map(str, a.shape)), "x".join(map(str, b.shape))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
+    return torch.matmul(a, b)
 
 
 @_reg("softmax")

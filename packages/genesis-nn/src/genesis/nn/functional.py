@@ -112,7 +112,13 @@ def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean", ignor
     log_probs = logits.log_softmax(1)
     loss = nll_loss(log_probs, target, reduction=reduction, ignore_index=ignore_index)
     if label_smoothing > 0.0:
-        smooth = _reduce(-log_probs.mean(1), reduction)
+        # The uniform part of the target, over the rows that are not ignored (as torch).
+        valid = (target != ignore_index).to(log_probs.dtype)
+        smooth = -log_probs.mean(1) * valid
+        if reduction == "mean":
+            smooth = smooth.sum() / valid.sum()
+        else:
+            smooth = _reduce(smooth, reduction)
         loss = (1 - label_smoothing) * loss + label_smoothing * smooth
     return loss
 

@@ -167,11 +167,16 @@ class Module:
 
     # ------------------------------------------------------------ state
     def state_dict(self, prefix: str = "") -> OrderedDict:
+        """Parameters and buffers, module by module (each module's own first), as torch."""
         out = OrderedDict()
-        for name, p in self.named_parameters(prefix):
-            out[name] = p.detach()
-        for name, b in self.named_buffers(prefix):
-            out[name] = b.detach()
+        for mod_prefix, module in self.named_modules(prefix):
+            dot = f"{mod_prefix}." if mod_prefix else ""
+            for name, p in module._parameters.items():
+                if p is not None:
+                    out[dot + name] = p.detach()
+            for name, b in module._buffers.items():
+                if b is not None:
+                    out[dot + name] = b.detach()
         return out
 
     def load_state_dict(self, state_dict, strict: bool = True):

@@ -1,16 +1,26 @@
 """The caching allocator: PyTorch's CUDACachingAllocator design, as a small state machine in Python.
 
 Plain data: a *segment* is one raw allocation; it is cut into *blocks* (a doubly linked list in
-address order). Free blocks wait in a *pool* keyed by (stream, small/large), sorted by (size, addr)
-for best fit. Operations: malloc (best fit, else new segment), split, free (merge with free
+address order). Free blocks wait in a *pool* keyed by (stream, kind), sorted by (size, addr) for
+best fit. Operations: malloc (best fit, else new segment), split, free (merge with free
 neighbours, back to the pool), release (give whole free segments back to the raw allocator).
 
 - sizes round up to 512 B; requests <= 1 MiB come from 2 MiB "small" segments, larger ones from
   20 MiB segments (requests < 10 MiB) or segments rounded up to 2 MiB;
+- hot path: a freed block first goes to an exact-size *front cache* ((stream, rounded size) ->
+  blocks). A malloc of that size takes it back with no search, split or merge. Any malloc that
+  misses the front cache first moves every block in it to the pools (merging free neighbours, as
+  PyTorch does at free time), so every best-fit decision sees fully coalesced pools;
 - a block is reused only by its own stream (stream order makes that safe without syncing);
   record_stream(block, s) defers reuse until an event recorded on s at free time has completed;
 - on a failed raw allocation: wait for pending events, free all cached segments, retry, then
   raise OutOfMemoryError with the numbers a user needs;
+- optional fragmentation cap (`max_fragmentation=r`, or GENESIS_MAX_FRAGMENTATION=r): requests
+  of 1-10 MiB and of >= 10 MiB use separate pools, a request >= 10 MiB does not take a cached
+  block more than 20 MiB larger than itself, and before a new segment would push reserved memory
+  above r x max(peak allocated, allocated + request), whole free segments are released (largest
+  first). Trades cuMemFree/cuMemAlloc calls (cuMemFree synchronises the device) for memory; off by
+  default, where the placement policy is PyTorch's;
 - GENESIS_NO_CACHING=1 turns it into a pass-through (for compute-sanitizer);
 - GENESIS_STORAGE_DEBUG=1 poisons freed blocks with 0xFF.
 """
@@ -34,14 +44,23 @@ SMALL_BUFFER = 2 << 20  # segment size for small requests
 LARGE_BUFFER = 20 << 20  # segment size for large requests below MIN_LARGE_ALLOC
 MIN_LARGE_ALLOC = 10 << 20
 ROUND_LARGE = 2 << 20  # larger requests get a segment rounded up to this
+OVERSIZE_SLACK = 20 << 20  # with a fragmentation cap: largest excess a >= 10 MiB request may take
 POISON = 0xFF
+_STREAM_SHIFT = 48  # front-cache key: (stream << 48) | rounded size (sizes stay below 2**48)
 
-FREE, ALLOCATED, PENDING, DEAD = 0, 1, 2, 3
-_STATE_NAMES = {FREE: "inactive", ALLOCATED: "active_allocated", PENDING: "active_pending_free"}
+FREE, ALLOCATED, PENDING, DEAD, CACHED = 0, 1, 2, 3, 4  # FREE: in a pool; CACHED: in the front cache
+_STATE_NAMES = {FREE: "inactive", CACHED: "inactive", ALLOCATED: "active_allocated",
+                PENDING: "active_pending_free"}
+SMALL_KIND, LARGE_KIND, HUGE_KIND = 0, 1, 2  # HUGE (>= 10 MiB) is its own pool only with a cap
 
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _env_float(name: str) -> float | None:
+    v = os.environ.get(name, "").strip()
+    return float(v) if v else None
 
 
 class Block:
@@ -50,6 +69,8 @@ class Block:
     __slots__ = (
         "addr",
         "events",
+        "fkey",
+        "kind",
         "next",
         "prev",
         "requested",
@@ -61,32 +82,33 @@ class Block:
         "stream_uses",
     )
 
-    def __init__(self, addr: int, size: int, stream: int, small: bool, segment: int) -> None:
+    def __init__(self, addr: int, size: int, stream: int, small: bool, segment: int, kind: int = 0) -> None:
         self.addr = addr
         self.size = size
         self.requested = 0
         self.stream = stream
         self.state = FREE
         self.small = small
+        self.kind = kind
         self.prev: Block | None = None
         self.next: Block | None = None
         self.segment = segment  # address of the segment's first byte
         self.stream_uses: set[int] | None = None
         self.events = 0
+        self.fkey = 0  # front-cache key of the request this block last served
 
     def __repr__(self) -> str:
         return f"Block({self.addr:#x}, {self.size}, stream={self.stream:#x}, {_STATE_NAMES.get(self.state)})"
 
 
 class _Pool:
-    """Free blocks of one (stream, small/large), sorted by (size, addr) for best fit."""
+    """Free blocks of one (stream, kind), sorted by (size, addr) for best fit."""
 
-    __slots__ = ("blocks", "dirty", "keys")
+    __slots__ = ("blocks", "keys")
 
     def __init__(self) -> None:
         self.keys: list[int] = []  # (size << 64) | addr, sorted
         self.blocks: dict[int, Block] = {}
-        self.dirty = False  # some free block here may have a free neighbour (see _coalesce)
 
     def insert(self, b: Block) -> None:
         key = (b.size << 64) | b.addr
@@ -98,25 +120,36 @@ class _Pool:
         del self.keys[bisect_left(self.keys, key)]
         del self.blocks[key]
 
+    def best_fit(self, size: int, max_size: int | None = None) -> Block | None:
+        """Remove and return the smallest block >= size (and <= max_size), or None."""
+        keys = self.keys
+        i = bisect_left(keys, size << 64)
+        if i == len(keys) or (max_size is not None and keys[i] >> 64 > max_size):
+            return None
+        return self.blocks.pop(keys.pop(i))
+
 
 class CachingAllocator:
     """One device's caching allocator over a RawAllocator. Thread-safe (one lock per device)."""
 
     def __init__(self, raw: RawAllocator, *, caching: bool | None = None, debug: bool | None = None,
-                 trace: int = 0) -> None:
+                 trace: int = 0, max_fragmentation: float | None = None) -> None:
         self.raw = raw
         self.device = raw.device
         self.caching = (not _env_flag("GENESIS_NO_CACHING")) if caching is None else caching
         self.debug = _env_flag("GENESIS_STORAGE_DEBUG") if debug is None else debug
         self._lock = threading.Lock()
-        self._small: dict[int, _Pool] = {}
-        self._large: dict[int, _Pool] = {}
+        self._front: dict[int, list[Block]] = {}  # (stream << 48) | size -> freed blocks (CACHED)
+        self._pools: dict[tuple[int, int], _Pool] = {}  # (stream, kind) -> free blocks (FREE)
         self._segments: dict[int, Block] = {}  # segment address -> its first block
         self._seg_size: dict[int, int] = {}
         self._pending: list[tuple[Any, Block]] = []  # (event, block) awaiting record_stream work
         self._limit: int | None = None
         self._fraction: float | None = None
         self._trace: deque[dict[str, Any]] | None = deque(maxlen=trace) if trace else None
+        self.max_fragmentation: float | None = None
+        self.set_max_fragmentation(_env_float("GENESIS_MAX_FRAGMENTATION") if max_fragmentation is None
+                                   else max_fragmentation)
         # statistics (all, small, large); active = allocation + pending, see memory_stats()
         self.n_alloc = triple()
         self.b_alloc = triple()  # allocated_bytes: the allocated_bytes.all.current is memory_allocated()
@@ -131,78 +164,81 @@ class CachingAllocator:
         self.num_sync_all_streams = 0
         self.num_device_alloc = 0
         self.num_device_free = 0
+        self._update_fast()
+
+    def _update_fast(self) -> None:
+        # free() may use the front cache only when nothing else has to happen at free time
+        self._fast = self.caching and not self.debug and self._trace is None
+
+    def set_max_fragmentation(self, ratio: float | None) -> None:
+        """Cap reserved memory at ratio x peak allocated by releasing whole free segments before a
+        new one is allocated (None: no cap, PyTorch's behaviour). Applies to segments made later."""
+        if ratio is not None and not ratio >= 1.0:
+            raise ValueError(f"max_fragmentation must be >= 1.0 or None, got {ratio}")
+        with self._lock:
+            self.max_fragmentation = ratio
 
     # ------------------------------------------------------------------ hot path
     def malloc(self, nbytes: int, stream: int = 0) -> Block:
         """A block of at least nbytes (rounded to 512) usable on `stream`."""
         size = MIN_BLOCK if nbytes <= MIN_BLOCK else (nbytes + MIN_BLOCK - 1) & -MIN_BLOCK
-        small = size <= SMALL_SIZE
-        with self._lock:
+        key = (stream << _STREAM_SHIFT) | size if stream else size
+        lock = self._lock
+        lock.acquire()  # (faster than `with`; the allocator is hit once per op)
+        try:
             if self._pending:
                 self._process_events()
-            block = None
-            if self.caching:
-                pool = (self._small if small else self._large).get(stream)
-                if pool is not None:
-                    keys = pool.keys
-                    i = bisect_left(keys, size << 64)
-                    if i == len(keys) and pool.dirty:  # no fit: merge free neighbours, look again
-                        self._coalesce(pool)
-                        keys = pool.keys
-                        i = bisect_left(keys, size << 64)
-                    if i < len(keys):
-                        block = pool.blocks.pop(keys.pop(i))
-            if block is None:
-                block = self._new_block(size, small, stream, nbytes)
-            rem = block.size - size
-            if self.caching and (rem >= MIN_BLOCK if small else rem > SMALL_SIZE):
-                self._split(block, size)
+            lst = self._front.get(key)
+            block = lst.pop() if lst else self._malloc_slow(size, nbytes, stream, key)
             block.state = ALLOCATED
             block.requested = nbytes
             # statistics, unrolled: this is the path torch.empty is compared against
             bs = block.size
-            p = self.n_alloc
-            a = p[0]
-            pp = p[1] if small else p[2]
-            a.current += 1
-            a.allocated += 1
-            if a.current > a.peak:
-                a.peak = a.current
-            pp.current += 1
-            pp.allocated += 1
-            if pp.current > pp.peak:
-                pp.peak = pp.current
-            p = self.b_alloc
-            a = p[0]
-            pp = p[1] if small else p[2]
-            a.current += bs
-            a.allocated += bs
-            if a.current > a.peak:
-                a.peak = a.current
-            pp.current += bs
-            pp.allocated += bs
-            if pp.current > pp.peak:
-                pp.peak = pp.current
-            p = self.b_req
-            a = p[0]
-            pp = p[1] if small else p[2]
-            a.current += nbytes
-            a.allocated += nbytes
-            if a.current > a.peak:
-                a.peak = a.current
-            pp.current += nbytes
-            pp.allocated += nbytes
-            if pp.current > pp.peak:
-                pp.peak = pp.current
+            if block.small:
+                n0, n1, _ = self.n_alloc
+                b0, b1, _ = self.b_alloc
+                r0, r1, _ = self.b_req
+            else:
+                n0, _, n1 = self.n_alloc
+                b0, _, b1 = self.b_alloc
+                r0, _, r1 = self.b_req
+            c = n0.current = n0.current + 1
+            n0.allocated += 1
+            if c > n0.peak:
+                n0.peak = c
+            c = n1.current = n1.current + 1
+            n1.allocated += 1
+            if c > n1.peak:
+                n1.peak = c
+            c = b0.current = b0.current + bs
+            b0.allocated += bs
+            if c > b0.peak:
+                b0.peak = c
+            c = b1.current = b1.current + bs
+            b1.allocated += bs
+            if c > b1.peak:
+                b1.peak = c
+            c = r0.current = r0.current + nbytes
+            r0.allocated += nbytes
+            if c > r0.peak:
+                r0.peak = c
+            c = r1.current = r1.current + nbytes
+            r1.allocated += nbytes
+            if c > r1.peak:
+                r1.peak = c
             if self._pending:
                 self._bump_active_peaks()
             if self._trace is not None:
                 self._record("alloc", block.addr, bs, stream)
+        finally:
+            lock.release()
         return block
 
     def free(self, block: Block) -> None:
         """Return a block. Reuse waits for work recorded by record_stream on other streams."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if block.state != ALLOCATED:
                 raise DoubleFreeError(f"double free of block at {block.addr:#x} ({block.size} bytes) "
                                       f"on device {self.device}")
@@ -222,22 +258,36 @@ class CachingAllocator:
             b1.current -= bs
             r0.current -= nb
             r1.current -= nb
-            if self._trace is not None:
-                self._record("free_requested", block.addr, bs, block.stream)
-            uses = block.stream_uses
-            if uses:
-                block.stream_uses = None
-                block.state = PENDING
-                for s in uses:
-                    self._pending.append((self.raw.record_event(s), block))
-                    block.events += 1
-                pi = 1 if block.small else 2
-                for st, n in ((self.n_pend, 1), (self.b_pend, bs)):
-                    st[0].add(n)
-                    st[pi].add(n)
-                self._bump_active_peaks()
-            else:
-                self._free_block(block)
+            if block.stream_uses is None and self._fast:
+                block.state = CACHED
+                lst = self._front.get(block.fkey)
+                if lst is None:
+                    self._front[block.fkey] = [block]
+                else:
+                    lst.append(block)
+                return
+            self._free_slow(block)
+        finally:
+            lock.release()
+
+    def _free_slow(self, block: Block) -> None:
+        if self._trace is not None:
+            self._record("free_requested", block.addr, block.size, block.stream)
+        uses = block.stream_uses
+        if uses:
+            block.stream_uses = None
+            block.state = PENDING
+            for s in uses:
+                self._pending.append((self.raw.record_event(s), block))
+                block.events += 1
+            pi = 1 if block.small else 2
+            for st, n in ((self.n_pend, 1), (self.b_pend, block.size)):
+                st[0].add(n)
+                st[pi].add(n)
+            self._bump_active_peaks()
+        else:
+            block.stream_uses = None
+            self._free_block(block)
 
     def record_stream(self, block: Block, stream: int) -> None:
         """Note that `block` is used on `stream`: at free time, reuse waits for that stream's work."""
@@ -251,34 +301,85 @@ class CachingAllocator:
             block.stream_uses.add(stream)
 
     # ------------------------------------------------------------------ block state machine
+    def _malloc_slow(self, size: int, nbytes: int, stream: int, key: int) -> Block:
+        """Front-cache miss: coalesce the front cache into the pools, best fit, else a new segment."""
+        if self._front:
+            self._flush_front()
+        small = size <= SMALL_SIZE
+        if not self.caching:
+            block = self._new_block(size, SMALL_KIND if small else LARGE_KIND, stream, nbytes)
+            block.fkey = key
+            return block
+        cap = self.max_fragmentation
+        if small:
+            kind = SMALL_KIND
+        elif cap is not None and size >= MIN_LARGE_ALLOC:
+            kind = HUGE_KIND
+        else:
+            kind = LARGE_KIND
+        pool = self._pools.get((stream, kind))
+        block = None
+        if pool is not None:
+            block = pool.best_fit(size, size + OVERSIZE_SLACK if kind == HUGE_KIND else None)
+        if block is None:
+            block = self._new_block(size, kind, stream, nbytes)
+        block.state = ALLOCATED  # before splitting: the remainder must not merge back into it
+        rem = block.size - size
+        if rem >= MIN_BLOCK if small else rem > SMALL_SIZE:
+            self._split(block, size)
+        block.fkey = key
+        return block
+
     def _pool_for(self, block: Block) -> _Pool:
-        pools = self._small if block.small else self._large
-        pool = pools.get(block.stream)
+        k = (block.stream, block.kind)
+        pool = self._pools.get(k)
         if pool is None:
-            pool = pools[block.stream] = _Pool()
+            pool = self._pools[k] = _Pool()
         return pool
 
     def _split(self, block: Block, size: int) -> None:
-        rest = Block(block.addr + size, block.size - size, block.stream, block.small, block.segment)
+        rest = Block(block.addr + size, block.size - size, block.stream, block.small, block.segment, block.kind)
         rest.prev = block
         rest.next = block.next
         if block.next is not None:
             block.next.prev = rest
         block.next = rest
         block.size = size
-        pool = self._pool_for(rest)
-        pool.insert(rest)
-        if rest.next is not None and rest.next.state == FREE:
-            pool.dirty = True
+        self._pool_insert(rest)
+
+    def _pool_insert(self, block: Block) -> None:
+        """Put a free block in its pool, merged with free (pooled) neighbours, as PyTorch does."""
+        pool = self._pool_for(block)
+        p = block.prev
+        if p is not None and p.state == FREE:
+            pool.remove(p)
+            p.size += block.size
+            p.next = n = block.next
+            if n is not None:
+                n.prev = p
+            block.state = DEAD
+            block = p
+        n = block.next
+        if n is not None and n.state == FREE:
+            pool.remove(n)
+            block.size += n.size
+            block.next = nn = n.next
+            if nn is not None:
+                nn.prev = block
+            n.state = DEAD
+        block.state = FREE
+        pool.insert(block)
+
+    def _flush_front(self) -> None:
+        """Move every block of the front cache to its pool (merging neighbours)."""
+        front = self._front
+        self._front = {}
+        for lst in front.values():
+            for b in lst:
+                self._pool_insert(b)
 
     def _free_block(self, block: Block) -> None:
-        """Block is no longer used by any stream: cache it in its pool.
-
-        Coalescing is lazy: merging with free neighbours happens when a lookup finds no fit (and
-        before releasing memory), so the common free-then-allocate-the-same-size cycle neither
-        splits nor merges. Nothing is lost: a block that fits is found without merging, and
-        every miss merges the whole pool before a new segment is requested.
-        """
+        """Block is no longer used by any stream: cache it in its pool (merged with neighbours)."""
         if self._trace is not None:
             self._record("free_completed", block.addr, block.size, block.stream)
         if self.debug:
@@ -287,38 +388,7 @@ class CachingAllocator:
             block.state = DEAD
             self._release_segment(block)
             return
-        block.state = FREE
-        pool = (self._small if block.small else self._large).get(block.stream)
-        if pool is None:
-            pool = self._pool_for(block)
-        key = (block.size << 64) | block.addr
-        insort(pool.keys, key)
-        pool.blocks[key] = block
-        if not pool.dirty:
-            p, n = block.prev, block.next
-            pool.dirty = (p is not None and p.state == FREE) or (n is not None and n.state == FREE)
-
-    def _coalesce(self, pool: _Pool) -> None:
-        """Merge every run of adjacent free blocks in the pool into one block."""
-        survivors = []
-        for b in pool.blocks.values():
-            if b.state != FREE:
-                continue  # absorbed earlier in this loop
-            p = b.prev
-            if p is not None and p.state == FREE:
-                continue  # its lower neighbour will absorb it (segment heads never change)
-            n = b.next
-            while n is not None and n.state == FREE:
-                b.size += n.size
-                n.state = DEAD
-                n = n.next
-            b.next = n
-            if n is not None:
-                n.prev = b
-            survivors.append(b)
-        pool.blocks = {(b.size << 64) | b.addr: b for b in survivors}
-        pool.keys = sorted(pool.blocks)
-        pool.dirty = False
+        self._pool_insert(block)
 
     def _process_events(self) -> None:
         still: list[tuple[Any, Block]] = []
@@ -355,48 +425,68 @@ class CachingAllocator:
             ap[3 + i] = max(ap[3 + i], self.b_alloc[i].current + self.b_pend[i].current)
 
     # ------------------------------------------------------------------ segments
-    def _new_block(self, size: int, small: bool, stream: int, nbytes: int) -> Block:
+    def _new_block(self, size: int, kind: int, stream: int, nbytes: int) -> Block:
         if not self.caching:
             alloc_size = size
-        elif small:
+        elif kind == SMALL_KIND:
             alloc_size = SMALL_BUFFER
         elif size < MIN_LARGE_ALLOC:
             alloc_size = LARGE_BUFFER
         else:
             alloc_size = (size + ROUND_LARGE - 1) // ROUND_LARGE * ROUND_LARGE
-        block = self._new_segment(alloc_size, small, stream)
+        if self.max_fragmentation is not None and self.caching:
+            self._release_over_cap(alloc_size, size)
+        block = self._new_segment(alloc_size, kind, stream)
         if block is not None:
             return block
         # Out of memory: let pending frees finish, look in the cache again, release it, retry.
         self.num_alloc_retries += 1
         if self._pending:
             self._synchronize_and_free_events()
-            pool = (self._small if small else self._large).get(stream)
+            pool = self._pools.get((stream, kind))
             if pool is not None:
-                if pool.dirty:
-                    self._coalesce(pool)
-                i = bisect_left(pool.keys, size << 64)
-                if i < len(pool.keys):
-                    return pool.blocks.pop(pool.keys.pop(i))
+                block = pool.best_fit(size)
+                if block is not None:
+                    return block
         self._release_cached()
-        block = self._new_segment(alloc_size, small, stream)
+        block = self._new_segment(alloc_size, kind, stream)
         if block is None:
             self.num_ooms += 1
             raise OutOfMemoryError(self._oom_message(nbytes, alloc_size))
         return block
 
-    def _new_segment(self, alloc_size: int, small: bool, stream: int) -> Block | None:
+    def _release_over_cap(self, alloc_size: int, size: int) -> None:
+        """Release whole free segments (largest first) while a new segment of alloc_size would take
+        reserved memory above max_fragmentation x max(peak allocated, allocated + size)."""
+        assert self.max_fragmentation is not None
+        b = self.b_alloc[0]
+        cap = self.max_fragmentation * max(b.peak, b.current + size)
+        res = self.b_res[0]
+        if res.current + alloc_size <= cap:
+            return
+        whole = [(blk.size, blk.addr, pool, blk) for pool in self._pools.values()
+                 for blk in pool.blocks.values() if blk.prev is None and blk.next is None]
+        whole.sort(reverse=True, key=lambda t: (t[0], t[1]))
+        for _, _, pool, blk in whole:
+            if res.current + alloc_size <= cap:
+                break
+            pool.remove(blk)
+            blk.state = DEAD
+            self._release_segment(blk)
+
+    def _new_segment(self, alloc_size: int, kind: int, stream: int) -> Block | None:
         if self._limit is not None and self.b_res[0].current + alloc_size > self._limit:
             return None
         addr = self.raw.malloc(alloc_size)
         if addr is None:
             return None
         self.num_device_alloc += 1
+        small = kind == SMALL_KIND
         pi = 1 if small else 2
         for st, n in ((self.n_seg, 1), (self.b_res, alloc_size)):
             st[0].add(n)
             st[pi].add(n)
-        block = Block(addr, alloc_size, stream, small, addr)
+        block = Block(addr, alloc_size, stream, small, addr, kind)
         self._segments[addr] = block
         self._seg_size[addr] = alloc_size
         if self._trace is not None:
@@ -418,14 +508,13 @@ class CachingAllocator:
 
     def _release_cached(self) -> None:
         """Give every entirely free segment back to the raw allocator."""
-        for pools in (self._small, self._large):
-            for pool in pools.values():
-                if pool.dirty:
-                    self._coalesce(pool)
-                for b in [b for b in pool.blocks.values() if b.prev is None and b.next is None]:
-                    pool.remove(b)
-                    b.state = DEAD
-                    self._release_segment(b)
+        if self._front:
+            self._flush_front()
+        for pool in self._pools.values():
+            for b in [b for b in pool.blocks.values() if b.prev is None and b.next is None]:
+                pool.remove(b)
+                b.state = DEAD
+                self._release_segment(b)
 
     def _oom_message(self, nbytes: int, alloc_size: int) -> str:
         try:
@@ -521,13 +610,14 @@ class CachingAllocator:
         """Free blocks inside partly used segments. Only `current` is meaningful (computed by a scan;
         peak is the current value, allocated/freed are not tracked on the hot path)."""
         n, b = triple(), triple()
-        for pools, pi in ((self._small, 1), (self._large, 2)):
-            for pool in pools.values():
-                for blk in pool.blocks.values():
-                    if blk.prev is not None or blk.next is not None:
-                        for st, v in ((n, 1), (b, blk.size)):
-                            st[0].current += v
-                            st[pi].current += v
+        free_blocks = [blk for pool in self._pools.values() for blk in pool.blocks.values()]
+        free_blocks += [blk for lst in self._front.values() for blk in lst]
+        for blk in free_blocks:
+            if blk.prev is not None or blk.next is not None:
+                pi = 1 if blk.small else 2
+                for st, v in ((n, 1), (b, blk.size)):
+                    st[0].current += v
+                    st[pi].current += v
         for st in (n, b):
             for s in st:
                 s.peak = s.current
@@ -535,12 +625,10 @@ class CachingAllocator:
         return n, b
 
     def coalesce(self) -> None:
-        """Merge all adjacent free blocks now (normally done lazily, on a missed lookup)."""
+        """Merge all adjacent free blocks now (normally done on the first front-cache miss)."""
         with self._lock:
-            for pools in (self._small, self._large):
-                for pool in pools.values():
-                    if pool.dirty:
-                        self._coalesce(pool)
+            if self._front:
+                self._flush_front()
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Segments and their blocks in the schema of torch.cuda.memory_snapshot()."""
@@ -554,12 +642,12 @@ class CachingAllocator:
                 while b is not None:
                     state = _STATE_NAMES[b.state]
                     blocks.append({"address": b.addr, "size": b.size,
-                                   "requested_size": b.requested if b.state != FREE else 0,
+                                   "requested_size": b.requested if b.state in (ALLOCATED, PENDING) else 0,
                                    "state": state, "frames": []})
                     if b.state == ALLOCATED:
                         alloc += b.size
                         req += b.requested
-                    if b.state != FREE:
+                    if b.state != FREE and b.state != CACHED:
                         active += b.size
                     b = b.next
                 segs.append({
@@ -579,6 +667,7 @@ class CachingAllocator:
         """Keep the last max_entries events (None or 0 turns tracing off)."""
         with self._lock:
             self._trace = deque(maxlen=max_entries) if max_entries else None
+            self._update_fast()
 
     def _record(self, action: str, addr: int, size: int, stream: int) -> None:
         assert self._trace is not None
