@@ -135,7 +135,31 @@ def main() -> None:
     for name in ("torch out=", "torch a + b"):
         report(f"small add 1024 elems, wall/op vs {name}", results["genesis"], results[name])
 
-    print("gather / index_select / masked_select: not implemented in genesis_kernels yet (see README)")
+    # Indexing on 10^7 elements. Genesis checks bounds on the device and reads the error flag back,
+    # which waits for the stream (the CUDA-event time includes that round trip); torch asserts on
+    # the device instead. masked_select: both sides count first (torch syncs for the size too).
+    n = 10**7
+    x = torch.randn(n, device="cuda")
+    idx = torch.randint(0, n, (n,), device="cuda")
+    out = torch.empty(n, device="cuda")
+    t = interleaved({"genesis": lambda: gk.gather(buf(x), 0, buf(idx), buf(out)),
+                     "torch": lambda: torch.gather(x, 0, idx, out=out)}, reps)
+    report("gather 1e7 fp32 (int64 index)", t["genesis"], t["torch"], n * (4 + 8 + 4), copy_gbs)
+    rows = x.view(n // 100, 100)
+    ridx = torch.randint(0, n // 100, (n // 100,), device="cuda")
+    rout = torch.empty(n // 100, 100, device="cuda")
+    t = interleaved({"genesis": lambda: gk.index_select(buf(rows), 0, buf(ridx), buf(rout)),
+                     "torch": lambda: torch.index_select(rows, 0, ridx, out=rout)}, reps)
+    report("index_select 1e5 rows x 100 fp32", t["genesis"], t["torch"], 2 * n * 4, copy_gbs)
+    mask = torch.rand(n, device="cuda") > 0.5
+
+    def genesis_masked_select() -> None:
+        m = gk.nonzero_count(buf(mask))
+        o = torch.empty(m, device="cuda")
+        gk.masked_select(buf(x), buf(mask), buf(o))
+
+    t = interleaved({"genesis": genesis_masked_select, "torch": lambda: torch.masked_select(x, mask)}, reps)
+    report("masked_select 1e7 fp32 (half true)", t["genesis"], t["torch"], n * (4 + 1) + n * 2, copy_gbs)
 
 
 if __name__ == "__main__":

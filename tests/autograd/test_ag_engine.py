@@ -240,12 +240,6 @@ def test_detach_shares_memory_and_leaves_the_graph(device):
     assert not z.requires_grad and z.is_leaf
 
 
-RETAIN_GRAD_BUG = ("engine.run_backward never runs the per-output hooks that Tensor.register_hook stores in "
-                   "grad_fn._pre_hooks for non-leaf tensors (genesis_autograd/tensor.py:155, engine.py:106), so "
-                   "retain_grad() leaves .grad None and non-leaf hooks are never called")
-
-
-@pytest.mark.xfail(strict=True, reason=RETAIN_GRAD_BUG)
 def test_retain_grad_on_a_non_leaf(device):
     tx, x = leaf((3,), device)
     y, ty = x.exp(), tx.exp()
@@ -283,7 +277,6 @@ def test_register_hook_on_a_leaf(device):
     assert len(seen) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=RETAIN_GRAD_BUG)
 def test_register_hook_on_a_non_leaf(device):
     tx, x = leaf((3,), device)
     y = x * 3
@@ -315,12 +308,6 @@ def test_inplace_on_a_leaf_that_requires_grad_raises(device, op):
         op(x)  # allowed without recording, as in torch
 
 
-SAVED_OUTPUT_BUG = (
-    "Exp/Sqrt/Tanh/Sigmoid/Softmax/LogSoftmax (functions/elementwise.py, linalg.py) keep their output NDArray in "
-    "ctx.out and backward reads it without a version check; the output Tensor shares that NDArray, so y.mul_(2) "
-    "after y = x.exp() silently doubles x.grad where torch raises 'modified by an inplace operation'. Fix: "
-    "save_for_backward the output tensor (its version counter) or check the output's version in backward")
-
 SAVERS = [("exp", lambda a: a.exp()), ("sigmoid", lambda a: a.sigmoid()), ("tanh", lambda a: a.tanh()),
           ("sqrt", lambda a: a.sqrt()), ("softmax", lambda a: a.softmax(1)), ("sin", lambda a: a.sin()),
           ("mul", lambda a: a * a), ("log", lambda a: a.log()), ("matmul", lambda a: a @ a.T),
@@ -332,10 +319,7 @@ def _saved_params():
     out = []
     for name, fn in SAVERS:
         for which in ("input", "output"):
-            marks = ()
-            if which == "output" and name in _OUTPUT_SAVERS:
-                marks = pytest.mark.xfail(strict=True, reason=SAVED_OUTPUT_BUG)
-            out.append(pytest.param(fn, which, id=f"{name}-{which}", marks=marks))
+            out.append(pytest.param(fn, which, id=f"{name}-{which}"))
     return out
 
 
@@ -373,10 +357,6 @@ def test_inplace_change_through_a_view_of_a_saved_tensor_raises(device):
         out.sum().backward()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "in-place op on a view of a non-leaf does not rebase the base's graph: Tensor._inplace (tensor.py:~430) "
-    "rewrites only the view's grad_fn, so a = x*1; a[0].mul_(2); a.sum().backward() gives x.grad [1,1,1] "
-    "instead of torch's [2,1,1]; GetItem is not is_view either, so the version counter is not shared"))
 def test_inplace_on_a_view_reaches_the_base_gradient(device):
     tx, x = leaf((3,), device)
     a, ta = x * 1, tx * 1
@@ -431,10 +411,6 @@ def test_backward_on_a_tensor_without_grad_raises(device):
         t.sum().backward()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "factories.stack (genesis_autograd/factories.py:149) builds its error with tensors.index(t), which compares "
-    "tensors with == (elementwise): it raises the broadcast error of that comparison (or 'Boolean value of "
-    "Tensor ... is ambiguous') instead of its own message naming both shapes; use the loop index instead"))
 @pytest.mark.parametrize("second", [(3, 2), (1, 3)], ids=["clash", "broadcastable"])
 def test_stack_error_names_both_shapes(device, second):
     a = genesis.zeros(2, 3, device=device)
@@ -579,10 +555,8 @@ MARK_NON_DIFF_BUG = (
 
 @pytest.mark.parametrize("fn,argmax_at", [
     pytest.param(DoubleWithArgmax, 2, id="tensor-argmax-2"),
-    pytest.param(DoubleWithArgmax, 0, id="tensor-argmax-0", marks=pytest.mark.xfail(strict=True,
-                                                                                    reason=MARK_NON_DIFF_BUG)),
-    pytest.param(DoubleWithArgmaxNd, 2, id="ndarray", marks=pytest.mark.xfail(strict=True,
-                                                                             reason=MARK_NON_DIFF_BUG)),
+    pytest.param(DoubleWithArgmax, 0, id="tensor-argmax-0"),
+    pytest.param(DoubleWithArgmaxNd, 2, id="ndarray"),
 ])
 def test_custom_function_mark_non_differentiable(device, fn, argmax_at):
     v = values((4,))

@@ -144,33 +144,11 @@ def _torch_or_exception(fn, *args):
         return e
 
 
-CUDA_BOOL_ARITH_BUG = (
-    "cuda backend (genesis_ndarray/backends/cuda/elementwise.py _binary_types) lacks torch's dtype checks: "
-    "subtraction with a bool tensor or bool scalar and floor_divide of a bool tensor compute a result where "
-    "torch raises RuntimeError ('Subtraction, the `-` operator, with a bool tensor is not supported') or "
-    "NotImplementedError ('floor_divide' not implemented for 'Bool')")
-CUDA_INT_POW_BUG = (
-    "genesis_kernels elementwise integer pow (int/bool tensor ** int scalar, int result dtype) fails to compile "
-    "on the GPU: triton CompilationError 'Loop-carried variable result has initial type int32 but is "
-    "re-assigned to <[1024], int32> in loop' (the accumulator of the square-and-multiply loop is a scalar, "
-    "then a block): initialise it as a block, e.g. tl.full([BLOCK], 1, dtype)")
-
-
-def _has_bool_operand(dtype, scalar) -> bool:
-    return dtype == BOOL or isinstance(scalar, bool)
-
-
 @pytest.mark.parametrize("fn", OPERATORS, ids=[f.__name__ for f in OPERATORS])
 @pytest.mark.parametrize("scalar", [2, 0.5, True], ids=["int", "float", "bool"])
 @pytest.mark.parametrize("dtype", [F32, F16, I32, I64, BOOL])
 def test_python_scalar_operands_both_sides(device, fn, scalar, dtype, request):
     """tensor op scalar and scalar op tensor: torch's values and result dtype, or torch's exception."""
-    if device == "cuda":
-        if (fn is operator.sub and _has_bool_operand(dtype, scalar)) or (
-                fn is operator.floordiv and dtype == BOOL and not isinstance(scalar, float)):
-            request.applymarker(pytest.mark.xfail(strict=True, reason=CUDA_BOOL_ARITH_BUG))
-        if fn is operator.pow and dtype in (I32, I64, BOOL) and not isinstance(scalar, float):
-            request.applymarker(pytest.mark.xfail(strict=True, reason=CUDA_INT_POW_BUG))
     t = random_tensor((2, 3), dtype, low=1, high=4)
     a = from_torch(t, device)
     for args, g_args in (((t, scalar), (a, scalar)), ((scalar, t), (scalar, a))):

@@ -91,6 +91,14 @@ def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool, 
             grads = pending.pop(node, None)
             if grads is None:
                 continue
+            hooks = node.__dict__.get("_pre_hooks") if isinstance(node, Node) else None
+            if hooks:  # tensor hooks of this node's outputs (register_hook, retain_grad)
+                for nr, fns in hooks.items():
+                    for fn in fns:
+                        if grads[nr] is not None:
+                            new = fn(grads[nr])
+                            if new is not None:
+                                grads[nr] = new
             if wanted is not None and node in wanted:
                 index, nr = wanted[node]
                 results[index] = grads[nr]

@@ -142,9 +142,9 @@ def stack(tensors, dim: int = 0) -> Tensor:
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     first = tensors[0].shape
-    for t in tensors[1:]:
+    for i, t in enumerate(tensors):
         if t.shape != first:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(first)} at entry 0 "
-                               f"and {list(t.shape)} at entry {tensors.index(t)}")
+                               f"and {list(t.shape)} at entry {i}")
     d = dim if dim >= 0 else dim + len(first) + 1
     return cat([t.unsqueeze(d) for t in tensors], d)

@@ -24,7 +24,7 @@ def tensor_repr(t) -> str:
         # when the magnitudes span more than 1000x or leave [1e-4, 1e8).
         scientific = False
         if arr.dtype.kind == "f" and finite.size and not integral:
-            mags = np.abs(finite[finite != 0])
+            mags = np.abs(finite[finite != 0]).astype(np.float64)
             if mags.size:
                 scientific = mags.max() / mags.min() > 1000 or mags.max() >= 1e8 or mags.min() < 1e-4
         body = np.array2string(

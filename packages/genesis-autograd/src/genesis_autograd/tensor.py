@@ -21,7 +21,7 @@ class Tensor:
     """A multi-dimensional array that can record the operations applied to it."""
 
     __slots__ = (
-        "__weakref__", "_accumulator", "_hooks", "_output_nr", "_retains_grad", "_version", "data",
+        "__weakref__", "_accumulator", "_base", "_hooks", "_output_nr", "_retains_grad", "_version", "data",
         "grad", "grad_fn", "requires_grad",
     )
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
@@ -38,6 +38,7 @@ class Tensor:
         self._accumulator = None
         self._hooks = None
         self._retains_grad = False
+        self._base = None  # for a view: the tensor whose memory it shows
 
     # ------------------------------------------------------------- metadata
     shape = property(lambda self: self.data.shape)
@@ -519,6 +520,8 @@ class Tensor:
         return F.Contiguous.apply(self)
 
     def __getitem__(self, index) -> Tensor:
+        if _is_basic_index(index):
+            return F.BasicGetItem.apply(self, index)
         return F.GetItem.apply(self, index)
 
     def __setitem__(self, index, value) -> None:
@@ -554,12 +557,31 @@ class Tensor:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
             result = recorded()
             self.data.copy_(result.data)
-            self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
-            self.requires_grad = result.requires_grad
+            if self._base is not None:
+                self._rebase_view(result)
+            else:
+                self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
+                self.requires_grad = result.requires_grad
         else:
             plain()
         self._version[0] += 1
         return self
+
+    def _rebase_view(self, result: Tensor) -> None:
+        """After an in-place op wrote ``result`` through this view, give the base the new
+        history (its old value with the view's region replaced by ``result``) and make
+        this view a view of that new history, as torch does."""
+        base = self._base
+        if base.is_leaf and base.requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        if not base.is_contiguous():
+            raise RuntimeError("in-place operation on a view of a non-contiguous tensor that is part of the "
+                               "autograd graph is not supported; clone() the base first")
+        region = (tuple(self.shape), tuple(self.stride()), self.data.storage_offset() - base.data.storage_offset())
+        new_base = F.CopySlices.apply(base, result, region)
+        base.grad_fn, base._output_nr, base.requires_grad = new_base.grad_fn, 0, new_base.requires_grad
+        view = F.AsStrided.apply(base, region)
+        self.grad_fn, self._output_nr, self.requires_grad = view.grad_fn, 0, view.requires_grad
 
     def _binary_inplace(self, fn, op: str, other) -> Tensor:
         if isinstance(other, NDArray):
@@ -634,6 +656,13 @@ def _shape(args) -> tuple[int, ...]:
     return tuple(int(a) for a in args)
 
 
+def _is_basic_index(index) -> bool:
+    """ints, slices, None and Ellipsis only: the result is a view."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or (isinstance(i, int | slice) and not isinstance(i, bool))
+               for i in items)
+
+
 def _plain_index(index):
     if isinstance(index, tuple):
         return tuple(_plain_index(i) for i in index)
@@ -657,20 +686,26 @@ def _wrap_outputs(out, ctx: Node | None, base: Tensor | None):
     items = (out,) if single else out
     tensors = []
     non_diff = ctx._non_differentiable if ctx is not None else ()
+    # Outputs marked by position (built-in Functions) or by object (user Functions, as torch).
+    marked_positions = {n for n in non_diff if isinstance(n, int)}
+    marked_ids = {id(n.data if isinstance(n, Tensor) else n) for n in non_diff if not isinstance(n, int)}
     for i, item in enumerate(items):
         if isinstance(item, Tensor):
             item = item.data
         t = Tensor(item)
         if base is not None and i == 0:
             t._version = base._version
-        if ctx is not None and item.dtype.is_floating_point and i not in non_diff and not any(
-            isinstance(n, Tensor) and n.data is item for n in non_diff
-        ):
+            t._base = base if base._base is None else base._base
+        if ctx is not None and item.dtype.is_floating_point and i not in marked_positions \
+                and id(item) not in marked_ids:
             t.requires_grad = True
             t.grad_fn = ctx
             t._output_nr = i
         tensors.append(t)
     if ctx is not None:
+        if "out" in ctx.__dict__:
+            # backward will read ctx.out: remember the output's version to catch in-place writes to it
+            ctx.out_version = (tensors[0]._version, tensors[0]._version[0])
         ctx.num_outputs = len(tensors)
         ctx._output_meta = [(tuple(t.shape), t.dtype, t.device) for t in tensors]
     return tensors[0] if single else tuple(tensors)

@@ -100,9 +100,11 @@ def _remainder(a, b, CDT: tl.constexpr):
 @triton.jit
 def _int_pow(a, b):
     # Square-and-multiply over the 63 exponent bits; negative exponents give 0 except for |a| == 1.
-    result = a * 0 + 1
-    base = a
-    e = b
+    # Both operands may be scalars or blocks: start from blocks of the common shape so the
+    # loop-carried values keep one type.
+    result = a * 0 + b * 0 + 1
+    base = a + b * 0
+    e = b + a * 0
     for _ in range(63):
         result = tl.where((e & 1) != 0, result * base, result)
         base = base * base

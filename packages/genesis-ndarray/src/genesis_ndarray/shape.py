@@ -154,8 +154,7 @@ def basic_index(shape: Shape, strides: Shape, offset: int, index) -> tuple[Shape
             if step <= 0:
                 raise ValueError("step must be greater than zero")
             length = max(0, (stop - start + step - 1) // step)
-            if length > 0:
-                offset += start * stride
+            offset += start * stride  # torch moves the offset even for an empty slice
             new_shape.append(length)
             new_strides.append(stride * step)
         else:

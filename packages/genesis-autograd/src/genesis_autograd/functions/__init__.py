@@ -33,7 +33,10 @@ from .elementwise import (
 from .linalg import LogSoftmax, MatMul, Softmax
 from .reduce import Amax, Amin, Logsumexp, MaxDim, Mean, MinDim, Sum, Var
 from .shape import (
+    AsStrided,
+    BasicGetItem,
     Cat,
+    CopySlices,
     Expand,
     Flatten,
     GetItem,
@@ -48,9 +51,9 @@ from .shape import (
 )
 
 __all__ = [
-    "Abs", "Add", "Amax", "Amin", "Cast", "Cat", "Clamp", "Clone", "Contiguous", "Copy", "Cos", "Div", "Exp",
-    "Expand", "Fill", "Flatten", "GetItem",
-    "Log", "LogSoftmax", "Logsumexp", "MatMul", "MaxDim", "Maximum", "Mean", "MinDim", "Minimum", "Mul",
-    "Narrow", "Neg", "Permute", "Pow", "ReLU", "Reshape", "SetItem", "Sigmoid", "Sin", "Softmax", "Sqrt",
-    "Squeeze", "Sub", "Sum", "Tanh", "ToDevice", "Transpose", "Unary", "Unsqueeze", "Var", "View", "Where",
+    "Abs", "Add", "Amax", "Amin", "AsStrided", "BasicGetItem", "Cast", "Cat", "Clamp", "Clone", "Contiguous", "Copy",
+    "CopySlices", "Cos", "Div", "Exp", "Expand", "Fill", "Flatten", "GetItem", "Log", "LogSoftmax", "Logsumexp",
+    "MatMul", "MaxDim", "Maximum", "Mean", "MinDim", "Minimum", "Mul", "Narrow", "Neg", "Permute", "Pow", "ReLU",
+    "Reshape", "SetItem", "Sigmoid", "Sin", "Softmax", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "ToDevice",
+    "Transpose", "Unary", "Unsqueeze", "Var", "View", "Where",
 ]

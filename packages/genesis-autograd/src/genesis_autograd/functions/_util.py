@@ -45,6 +45,7 @@ def saved_output(ctx, recompute):
     from .. import grad_mode
     from ..tensor import Tensor
 
+    check_output_version(ctx)
     if grad_mode.is_grad_enabled():
         return recompute(ctx.saved_tensors[0])
     return Tensor(ctx.out)
@@ -55,3 +56,13 @@ class Primitive(Function):
     without the no_grad() guard a user's Function gets."""
 
     forward_uses_ndarrays = True
+
+
+def check_output_version(ctx) -> None:
+    """Raise torch's in-place error when the output a backward needs was modified after forward."""
+    counter, version = ctx.out_version
+    if counter[0] != version:
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"the output of {ctx.name()} is at version {counter[0]}; expected version {version} instead."
+        )

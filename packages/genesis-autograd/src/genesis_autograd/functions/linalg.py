@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._util import Primitive, saved_output
+from ._util import Primitive, check_output_version, saved_output
 
 
 class MatMul(Primitive):
@@ -64,6 +64,7 @@ class Softmax(Primitive):
         if g.requires_grad or _recording():
             y = saved_output(ctx, lambda a: a.softmax(ctx.dim))
             return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None
+        check_output_version(ctx)
         return Tensor(ctx.out.softmax_backward(g.data, ctx.dim, log=False)), None
 
 
@@ -82,6 +83,7 @@ class LogSoftmax(Primitive):
         if g.requires_grad or _recording():
             y = saved_output(ctx, lambda a: a.log_softmax(ctx.dim))
             return g - y.exp() * g.sum(ctx.dim, keepdim=True), None
+        check_output_version(ctx)
         return Tensor(ctx.out.softmax_backward(g.data, ctx.dim, log=True)), None
 
 

@@ -6,7 +6,7 @@ import math
 
 from genesis_ndarray.shape import normalize_dims
 
-from ._util import Primitive
+from ._util import Primitive, check_output_version
 
 
 def _dims(a, dim) -> tuple[int, ...]:
@@ -66,6 +66,7 @@ class _Extreme(Primitive):
 
         (a,) = ctx.saved_tensors
         shape, dims, keepdim = ctx.geometry
+        check_output_version(ctx)
         out = _expand_back(Tensor(ctx.out), shape, dims, keepdim)
         hit = (a == out).to(g.dtype)
         count = hit.sum(dims, keepdim=True) if dims else hit

@@ -165,6 +165,12 @@ class GetItem(Primitive):
         return _scatter_into_zeros(g, shape, dtype, device, ctx.index), None
 
 
+class BasicGetItem(GetItem):
+    """x[ints, slices, None, ...]: a view of x."""
+
+    is_view = True
+
+
 class SetItem(Primitive):
     """out = a with out[index] = value. Overwritten slots of ``a`` get zero gradient."""
 
@@ -228,3 +234,54 @@ class Cat(Primitive):
             grads.append(g.narrow(dim, start, size).to(dtype))
             start += size
         return tuple(grads)
+
+
+def _region_of(nd, region):
+    """The NDArray view of ``region`` (shape, strides, offset relative to nd's start) inside nd."""
+    shape, strides, rel = region
+    return nd.as_strided(shape, strides, nd.storage_offset() + rel)
+
+
+class AsStrided(Primitive):
+    """A view of a contiguous base given by (shape, strides, relative offset)."""
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, base, region):
+        ctx.base_meta = (tuple(base.shape), base.dtype, base.device)
+        ctx.region = region
+        return _region_of(base.data, region)
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..tensor import Tensor
+
+        shape, dtype, device = ctx.base_meta
+        out = zeros(*shape, dtype=dtype, device=device)
+        _region_of(out, ctx.region).copy_(g.data)
+        return Tensor(out), None
+
+
+class CopySlices(Primitive):
+    """base with the region written by an in-place op on one of its views replaced by ``value``.
+
+    The write has already happened in memory; this node only records it: the region's
+    gradient goes to ``value``, the rest to the base's earlier history.
+    """
+
+    @staticmethod
+    def forward(ctx, base, value, region):
+        ctx.region = region
+        return base.data
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..tensor import Tensor
+
+        g = g.data.contiguous()
+        g_base = g.clone()
+        _region_of(g_base, ctx.region).fill_(0)
+        g_value = _region_of(g, ctx.region).clone()
+        return (Tensor(g_base) if ctx.needs_input_grad[0] else None,
+                Tensor(g_value) if ctx.needs_input_grad[1] else None, None)

@@ -35,8 +35,26 @@ def _device_of(a, b) -> int:
     return b.device
 
 
+def _is_bool(x) -> bool:
+    return x.dtype == "bool" if isinstance(x, View) else isinstance(x, bool)
+
+
+def _check_bool_operands(op: str, a, b) -> None:
+    """torch refuses arithmetic that has no meaning on masks."""
+    if op == "sub" and (_is_bool(a) or _is_bool(b)):
+        if _is_bool(a) and _is_bool(b):
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                               "Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    if op in ("floor_divide", "remainder") and _is_bool(a) and _is_bool(b):
+        kernel = "div_floor" if op == "floor_divide" else "remainder"
+        raise NotImplementedError(f'"{kernel}_cuda" not implemented for \'Bool\'')
+
+
 def _binary_types(op: str, a, b) -> tuple[DType, DType]:
     """(compute dtype, output dtype) of ``a op b``."""
+    _check_bool_operands(op, a, b)
     compute = result_type(a, b)
     if op in _FLOAT_RESULT_BINARY and not compute.is_floating_point:
         compute = get_default_dtype()
@@ -88,6 +106,9 @@ def unary(op: str, v: View) -> View:
     elif op in _FLOAT_RESULT_UNARY and not dtype.is_floating_point:
         out_dtype = get_default_dtype()
     else:
+        if op == "neg" and dtype is bool_:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
         if op == "bitwise_not" and dtype.is_floating_point:
             raise RuntimeError(f"\"bitwise_not_cuda\" not implemented for '{dtype.name}'")
         out_dtype = dtype

@@ -131,7 +131,7 @@ def narrow(v: View, dim: int, start: int, length: int) -> View:
     if start < 0:
         start += size
     if not (0 <= start <= size and 0 <= length and start + length <= size):
-        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     index = tuple(slice(None) for _ in range(dim)) + (slice(start, start + length),)
     return getitem(v, index)
 
