@@ -153,6 +153,10 @@ def test_python_scalar_operands_both_sides(device, fn, scalar, dtype, request):
     a = from_torch(t, device)
     for args, g_args in (((t, scalar), (a, scalar)), ((scalar, t), (scalar, a))):
         expected = _torch_or_exception(fn, *args)
+        if device == "cuda" and "ZeroDivisionError" in str(expected):
+            # torch's CPU kernels raise on integer division by zero; on the GPU neither torch nor
+            # genesis can without a device synchronisation, and the result is undefined.
+            continue
         if isinstance(expected, Exception):
             with pytest.raises(type(expected)):
                 fn(*g_args)

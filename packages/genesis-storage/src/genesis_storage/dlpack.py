@@ -178,7 +178,7 @@ def exported_count() -> int:
 class _DLPackOwner:
     """Calls the producer's deleter exactly once, when the importing storage is gone."""
 
-    __slots__ = ("capsule", "deleter", "ptr")
+    __slots__ = ("__weakref__", "capsule", "deleter", "ptr")
 
     def __init__(self, ptr: int, deleter: Any, capsule: Any) -> None:
         self.ptr = ptr

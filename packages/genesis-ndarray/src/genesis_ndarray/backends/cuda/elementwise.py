@@ -47,6 +47,8 @@ def _check_bool_operands(op: str, a, b) -> None:
                                "Use the `^` or `logical_xor()` operator instead.")
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    if op == "pow" and _is_bool(a) and isinstance(b, View) and b.dtype == "bool":
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
     if op in ("floor_divide", "remainder") and _is_bool(a) and _is_bool(b):
         kernel = "div_floor" if op == "floor_divide" else "remainder"
         raise NotImplementedError(f'"{kernel}_cuda" not implemented for \'Bool\'')
