@@ -6,6 +6,7 @@ so `import genesis_storage` works on machines without libcuda (CI).
 
 from __future__ import annotations
 
+import atexit
 import threading
 from typing import Any
 
@@ -14,6 +15,17 @@ from .errors import CUDAError, CUDAUnavailableError
 _lock = threading.Lock()
 _driver: Any = None
 _init_error: BaseException | None = None
+# Set at interpreter exit: finalizers then skip driver calls (the process is releasing
+# everything anyway, and the driver or the context may already be torn down).
+shutting_down = False
+
+
+def _mark_shutdown() -> None:
+    global shutting_down
+    shutting_down = True
+
+
+atexit.register(_mark_shutdown)
 
 
 def driver() -> Any:

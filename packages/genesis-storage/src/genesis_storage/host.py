@@ -148,6 +148,10 @@ class _PinnedLease:
         self.block = block
 
     def __del__(self) -> None:
+        from . import _driver
+
+        if _driver.shutting_down:  # pinned_pool.free may query events: no driver calls at exit
+            return
         try:
             pinned_pool.free(self.block)
         except Exception:

@@ -91,8 +91,11 @@ class Stream:
 
     def __del__(self) -> None:
         if getattr(self, "_owned", False) and self._cu is not None:
+            from . import _driver
+
+            if _driver.shutting_down:
+                return
             try:
-                from . import _driver
 
                 _driver.driver().cuStreamDestroy(self._cu)
             except Exception:
@@ -152,8 +155,11 @@ class Event:
 
     def __del__(self) -> None:
         if getattr(self, "_cu", None) is not None:
+            from . import _driver
+
+            if _driver.shutting_down:
+                return
             try:
-                from . import _driver
 
                 _driver.driver().cuEventDestroy(self._cu)
             except Exception:
