@@ -305,3 +305,20 @@ def test_use_after_free_and_wrong_device():
         st = gs.Stream(device=1)
         with pytest.raises(gs.DeviceMismatchError):
             gs.CUDAStorage(16, device=0).record_stream(st)
+
+
+def test_storage_recorded_on_a_stream_outlives_that_stream_object():
+    """record_stream then dropping the Stream first: the free must not touch a destroyed stream."""
+    d = gs.CUDAStorage(1 << 20)
+    s = gs.Stream()
+    host = gs.HostStorage(1 << 20, pinned=True)
+    host.numpy()[:] = 7
+    d.copy_from_host_async(host, s)  # records d on s
+    del s  # the storage still holds the stream, so it is not destroyed yet
+    gc.collect()
+    del d  # free records an event on the stream, then the stream may go
+    gc.collect()
+    gs.synchronize()
+    e = gs.CUDAStorage(1 << 20)  # the allocator keeps working
+    e.copy_from_host(np.full(1 << 20, 3, dtype=np.uint8))
+    assert int(gs.to_numpy(gs.StridedView(e, "uint8", (16,), (1,)))[5]) == 3

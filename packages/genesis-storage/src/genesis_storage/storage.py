@@ -31,7 +31,9 @@ def _check_host_array(arr: Any, nbytes: int, what: str, writable: bool) -> np.nd
 class CUDAStorage:
     """A device buffer. Freed (back to the cache) when the last reference goes, or by free()."""
 
-    __slots__ = ("__weakref__", "_alloc", "_block", "_owner", "_ptr", "device", "nbytes")
+    # _streams: Stream objects this memory was recorded on; held so that none of them is destroyed
+    # before the free below records its event on it (a destroyed stream's handle is invalid).
+    __slots__ = ("__weakref__", "_alloc", "_block", "_owner", "_ptr", "_streams", "device", "nbytes")
 
     def __init__(self, nbytes: int, device: int | None = None) -> None:
         # Hot path (every op's output): thread-local reads with class defaults, one allocator call.
@@ -114,6 +116,10 @@ class CUDAStorage:
             raise DeviceMismatchError(f"stream of device {stream.device} for storage on device {self.device}")
         if self._block is not None and self._alloc is not None:
             self._alloc.record_stream(self._block, stream.handle)
+            try:
+                self._streams.append(stream)
+            except AttributeError:
+                self._streams = [stream]
 
     def __repr__(self) -> str:
         state = "freed" if self._ptr is None else f"ptr={self._ptr:#x}"
