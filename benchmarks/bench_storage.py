@@ -136,6 +136,9 @@ def bench_fragmentation(quick: bool) -> None:
     print(f"torch                            {t_ratio:.3f}                {t_us:8.2f} us/step  device alloc {t_na}")
 
 
+_KEEP_ALIVE: list = []
+
+
 def bench_pinned(quick: bool) -> None:
     print("\n== pinned copies (GB/s, CUDA events, median) ==")
     size = 256 * MiB
@@ -175,6 +178,9 @@ def bench_pinned(quick: bool) -> None:
 
     pa(100)
     print(f"cached pinned allocate+free (1 MiB): {median_us(pa, 2000, 7):.3f} us")
+    # torch's pinned allocator records an event on every stream a pinned tensor was used on when
+    # that tensor is freed; our stream `s` (torch's ExternalStream `ts`) must outlive `th`.
+    _KEEP_ALIVE.append(s)
 
 
 def bench_memory_allocated(quick: bool) -> None:
