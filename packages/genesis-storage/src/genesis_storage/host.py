@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import _driver
 from ._driver import check
 from .dtypes import NUMPY_DTYPES, itemsize
 
@@ -148,8 +149,6 @@ class _PinnedLease:
         self.block = block
 
     def __del__(self) -> None:
-        from . import _driver
-
         if _driver.shutting_down:  # pinned_pool.free may query events: no driver calls at exit
             return
         try:

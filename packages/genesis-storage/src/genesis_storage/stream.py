@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _driver
 from ._driver import check
 from .device import _tls, check_index, ensure_context, resolve
 from .device import device as _device_guard
@@ -91,12 +92,9 @@ class Stream:
 
     def __del__(self) -> None:
         if getattr(self, "_owned", False) and self._cu is not None:
-            from . import _driver
-
             if _driver.shutting_down:
                 return
             try:
-
                 _driver.driver().cuStreamDestroy(self._cu)
             except Exception:
                 pass
@@ -155,12 +153,9 @@ class Event:
 
     def __del__(self) -> None:
         if getattr(self, "_cu", None) is not None:
-            from . import _driver
-
             if _driver.shutting_down:
                 return
             try:
-
                 _driver.driver().cuEventDestroy(self._cu)
             except Exception:
                 pass
