@@ -35,6 +35,7 @@ from .factories import (
     empty,
     empty_like,
     eye,
+    from_dlpack,
     from_numpy,
     full,
     full_like,
@@ -71,7 +72,8 @@ __version__ = "0.1.0"
 __all__ = [
     "ALL_DTYPES", "DType", "Device", "Function", "GradcheckError", "NDArray", "Node", "Tensor", "arange",
     "as_device", "as_dtype", "as_tensor", "backward", "bfloat16", "bool_", "cat", "cuda", "empty",
-    "empty_like", "enable_grad", "eye", "float16", "float32", "float64", "from_numpy", "full", "full_like",
+    "empty_like", "enable_grad", "eye", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full",
+    "full_like",
     "functions", "get_default_dtype", "grad", "gradcheck", "gradgradcheck", "inference_mode", "int8",
     "int16", "int32", "int64", "is_grad_enabled", "is_inference_mode_enabled", "linspace", "manual_seed",
     "no_grad", "normal", "ones", "ones_like", "promote_types", "rand", "rand_like", "randint", "randn",

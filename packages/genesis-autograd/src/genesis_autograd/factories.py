@@ -35,6 +35,11 @@ def from_numpy(array) -> Tensor:
     return Tensor(nd.from_numpy(array))
 
 
+def from_dlpack(obj) -> Tensor:
+    """Zero-copy import of a DLPack producer (e.g. a torch tensor), on cpu or cuda."""
+    return Tensor(nd.from_dlpack(obj))
+
+
 def zeros(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return _leaf(nd.zeros(*shape, dtype=dtype, device=device), requires_grad)
 

@@ -46,6 +46,9 @@ class Node:
         self.num_outputs = 1
         self.materialize_grads = True
 
+    # A recorded node keeps what backward needs; see _NullCtx.
+    records = True
+
     # ------------------------------------------------------------ ctx API
     def save_for_backward(self, *tensors) -> None:
         self._saved = tensors
@@ -180,6 +183,8 @@ class _NullCtx:
 
     One instance per arity is shared; forward may set attributes on it, which nothing reads.
     """
+
+    records = False  # forwards skip bookkeeping only backward would read
 
     def __init__(self, n_inputs: int):
         self.needs_input_grad = (False,) * n_inputs

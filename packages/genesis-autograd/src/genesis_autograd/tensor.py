@@ -117,6 +117,14 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        return self.data.__dlpack__(stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.data.__dlpack_device__()
+
     def detach(self) -> Tensor:
         """A new leaf sharing this tensor's memory and version counter, outside the graph."""
         out = Tensor(self.data)

@@ -57,6 +57,21 @@ def from_numpy(array: np.ndarray, device=None) -> NDArray:
     return from_torch(torch.from_numpy(array), device)
 
 
+_DLPACK_DEVICE_TYPES = {1: "cpu", 2: "cuda", 3: "cpu"}  # kDLCPU, kDLCUDA, kDLCUDAHost
+
+
+def from_dlpack(obj) -> NDArray:
+    """Zero-copy import of a DLPack producer (a torch tensor, a cupy / numpy array, ...);
+    the result keeps the producer's memory alive. A bare capsule is taken as a cpu one."""
+    kind = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else 1
+    device_type = _DLPACK_DEVICE_TYPES.get(kind)
+    if device_type is None:
+        raise BufferError(f"from_dlpack: DLPack device type {kind} is not supported (cpu or cuda only)")
+    ops = registry.table(device_type)
+    native, device = ops["from_dlpack"](obj)
+    return NDArray(native, device, ops["dtype_of"](native))
+
+
 def array(data, dtype=None, device=None) -> NDArray:
     """Like torch.tensor: copy ``data`` (nested lists, numbers, numpy arrays, NDArrays)."""
     if isinstance(data, NDArray):

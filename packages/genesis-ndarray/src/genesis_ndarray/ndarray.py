@@ -125,6 +125,13 @@ class NDArray:
         arr = self.numpy()
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this array (zero-copy), for torch.from_dlpack and friends."""
+        return self._ops["to_dlpack"](self._data, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._ops["dlpack_device"](self._data)
+
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")

@@ -19,6 +19,7 @@ from genesis_autograd import (
     float16,
     float32,
     float64,
+    from_dlpack,
     from_numpy,
     full,
     full_like,
@@ -115,7 +116,8 @@ def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 __all__ = [
     "DType", "Function", "Tensor", "amp", "arange", "argmax", "as_tensor", "autograd", "bfloat16", "bool",
     "cat", "clamp", "cuda", "device", "double", "empty", "empty_like", "enable_grad", "exp", "eye", "float",
-    "float16", "float32", "float64", "from_numpy", "full", "full_like", "get_default_dtype", "half",
+    "float16", "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like", "get_default_dtype",
+    "half",
     "inference_mode", "int", "int8", "int16", "int32", "int64", "is_grad_enabled", "linspace", "log",
     "log_softmax", "long", "manual_seed", "matmul", "maximum", "mean", "minimum", "nn", "no_grad", "normal",
     "ones", "ones_like", "optim", "promote_types", "rand", "rand_like", "randint", "randn", "randn_like",

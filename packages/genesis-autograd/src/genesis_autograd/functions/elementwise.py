@@ -12,7 +12,8 @@ from ._util import Primitive, data, meta, reduce_to, saved_output
 class Add(Primitive):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.metas = (meta(a), meta(b))
+        if ctx.records:
+            ctx.metas = (meta(a), meta(b))
         return data(a) + data(b)
 
     @staticmethod
@@ -25,7 +26,8 @@ class Add(Primitive):
 class Sub(Primitive):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.metas = (meta(a), meta(b))
+        if ctx.records:
+            ctx.metas = (meta(a), meta(b))
         return data(a) - data(b)
 
     @staticmethod
@@ -38,11 +40,12 @@ class Sub(Primitive):
 class Mul(Primitive):
     @staticmethod
     def forward(ctx, a, b):
-        ma, mb = ctx.metas = (meta(a), meta(b))
-        # Each operand is needed only for the other's gradient.
-        ctx.save_for_backward(a if ma is not None and ctx.needs_input_grad[1] else None,
-                              b if mb is not None and ctx.needs_input_grad[0] else None)
-        ctx.scalars = (a if ma is None else None, b if mb is None else None)
+        if ctx.records:
+            ma, mb = ctx.metas = (meta(a), meta(b))
+            # Each operand is needed only for the other's gradient.
+            ctx.save_for_backward(a if ma is not None and ctx.needs_input_grad[1] else None,
+                                  b if mb is not None and ctx.needs_input_grad[0] else None)
+            ctx.scalars = (a if ma is None else None, b if mb is None else None)
         return data(a) * data(b)
 
     @staticmethod

@@ -31,6 +31,17 @@ _reg("to_cpu")(lambda t, non_blocking=False: t)
 _reg("from_cpu")(lambda t, device, non_blocking=False: t)
 
 
+@_reg("to_dlpack")
+def to_dlpack(t, stream, max_version, dl_device, copy):
+    kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
+                                ("copy", copy)) if v is not None}
+    return t.__dlpack__(**kwargs)
+
+
+_reg("dlpack_device")(lambda t: t.__dlpack_device__())
+_reg("from_dlpack")(lambda obj: (torch.from_dlpack(obj), Device("cpu")))
+
+
 @_reg("empty")
 def empty(shape, dtype: DType, device: Device):
     return torch.empty(shape, dtype=dtype.torch)

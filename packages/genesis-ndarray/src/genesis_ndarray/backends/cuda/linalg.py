@@ -41,8 +41,12 @@ def matmul(a: View, b: View) -> View:
         raise _shapes_error(a, b)
     batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     nb = math.prod(batch)
-    a3 = reshape(expand(a2, batch + (m, k)), (nb, m, k))
-    b3 = reshape(expand(b2, batch + (k, n)), (nb, k, n))
+    if not batch:  # plain matrices (every Linear layer): one view each, no reshape logic
+        a3 = a2.as_strided((1, m, k), (0, *a2.strides), a2.offset)
+        b3 = b2.as_strided((1, k, n), (0, *b2.strides), b2.offset)
+    else:
+        a3 = reshape(expand(a2, batch + (m, k)), (nb, m, k))
+        b3 = reshape(expand(b2, batch + (k, n)), (nb, k, n))
     out = gs.empty((nb, m, n), a.dtype, a.device)
     if out.numel:
         if k == 0:

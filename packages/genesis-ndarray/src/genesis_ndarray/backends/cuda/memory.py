@@ -22,6 +22,20 @@ reg("is_contiguous")(lambda v: v.is_contiguous())
 reg("data_ptr")(lambda v: v.ptr)
 
 
+reg("dlpack_device")(lambda v: v.__dlpack_device__())
+
+
+@reg("to_dlpack")
+def to_dlpack(v: View, stream, max_version, dl_device, copy):
+    return v.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+
+@reg("from_dlpack")
+def from_dlpack(obj) -> tuple[View, Device]:
+    v = gs.from_dlpack(obj)
+    return v, Device("cuda", v.device)
+
+
 @reg("empty")
 def empty(shape, dtype: DType, device: Device) -> View:
     return new(shape, dtype, device)

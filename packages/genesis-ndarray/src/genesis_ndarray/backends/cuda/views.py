@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from ...shape import basic_index, contiguous_strides, infer_shape, normalize_dim, view_strides
+from . import indexing
 from .common import View, reg
 from .memory import clone, copy_, fill_
 
@@ -143,32 +144,27 @@ def as_strided(v: View, shape, strides, offset) -> View:
 
 def _is_basic(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or isinstance(i, int | slice) for i in items)
+    return all(i is None or i is Ellipsis or (isinstance(i, int | slice) and not isinstance(i, bool)) for i in items)
 
 
 @reg("getitem")
 def getitem(v: View, index) -> View:
-    if not _is_basic(index):
-        raise NotImplementedError(
-            "advanced indexing (tensors, lists or masks as indices) is not implemented on cuda yet"
-        )
+    if not _is_basic(index):  # advanced indices: the IndexPlan's gather
+        return indexing.getitem(v, index)
     shape, strides, offset = basic_index(v.shape, v.strides, v.offset, index)
     return v.as_strided(shape, strides, offset)
 
 
 @reg("index_put_")
 def index_put_(v: View, index, value, accumulate: bool) -> None:
-    if not accumulate:
-        setitem(v, index, value)
-        return
-    from .elementwise import binary_
-
-    # Basic indices select each element at most once, so accumulating is an in-place add.
-    binary_("add", getitem(v, index), value)
+    indexing.setitem(v, index, value, accumulate)
 
 
 @reg("setitem")
 def setitem(v: View, index, value) -> None:
+    if not _is_basic(index):
+        indexing.setitem(v, index, value)
+        return
     target = getitem(v, index)
     if isinstance(value, View):
         copy_(target, value)
