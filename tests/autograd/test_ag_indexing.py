@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from ag_helpers import CPU, CUDA, assert_close, to_genesis, values
+from ag_helpers import assert_close, to_genesis, values
 
 import genesis
 
-DEVICES = [CPU, CUDA]
-
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_getitem_repeated_indices_accumulate(device):
     xt = values((5, 3)).requires_grad_()
     idx = torch.tensor([0, 3, 3, -1, 0, 0])
@@ -25,7 +21,6 @@ def test_getitem_repeated_indices_accumulate(device):
     assert_close(x.grad, xt.grad)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_getitem_two_indices_and_mask_grad(device):
     xt = values((4, 5, 3)).requires_grad_()
     i, j = torch.tensor([[0, 3], [3, 3]]), torch.tensor([1, 1])
@@ -38,7 +33,6 @@ def test_getitem_two_indices_and_mask_grad(device):
     assert_close(x.grad, xt.grad)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_setitem_tensor_indices_grad(device):
     at = values((5, 4)).requires_grad_()
     vt = values((2, 4)).requires_grad_()
@@ -57,7 +51,6 @@ def test_setitem_tensor_indices_grad(device):
     assert_close(v.grad, vt.grad)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_tensor_dlpack_round_trip(device):
     xt = torch.randn(3, 4).to(device)
     x = genesis.from_dlpack(xt)
@@ -68,7 +61,6 @@ def test_tensor_dlpack_round_trip(device):
     torch.testing.assert_close(back, xt)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_dlpack_refuses_tensors_that_require_grad(device):
     x = genesis.randn(3, device=device, requires_grad=True)
     with pytest.raises(RuntimeError, match="detach"):

@@ -1,34 +1,4 @@
-"""The CUDA runtime facade of genesis_ndarray, passed up unchanged."""
+"""The CUDA runtime facade of genesis_ndarray, passed up unchanged (same names, same objects)."""
 
-from genesis_ndarray.cuda import (
-    Event,
-    Stream,
-    current_device,
-    current_stream,
-    device_count,
-    device_guard,
-    empty_cache,
-    get_device_capability,
-    get_device_name,
-    get_device_properties,
-    is_available,
-    max_memory_allocated,
-    max_memory_reserved,
-    memory_allocated,
-    memory_reserved,
-    memory_snapshot,
-    memory_stats,
-    reset_peak_memory_stats,
-    set_device,
-    set_per_process_memory_fraction,
-    stream,
-    synchronize,
-)
-
-__all__ = [
-    "Event", "Stream", "current_device", "current_stream", "device_count", "device_guard", "empty_cache",
-    "get_device_capability", "get_device_name", "get_device_properties", "is_available",
-    "max_memory_allocated", "max_memory_reserved", "memory_allocated", "memory_reserved", "memory_snapshot",
-    "memory_stats", "reset_peak_memory_stats", "set_device", "set_per_process_memory_fraction", "stream",
-    "synchronize",
-]
+from genesis_ndarray.cuda import *  # noqa: F403
+from genesis_ndarray.cuda import __all__  # noqa: F401
