@@ -9,6 +9,7 @@ from ag_helpers import assert_close, to_genesis, values
 
 import genesis
 
+
 def test_getitem_repeated_indices_accumulate(device):
     xt = values((5, 3)).requires_grad_()
     idx = torch.tensor([0, 3, 3, -1, 0, 0])

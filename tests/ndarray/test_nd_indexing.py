@@ -9,12 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from nd_helpers import assert_same, from_torch, random_tensor
 
 import genesis_ndarray as nd
 from genesis_ndarray import indexing
 from genesis_ndarray.shape import basic_index
-
-from nd_helpers import assert_same, from_torch, random_tensor
 
 SHAPE = (5, 6, 7)
 

@@ -52,3 +52,8 @@ def lookup(op: str, device_type: str) -> Callable:
 
 def registered_ops(device_type: str) -> frozenset[str]:
     return frozenset(table(device_type))
+
+
+def device_types() -> tuple[str, ...]:
+    """Every device type a backend exists for (loaded or not)."""
+    return tuple(dict.fromkeys([*_BACKEND_MODULES, *_TABLES]))
