@@ -240,20 +240,26 @@ class Unary(Primitive):
 
 
 class _MaxMin(Primitive):
+    """maximum / minimum: the pair share forward and backward, differing in the op and the comparison."""
+
     pick = ""
 
+    @staticmethod
+    def wins(a, b):
+        raise NotImplementedError
+
     @classmethod
-    def _forward(cls, ctx, a, b):
+    def forward(cls, ctx, a, b):
         ctx.metas = (meta(a), meta(b))
         ctx.save_for_backward(a, b)
         return getattr(data(a), cls.pick)(data(b))
 
-    @staticmethod
-    def _backward(ctx, g, first_wins):
+    @classmethod
+    def backward(cls, ctx, g):
         a, b = ctx.saved_tensors
         ma, mb = ctx.metas
         # Ties split the gradient evenly between the operands, as torch does.
-        share_a = first_wins(a, b).to(g.dtype) + (a == b).to(g.dtype) * 0.5
+        share_a = cls.wins(a, b).to(g.dtype) + (a == b).to(g.dtype) * 0.5
         ga = reduce_to(g * share_a, ma) if ctx.needs_input_grad[0] else None
         gb = reduce_to(g * (1 - share_a), mb) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -261,26 +267,12 @@ class _MaxMin(Primitive):
 
 class Maximum(_MaxMin):
     pick = "maximum"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return Maximum._forward(ctx, a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        return _MaxMin._backward(ctx, g, lambda a, b: a > b)
+    wins = staticmethod(lambda a, b: a > b)
 
 
 class Minimum(_MaxMin):
     pick = "minimum"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return Minimum._forward(ctx, a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        return _MaxMin._backward(ctx, g, lambda a, b: a < b)
+    wins = staticmethod(lambda a, b: a < b)
 
 
 class Clamp(Primitive):

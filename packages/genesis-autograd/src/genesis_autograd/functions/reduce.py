@@ -53,15 +53,14 @@ class _Extreme(Primitive):
     op = ""
 
     @classmethod
-    def _forward(cls, ctx, a, dim, keepdim):
+    def forward(cls, ctx, a, dim, keepdim):
         ctx.save_for_backward(a)
         ctx.geometry = (tuple(a.shape), _dims(a, dim), keepdim)
-        out = getattr(a.data, cls.op)(dim, keepdim)
-        ctx.out = out
-        return out
+        ctx.out = getattr(a.data, cls.op)(dim, keepdim)
+        return ctx.out
 
     @staticmethod
-    def _backward(ctx, g):
+    def backward(ctx, g):
         from ..tensor import Tensor
 
         (a,) = ctx.saved_tensors
@@ -76,25 +75,9 @@ class _Extreme(Primitive):
 class Amax(_Extreme):
     op = "amax"
 
-    @staticmethod
-    def forward(ctx, a, dim, keepdim):
-        return Amax._forward(ctx, a, dim, keepdim)
-
-    @staticmethod
-    def backward(ctx, g):
-        return _Extreme._backward(ctx, g)
-
 
 class Amin(_Extreme):
     op = "amin"
-
-    @staticmethod
-    def forward(ctx, a, dim, keepdim):
-        return Amin._forward(ctx, a, dim, keepdim)
-
-    @staticmethod
-    def backward(ctx, g):
-        return _Extreme._backward(ctx, g)
 
 
 class _ExtremeDim(Primitive):
@@ -103,7 +86,7 @@ class _ExtremeDim(Primitive):
     op = ""
 
     @classmethod
-    def _forward(cls, ctx, a, dim, keepdim):
+    def forward(cls, ctx, a, dim, keepdim):
         values, indices = getattr(a.data, cls.op)(dim, keepdim)
         dim = _dims(a, dim)[0] if a.ndim else 0
         ctx.geometry = (tuple(a.shape), dim, keepdim, a.dtype, a.device)
@@ -112,7 +95,7 @@ class _ExtremeDim(Primitive):
         return values, indices
 
     @staticmethod
-    def _backward(ctx, g, _g_indices):
+    def backward(ctx, g, _g_indices):
         from genesis_ndarray import arange
 
         from ..tensor import Tensor
@@ -131,25 +114,9 @@ class _ExtremeDim(Primitive):
 class MaxDim(_ExtremeDim):
     op = "max"
 
-    @staticmethod
-    def forward(ctx, a, dim, keepdim):
-        return MaxDim._forward(ctx, a, dim, keepdim)
-
-    @staticmethod
-    def backward(ctx, g, gi):
-        return _ExtremeDim._backward(ctx, g, gi)
-
 
 class MinDim(_ExtremeDim):
     op = "min"
-
-    @staticmethod
-    def forward(ctx, a, dim, keepdim):
-        return MinDim._forward(ctx, a, dim, keepdim)
-
-    @staticmethod
-    def backward(ctx, g, gi):
-        return _ExtremeDim._backward(ctx, g, gi)
 
 
 class Var(Primitive):

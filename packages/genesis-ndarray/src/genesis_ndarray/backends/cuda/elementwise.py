@@ -7,9 +7,10 @@ import math
 import genesis_kernels as gk
 import genesis_storage as gs
 
-from ...dtypes import DType, as_dtype, bool_, get_default_dtype, promote_types
+from ...dtypes import DType, bool_, get_default_dtype, promote_types
 from ...shape import broadcast_shapes
 from .common import View, dtype_of, expand_to, reg, result_type, stream_of
+from .memory import cast
 
 _PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"})
 _BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor"})
@@ -114,11 +115,7 @@ def unary(op: str, v: View) -> View:
         if op == "bitwise_not" and dtype.is_floating_point:
             raise RuntimeError(f"\"bitwise_not_cuda\" not implemented for '{dtype.name}'")
         out_dtype = dtype
-    src = v
-    if out_dtype is not dtype and out_dtype is not bool_:
-        src = gs.empty(v.shape, out_dtype.name, v.device)
-        if math.prod(v.shape):
-            gk.copy(v, src, stream=stream_of(v))
+    src = cast(v, out_dtype) if out_dtype is not dtype and out_dtype is not bool_ else v
     out = gs.empty(v.shape, out_dtype.name, v.device)
     if math.prod(v.shape):
         gk.unary(op, src, out, stream=stream_of(v))
@@ -152,15 +149,8 @@ def clamp(v: View, lo, hi) -> View:
     for bound in (lo, hi):
         if bound is not None:
             dtype = promote_types(dtype, result_type(v, bound))
-    src = v if dtype is dtype_of(v) else _cast(v, dtype)
+    src = v if dtype is dtype_of(v) else cast(v, dtype)
     out = gs.empty(v.shape, dtype.name, v.device)
     if math.prod(v.shape):
         gk.clamp(src, lo, hi, out, stream=stream_of(v))
-    return out
-
-
-def _cast(v: View, dtype: DType) -> View:
-    out = gs.empty(v.shape, as_dtype(dtype).name, v.device)
-    if math.prod(v.shape):
-        gk.copy(v, out, stream=stream_of(v))
     return out
