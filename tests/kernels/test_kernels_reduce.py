@@ -130,6 +130,45 @@ def test_logsumexp(device: str, dtype: str) -> None:
         assert_close(out, torch.logsumexp(x.double(), dim=dims).to(x.dtype), dtype)
 
 
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.5, float("inf"), float("-inf"), 0.0])
+@pytest.mark.parametrize("dims", [(1,), (0,), (0, 1)])
+def test_norm(device: str, p: float, dims: tuple[int, ...]) -> None:
+    x = make((23, 19), "float32", device)
+    x[3, 4] = 0.0  # exercises p = 0 (count) and 0^p
+    out = torch.empty(tuple(s for d, s in enumerate(x.shape) if d not in dims), device=device)
+    gk.norm(buf(x), buf(out), p, dims)
+    sync(device)
+    assert_close(out, torch.linalg.vector_norm(x.double(), ord=p, dim=dims).float(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float64"])
+def test_norm_dtypes_layouts_and_split(device: str, dtype: str) -> None:
+    x = make((9, 31), dtype, device)
+    for view, dims in ((x, (1,)), (x.t(), (0,)), (x[:, ::3], (1,))):
+        out = torch.empty(tuple(s for d, s in enumerate(view.shape) if d not in dims), dtype=x.dtype, device=device)
+        gk.norm(buf(view), buf(out), 2.0, dims)
+        sync(device)
+        assert_close(out, torch.linalg.vector_norm(view.double(), dim=dims).to(x.dtype), dtype)
+    long = make((30_000,), "float32", device)  # few rows, long reduction: the split path
+    out = torch.empty((), device=device)
+    for p in (2.0, 3.0, float("inf")):
+        gk.norm(buf(long), buf(out), p)
+        sync(device)
+        assert_close(out, torch.linalg.vector_norm(long.double(), ord=p).float(), rtol=1e-5, atol=1e-6)
+
+
+def test_norm_empty_and_bad_dtype(device: str) -> None:
+    x = torch.empty((0, 4), device=device)
+    out = torch.full((4,), 7.0, device=device)
+    gk.norm(buf(x), buf(out), 2.0, (0,))
+    sync(device)
+    assert_close(out, torch.zeros(4))
+    with pytest.raises(ValueError, match="no identity"):
+        gk.norm(buf(x), buf(out), float("inf"), (0,))
+    with pytest.raises(TypeError, match="floating point"):
+        gk.norm(buf(torch.ones(3, dtype=torch.int64, device=device)), buf(torch.empty((), device=device)))
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (7, 13), (3, 37), (2, 3, 129), (2, 5000), (0, 5), (4,)])
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax_forward_backward(device: str, shape: tuple[int, ...], log: bool) -> None:

@@ -23,7 +23,7 @@ from .index import (
 )
 from .matmul import matmul
 from .random import bernoulli, dropout, normal, rand, randint, randn, uniform
-from .reduce import arg_reduce, logsumexp, reduce, std, var
+from .reduce import arg_reduce, logsumexp, norm, reduce, std, var
 from .scan import cumprod, cumsum
 from .softmax import softmax, softmax_backward
 from .sort import argsort, sort, topk
@@ -32,6 +32,6 @@ __all__ = [
     "DTYPES", "Buffer", "BufferLike", "addcdiv", "addcmul", "arange", "arg_reduce", "argsort", "bernoulli", "binary",
     "clamp", "copy", "cumprod", "cumsum", "dropout", "embedding", "embedding_backward", "eye", "fill", "gather",
     "index_add", "index_put", "index_select", "lerp", "linspace", "logsumexp", "masked_fill", "masked_select",
-    "matmul", "nonzero", "nonzero_count", "normal", "rand", "randint", "randn", "reduce", "scatter", "scatter_add",
+    "matmul", "nonzero", "nonzero_count", "norm", "normal", "rand", "randint", "randn", "reduce", "scatter", "scatter_add",
     "softmax", "softmax_backward", "sort", "std", "topk", "tril", "triu", "uniform", "unary", "var", "where",
 ]

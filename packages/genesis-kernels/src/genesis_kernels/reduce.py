@@ -1,4 +1,4 @@
-"""Reductions over any set of dims: sum, mean, prod, max/min, all/any, var, logsumexp.
+"""Reductions over any set of dims: sum, mean, prod, max/min, all/any, var, logsumexp, norm.
 
 The launcher splits the input's dims into *kept* dims (the output's) and *reduced*
 dims, collapses each group, and views the input as an ``M x K`` matrix of rows
@@ -14,7 +14,9 @@ tile once at the end. The tile shape follows the layout:
   per-stream scratch block and a second launch of the same kernel folds them.
 
 ``var`` and ``logsumexp`` first reduce a per-row statistic (mean or max) into
-scratch, then reduce ``(x - mean)^2`` or ``exp(x - max)`` against it.
+scratch, then reduce ``(x - mean)^2`` or ``exp(x - max)`` against it. ``norm``
+folds a per-element transform (``x^2``, ``|x|``, ``|x|^p``, ``x != 0``) with a sum,
+or ``|x|`` with a max or min, and takes the root in the final pass.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def _identity(OP: tl.constexpr, ACC: tl.constexpr):
             return float("-inf")
         else:
             return -9223372036854775807 - 1
-    elif OP == "min":
+    elif OP == "min" or OP == "minabs":
         if ACC.is_floating():
             return float("inf")
         else:
@@ -70,9 +72,9 @@ def _identity(OP: tl.constexpr, ACC: tl.constexpr):
 def _combine(acc, v, OP: tl.constexpr):
     if OP == "prod":
         return acc * v
-    elif OP == "max" or OP == "any":
+    elif OP == "max" or OP == "any" or OP == "maxabs":
         return _max_nan(acc, v)
-    elif OP == "min" or OP == "all":
+    elif OP == "min" or OP == "all" or OP == "minabs":
         return _min_nan(acc, v)
     else:
         return acc + v
@@ -82,21 +84,27 @@ def _combine(acc, v, OP: tl.constexpr):
 def _fold(acc, OP: tl.constexpr):
     if OP == "prod":
         return tl.reduce(acc, 1, _mul)
-    elif OP == "max" or OP == "any":
+    elif OP == "max" or OP == "any" or OP == "maxabs":
         return tl.reduce(acc, 1, _max_nan)
-    elif OP == "min" or OP == "all":
+    elif OP == "min" or OP == "all" or OP == "minabs":
         return tl.reduce(acc, 1, _min_nan)
     else:
         return tl.sum(acc, axis=1)
 
 
 @triton.jit
-def _prepare_values(v, center, OP: tl.constexpr, ACC: tl.constexpr):
-    """Loaded values -> what the accumulator folds (truth values, squared deviations, shifted exps)."""
-    if OP == "all" or OP == "any":
+def _prepare_values(v, center, p, OP: tl.constexpr, ACC: tl.constexpr):
+    """Loaded values -> what the accumulator folds (truth values, squared deviations, shifted exps, powers)."""
+    if OP == "all" or OP == "any" or OP == "count":
         return (v != 0).to(ACC)
     v = cast_to(v, ACC)
-    if OP == "sqdev":
+    if OP == "sumsq":
+        return v * v
+    elif OP == "sumabs" or OP == "maxabs" or OP == "minabs":
+        return tl.abs(v)
+    elif OP == "sumpow":
+        return lib.pow(tl.abs(v), p.to(ACC))
+    elif OP == "sqdev":
         d = v - center[:, None]
         return d * d
     elif OP == "sumexp":
@@ -151,15 +159,19 @@ def _reduce_kernel(x, aux, out, M, K, K_PER, divisor,
         # Whole tiles load without a mask (a mask the compiler cannot prove uniform over 16
         # bytes forces scalar loads); only the ragged edge is masked.
         if full_m & (k_start + k0 + BLOCK_K <= k_end):
-            acc = _combine(acc, _prepare_values(tl.load(ptrs), center, OP, ACC), OP)
+            acc = _combine(acc, _prepare_values(tl.load(ptrs), center, divisor, OP, ACC), OP)
         else:
             mask = m_mask[:, None] & k_mask[None, :]
-            v = _prepare_values(tl.load(ptrs, mask=mask), center, OP, ACC)
+            v = _prepare_values(tl.load(ptrs, mask=mask), center, divisor, OP, ACC)
             acc = _combine(acc, tl.where(mask, v, ident), OP)
     r = _fold(acc, OP)
     if FINAL:
         if FINALIZE == "divide":
             r = div_rn(r, divisor.to(ACC))
+        elif FINALIZE == "sqrt":
+            r = lib.sqrt(r)
+        elif FINALIZE == "root":  # divisor holds p
+            r = lib.pow(r, 1.0 / divisor.to(ACC))
         elif FINALIZE == "log_plus_aux":
             c = tl.load(aux + m, mask=m_mask, other=0).to(ACC)
             r = lib.log(r) + tl.where(c == float("-inf"), 0.0, c)
@@ -180,6 +192,9 @@ _REDUCE = Kernel(_reduce_kernel)
 # ----------------------------------------------------------------------------------------------
 
 REDUCE_OPS = frozenset(("sum", "mean", "prod", "max", "min", "amax", "amin", "all", "any"))
+# How the partial results of a split reduction fold in its second pass.
+_FINAL_OP = {"sqdev": "sum", "sumexp": "sum", "sumsq": "sum", "sumabs": "sum", "sumpow": "sum", "count": "sum",
+             "maxabs": "max", "minabs": "min"}
 _TILE = 4096  # elements per register tile (32 fp32 values per thread with 4 warps)
 
 
@@ -239,7 +254,7 @@ def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
         split = max(1, min(cdiv(want, programs_m), cdiv(K, 4 * block_k), 1024))
     k_per = cdiv(cdiv(K, split), block_k) * block_k
     split = cdiv(K, k_per)
-    final_op = {"sqdev": "sum", "sumexp": "sum"}.get(op, op)
+    final_op = _FINAL_OP.get(op, op)
     it = "i64" if big else "i32"
     ints = (M, K, k_per)
     kernel_args = (*_sizes(kshape), *_pad(kx, 0), *_pad(ko, 0), *_sizes(rshape), *_pad(rx, 0))
@@ -334,6 +349,43 @@ def reduce(op: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int 
         _run("sum", x.ptr, x.dtype, 0, out, acc, kept, red, K, "divide", stream)
     else:
         _run(op, x.ptr, x.dtype, 0, out, acc, kept, red, 1, "none", stream)
+
+
+def norm(x: BufferLike, out: BufferLike, p: float = 2.0, dims: tuple[int, ...] | int | None = None, *,
+         stream: int = 0) -> None:
+    """The vector ``p``-norm over ``dims`` (torch.linalg.vector_norm): ``sum(|x|^p)^(1/p)``.
+
+    ``p`` = inf / -inf give the largest / smallest ``|x|``, ``p`` = 0 counts the non-zeros. Floating
+    inputs only; half types accumulate in float32. An empty reduction gives 0 (inf and negative
+    ``p`` have no identity there and raise ValueError, as torch raises).
+    """
+    if not dtype_info(x.dtype).is_float:
+        raise TypeError(f"norm needs a floating point input, got {x.dtype}")
+    p = float(p)
+    dims = _normalize_dims(dims, len(x.shape))
+    if numel(tuple(out.shape)) == 0:
+        return
+    K = numel(tuple(x.shape[d] for d in dims))
+    if K == 0:
+        if p < 0 or p == float("inf"):
+            raise ValueError(f"norm of order {p} over an empty dimension has no identity")
+        fill(out, 0, stream=stream)
+        return
+    kept, red = _prepare(x, out, dims)
+    acc = "float64" if x.dtype == "float64" else "float32"
+    if p == 2:
+        op, finalize = "sumsq", "sqrt"
+    elif p == 1:
+        op, finalize = "sumabs", "none"
+    elif p == float("inf"):
+        op, finalize = "maxabs", "none"
+    elif p == float("-inf"):
+        op, finalize = "minabs", "none"
+    elif p == 0:
+        op, finalize = "count", "none"
+    else:
+        op, finalize = "sumpow", "root"
+    _run(op, x.ptr, x.dtype, 0, out, acc, kept, red, p, finalize, stream)
 
 
 def var(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, correction: int = 1, *,
