@@ -8,7 +8,7 @@ from kernels_helpers import buf, make, sync
 
 import genesis_kernels as gk
 from genesis_kernels.buffer import collapse
-from genesis_kernels.elementwise import BINARY
+from genesis_kernels.elementwise import BINARY, BINARY_DENSE
 
 
 def test_buffer_validates() -> None:
@@ -36,9 +36,30 @@ def test_new_shapes_do_not_recompile(device: str) -> None:
         out = torch.empty(n, device=device)
         gk.binary("add", buf(a), buf(a), buf(out), compute_dtype="float32")
     sync(device)
-    keys = [k for k in BINARY.cache if k[0] == "add" and k[1] == "float32" and k[6]]
+    keys = [k for k in BINARY_DENSE.cache if k[:2] == ("add", "float32")]
     # One specialisation per alignment class at most, whatever the sizes.
     assert len(keys) <= 2
+
+
+def test_dense_and_strided_paths(device: str) -> None:
+    # Same-layout dense operands (including a transposed-but-dense trio) take the few-argument
+    # dense kernel; a lone transposed operand takes the strided one. Both must be right.
+    a = make((37, 29), "float32", device)
+    b = make((37, 29), "float32", device)
+    for x, y in ((a, b), (a.t(), b.t()), (a, b.t().contiguous().t())):
+        out = torch.empty(x.shape, device=device).t().contiguous().t() if x.stride(0) == 1 else torch.empty_like(x)
+        gk.binary("mul", buf(x), buf(y), buf(out), compute_dtype="float32")
+        sync(device)
+        torch.testing.assert_close(out, x * y)
+        gk.unary("exp", buf(x), buf(out))
+        sync(device)
+        torch.testing.assert_close(out, x.exp())
+    scalar_out = torch.empty(7, device=device)
+    gk.binary("sub", 2.5, buf(scalar_out[:0]), buf(scalar_out[:0]), compute_dtype="float32")  # empty: no launch
+    gk.binary("sub", 2.5, buf(b[0, :7]), buf(scalar_out), compute_dtype="float32")
+    sync(device)
+    torch.testing.assert_close(scalar_out, 2.5 - b[0, :7])
+    assert any(k[:2] == ("mul", "float32") for k in BINARY.cache)  # the strided case ran
 
 
 def test_unknown_op_and_bad_shapes() -> None:

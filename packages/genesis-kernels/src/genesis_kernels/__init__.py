@@ -29,9 +29,10 @@ from .softmax import softmax, softmax_backward
 from .sort import argsort, sort, topk
 
 __all__ = [
-    "DTYPES", "Buffer", "BufferLike", "addcdiv", "addcmul", "arange", "arg_reduce", "argsort", "bernoulli", "binary",
-    "clamp", "copy", "cumprod", "cumsum", "dropout", "embedding", "embedding_backward", "eye", "fill", "gather",
-    "index_add", "index_put", "index_select", "lerp", "linspace", "logsumexp", "masked_fill", "masked_select",
-    "matmul", "nonzero", "nonzero_count", "norm", "normal", "rand", "randint", "randn", "reduce", "scatter", "scatter_add",
-    "softmax", "softmax_backward", "sort", "std", "topk", "tril", "triu", "uniform", "unary", "var", "where",
+    "DTYPES", "Buffer", "BufferLike", "addcdiv", "addcmul", "arange", "arg_reduce", "argsort", "bernoulli",
+    "binary", "clamp", "copy", "cumprod", "cumsum", "dropout", "embedding", "embedding_backward", "eye", "fill",
+    "gather", "index_add", "index_put", "index_select", "lerp", "linspace", "logsumexp", "masked_fill",
+    "masked_select", "matmul", "nonzero", "nonzero_count", "norm", "normal", "rand", "randint", "randn", "reduce",
+    "scatter", "scatter_add", "softmax", "softmax_backward", "sort", "std", "topk", "tril", "triu", "uniform",
+    "unary", "var", "where"
 ]

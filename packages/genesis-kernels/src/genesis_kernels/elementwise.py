@@ -16,7 +16,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from .buffer import BufferLike, accumulate_dtype, check_same_shape, dtype_info
+from .buffer import INT32_LIMIT, BufferLike, accumulate_dtype, check_same_shape, contiguous_strides, dtype_info, numel
 from .mathlib import lib
 from .runtime import INTERPRET, Kernel, cdiv, ptr_type
 from .strided import layout, offset_of, size_types, stride_types
@@ -356,17 +356,22 @@ def _unary_body(x, out, ix, io, mask, OP: tl.constexpr, CDT: tl.constexpr, X_SCA
 def _unary_kernel(x, out, n, S1, S2, S3, S4, S5, S6, S7,
                   x0, x1, x2, x3, x4, x5, x6, x7, o0, o1, o2, o3, o4, o5, o6, o7,
                   OP: tl.constexpr, CDT: tl.constexpr, X_SCALAR: tl.constexpr, RANK: tl.constexpr,
-                  CONTIG: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+                  INT64: tl.constexpr, BLOCK: tl.constexpr):
+    _, i = _flat_index(n, BLOCK, INT64)
+    ix = offset_of(i, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, RANK)
+    io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
+    _unary_body(x, out, ix, io, i < n, OP, CDT, X_SCALAR, BLOCK)
+
+
+@triton.jit
+def _unary_dense_kernel(x, out, n, OP: tl.constexpr, CDT: tl.constexpr, X_SCALAR: tl.constexpr,
+                        INT64: tl.constexpr, BLOCK: tl.constexpr):
+    # Operands laid out alike in one dense block: a flat index, and few arguments to launch.
     start, i = _flat_index(n, BLOCK, INT64)
-    if CONTIG:
-        if start + BLOCK <= n:
-            _unary_body(x, out, i, i, None, OP, CDT, X_SCALAR, BLOCK)
-        else:
-            _unary_body(x, out, i, i, i < n, OP, CDT, X_SCALAR, BLOCK)
+    if start + BLOCK <= n:
+        _unary_body(x, out, i, i, None, OP, CDT, X_SCALAR, BLOCK)
     else:
-        ix = offset_of(i, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, RANK)
-        io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
-        _unary_body(x, out, ix, io, i < n, OP, CDT, X_SCALAR, BLOCK)
+        _unary_body(x, out, i, i, i < n, OP, CDT, X_SCALAR, BLOCK)
 
 
 @triton.jit
@@ -385,18 +390,22 @@ def _binary_kernel(a, b, out, n, S1, S2, S3, S4, S5, S6, S7,
                    a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7,
                    o0, o1, o2, o3, o4, o5, o6, o7,
                    OP: tl.constexpr, CDT: tl.constexpr, A_SCALAR: tl.constexpr, B_SCALAR: tl.constexpr,
-                   RANK: tl.constexpr, CONTIG: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+                   RANK: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+    _, i = _flat_index(n, BLOCK, INT64)
+    ia = offset_of(i, S1, S2, S3, S4, S5, S6, S7, a0, a1, a2, a3, a4, a5, a6, a7, RANK)
+    ib = offset_of(i, S1, S2, S3, S4, S5, S6, S7, b0, b1, b2, b3, b4, b5, b6, b7, RANK)
+    io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
+    _binary_body(a, b, out, ia, ib, io, i < n, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
+
+
+@triton.jit
+def _binary_dense_kernel(a, b, out, n, OP: tl.constexpr, CDT: tl.constexpr, A_SCALAR: tl.constexpr,
+                         B_SCALAR: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
     start, i = _flat_index(n, BLOCK, INT64)
-    if CONTIG:
-        if start + BLOCK <= n:
-            _binary_body(a, b, out, i, i, i, None, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
-        else:
-            _binary_body(a, b, out, i, i, i, i < n, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
+    if start + BLOCK <= n:
+        _binary_body(a, b, out, i, i, i, None, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
     else:
-        ia = offset_of(i, S1, S2, S3, S4, S5, S6, S7, a0, a1, a2, a3, a4, a5, a6, a7, RANK)
-        ib = offset_of(i, S1, S2, S3, S4, S5, S6, S7, b0, b1, b2, b3, b4, b5, b6, b7, RANK)
-        io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
-        _binary_body(a, b, out, ia, ib, io, i < n, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
+        _binary_body(a, b, out, i, i, i, i < n, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
 
 
 @triton.jit
@@ -437,7 +446,9 @@ def _ternary_kernel(a, b, c, out, value, n, S1, S2, S3, S4, S5, S6, S7,
 
 
 UNARY = Kernel(_unary_kernel)
+UNARY_DENSE = Kernel(_unary_dense_kernel)
 BINARY = Kernel(_binary_kernel)
+BINARY_DENSE = Kernel(_binary_dense_kernel)
 TERNARY = Kernel(_ternary_kernel)
 
 # ----------------------------------------------------------------------------------------------
@@ -473,10 +484,13 @@ def _is_scalar(v: Any) -> bool:
     return isinstance(v, (bool, int, float))
 
 
-def _block(itemsize: int, contiguous: bool) -> int:
-    # Contiguous: each of the 128 threads moves 32 bytes per operand (two 16-byte accesses for
-    # 4-byte types), enough loads in flight to saturate HBM. Strided: plain 1024.
-    return max(512, min(4096, 4096 // itemsize)) if contiguous else 1024
+def launch_config(itemsize: int, contiguous: bool) -> tuple[int, int]:
+    """(BLOCK, num_warps) of an elementwise launch; a plain function so a tuning script can replace it.
+
+    Contiguous: each of the 128 threads moves 32 bytes per operand (two 16-byte accesses for
+    4-byte types), enough loads in flight to saturate HBM. Strided: plain 1024.
+    """
+    return (max(512, min(4096, 4096 // itemsize)) if contiguous else 1024), 4
 
 
 def _scalar_type(cdt: str) -> str:
@@ -501,46 +515,139 @@ def _unary_compute(op: str, x_dtype: str, out_dtype: str) -> str:
     return accumulate_dtype(x_dtype) if dtype_info(x_dtype).is_float else x_dtype
 
 
-def unary(op: str, x: BufferLike | Scalar, out: BufferLike, *, stream: int = 0) -> None:
-    """``out = op(x)``. ``x`` may be a Python scalar (``fill`` is ``unary("identity", value, out)``)."""
+_SCALARS = (bool, int, float)
+_DENSE_INT64 = INT32_LIMIT - 65536  # flat indices at or past this need int64
+_dense_strides: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def _is_dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Row-major contiguous (memoised per shape: this is asked on every launch)."""
+    want = _dense_strides.get(shape)
+    if want is None:
+        if len(_dense_strides) > 4096:
+            _dense_strides.clear()
+        want = _dense_strides[shape] = contiguous_strides(shape)
+    return strides == want
+
+
+def _alike(x: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """A Python scalar, or a buffer with exactly this shape and these strides."""
+    return isinstance(x, _SCALARS) or (x.strides == strides and x.shape == shape)
+
+
+def _unary_types(op: str, xdt: str, odt: str, x_scalar: bool) -> tuple[str, str]:
+    """(op actually run, compute dtype); raises for ops the input dtype has no meaning for."""
     if op not in UNARY_OPS:
         raise ValueError(f"unknown unary op {op!r}")
-    odt = out.dtype
-    x_scalar = _is_scalar(x)
-    if x_scalar:
-        xdt = "float64" if isinstance(x, float) else "int64"
-        strides = [out.strides]
-    else:
-        check_same_shape(x, out)
-        xdt = x.dtype
+    if not x_scalar:
         if op in _INT_IDENTITY and not dtype_info(xdt).is_float:
             op = "identity"
         if op == "bitwise_not" and dtype_info(xdt).is_float:
             raise TypeError("bitwise_not is only defined for integer and bool buffers")
-        strides = [out.strides, x.strides]
-    lay = layout(out.shape, strides)
+    return op, _unary_compute(op, xdt, odt)
+
+
+def _unary_dense(op: str, x: BufferLike | Scalar, out: BufferLike, n: int, x_scalar: bool, stream: int) -> None:
+    xdt = ("float64" if isinstance(x, float) else "int64") if x_scalar else x.dtype  # type: ignore[union-attr]
+    aligned = ((0 if x_scalar else x.ptr) | out.ptr) & 15 == 0  # type: ignore[union-attr]
+    key = (op, xdt, out.dtype, x_scalar, n >= _DENSE_INT64, aligned)
+    launch = UNARY_DENSE.cache.get(key)
+    if launch is None:
+        run_op, cdt = _unary_types(op, xdt, out.dtype, x_scalar)
+        block, warps = launch_config(max(dtype_info(out.dtype).itemsize, dtype_info(xdt).itemsize), True)
+        consts = dict(OP=run_op, CDT=dtype_info(cdt).tl, X_SCALAR=x_scalar, INT64=key[4], BLOCK=block)
+        types = {"x": _scalar_type(cdt) if x_scalar else ptr_type(xdt), "out": ptr_type(out.dtype),
+                 "n": "i64" if key[4] else "i32"}
+        launch = UNARY_DENSE.build(key, types, consts, ("out",) if x_scalar else ("x", "out") if aligned else (),
+                                   num_warps=warps)
+        launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
+        launch._block = block  # type: ignore[attr-defined]
+        launch._cdt = cdt  # type: ignore[attr-defined]
+    if n:
+        x_arg = _scalar_value(x, launch._cdt) if x_scalar else x.ptr  # type: ignore[attr-defined,arg-type,union-attr]
+        launch((cdiv(n, launch._block), 1, 1), stream, (x_arg, out.ptr, n, *launch._consts))  # type: ignore[attr-defined]
+
+
+def unary(op: str, x: BufferLike | Scalar, out: BufferLike, *, stream: int = 0) -> None:
+    """``out = op(x)``. ``x`` may be a Python scalar (``fill`` is ``unary("identity", value, out)``)."""
+    shape, ostrides = out.shape, out.strides
+    x_scalar = isinstance(x, _SCALARS)
+    if _alike(x, shape, ostrides) and _is_dense(shape, ostrides):
+        _unary_dense(op, x, out, numel(shape), x_scalar, stream)
+        return
+    if x_scalar:
+        strides = [ostrides]
+    else:
+        check_same_shape(x, out)
+        strides = [ostrides, x.strides]  # type: ignore[union-attr]
+    lay = layout(shape, strides)
     if lay.n == 0:
         return
-    cdt = _unary_compute(op, xdt, odt)
-    contig = lay.contiguous
-    block = _block(max(dtype_info(odt).itemsize, dtype_info(xdt).itemsize), contig)
-    x_ptr = _scalar_value(x, cdt) if x_scalar else x.ptr
-    aligned = ((0 if x_scalar else x.ptr) | out.ptr) & 15 == 0
-    key = (op, xdt, odt, x_scalar, lay.rank, contig, lay.int64, aligned)
+    if lay.contiguous:  # dense in some other order (a transposed copy of a transposed view, ...)
+        _unary_dense(op, x, out, lay.n, x_scalar, stream)
+        return
+    xdt = ("float64" if isinstance(x, float) else "int64") if x_scalar else x.dtype  # type: ignore[union-attr]
+    odt = out.dtype
+    run_op, cdt = _unary_types(op, xdt, odt, x_scalar)
+    block, warps = launch_config(max(dtype_info(odt).itemsize, dtype_info(xdt).itemsize), False)
+    key = (run_op, xdt, odt, x_scalar, lay.rank, lay.int64, block, warps)
     launch = UNARY.cache.get(key)
     if launch is None:
         it = "i64" if lay.int64 else "i32"
         types = {"x": _scalar_type(cdt) if x_scalar else ptr_type(xdt), "out": ptr_type(odt), "n": it,
                  **size_types(it), **stride_types("x", it), **stride_types("o", it)}
-        consts = dict(OP=op, CDT=dtype_info(cdt).tl, X_SCALAR=x_scalar, RANK=lay.rank, CONTIG=contig,
-                      INT64=lay.int64, BLOCK=block)
-        launch = UNARY.build(key, types, consts, ("out",) if x_scalar else ("x", "out") if aligned else (),
-                              num_warps=4)
+        consts = dict(OP=run_op, CDT=dtype_info(cdt).tl, X_SCALAR=x_scalar, RANK=lay.rank, INT64=lay.int64,
+                      BLOCK=block)
+        launch = UNARY.build(key, types, consts, num_warps=warps)
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
     st = lay.strides
+    x_arg = _scalar_value(x, cdt) if x_scalar else x.ptr  # type: ignore[arg-type,union-attr]
     xs = (0,) * 8 if x_scalar else st[1]
     launch((cdiv(lay.n, block), 1, 1), stream,
-           (x_ptr, out.ptr, lay.n, *lay.sizes, *xs, *st[0], *launch._consts))  # type: ignore[attr-defined]
+           (x_arg, out.ptr, lay.n, *lay.sizes, *xs, *st[0], *launch._consts))  # type: ignore[attr-defined]
+
+
+def _binary_compute(op: str, compute_dtype: str, odt: str) -> str:
+    if op not in BINARY_OPS:
+        raise ValueError(f"unknown binary op {op!r}")
+    cdt = compute_dtype
+    if cdt in ("float16", "bfloat16"):
+        cdt = "float32"
+    elif cdt == "bool" and op not in ("eq", "ne", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+                                      "bitwise_or", "bitwise_xor"):
+        cdt = "int8"
+    if op in _FLOAT_BINARY and not dtype_info(cdt).is_float:
+        cdt = "float64" if odt == "float64" else "float32"
+    return cdt
+
+
+def _binary_dense(op: str, a: Any, b: Any, out: BufferLike, n: int, a_scalar: bool, b_scalar: bool,
+                  compute_dtype: str, stream: int) -> None:
+    adt = "scalar" if a_scalar else a.dtype
+    bdt = "scalar" if b_scalar else b.dtype
+    aligned = ((0 if a_scalar else a.ptr) | (0 if b_scalar else b.ptr) | out.ptr) & 15 == 0
+    key = (op, adt, bdt, out.dtype, compute_dtype, n >= _DENSE_INT64, aligned)
+    launch = BINARY_DENSE.cache.get(key)
+    if launch is None:
+        odt = out.dtype
+        cdt = _binary_compute(op, compute_dtype, odt)
+        sizes = [dtype_info(t).itemsize for t in (odt, adt, bdt) if t != "scalar"]
+        block, warps = launch_config(max(sizes), True)
+        it = "i64" if key[5] else "i32"
+        types = {"a": _scalar_type(cdt) if a_scalar else ptr_type(adt),
+                 "b": _scalar_type(cdt) if b_scalar else ptr_type(bdt), "out": ptr_type(odt), "n": it}
+        consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_SCALAR=a_scalar, B_SCALAR=b_scalar, INT64=key[5],
+                      BLOCK=block)
+        ptrs = [p for p, sc in (("a", a_scalar), ("b", b_scalar), ("out", False)) if not sc]
+        launch = BINARY_DENSE.build(key, types, consts, ptrs if aligned else (), num_warps=warps)
+        launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
+        launch._block = block  # type: ignore[attr-defined]
+        launch._cdt = cdt  # type: ignore[attr-defined]
+    if n:
+        cdt = launch._cdt  # type: ignore[attr-defined]
+        launch((cdiv(n, launch._block), 1, 1), stream,  # type: ignore[attr-defined]
+               (_scalar_value(a, cdt) if a_scalar else a.ptr, _scalar_value(b, cdt) if b_scalar else b.ptr,
+                out.ptr, n, *launch._consts))  # type: ignore[attr-defined]
 
 
 def binary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferLike, *,
@@ -550,35 +657,32 @@ def binary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferL
     ``compute_dtype`` is the promoted dtype chosen by the caller; float16/bfloat16 compute in float32,
     bool in int8; true division and atan2 of integers compute in float32.
     """
-    if op not in BINARY_OPS:
-        raise ValueError(f"unknown binary op {op!r}")
-    odt = out.dtype
-    a_scalar, b_scalar = _is_scalar(a), _is_scalar(b)
-    strides = [out.strides]
+    shape, ostrides = out.shape, out.strides
+    a_scalar, b_scalar = isinstance(a, _SCALARS), isinstance(b, _SCALARS)
+    # The hot path: operands laid out exactly like a dense output (or scalars).
+    if _alike(a, shape, ostrides) and _alike(b, shape, ostrides) and _is_dense(shape, ostrides):
+        _binary_dense(op, a, b, out, numel(shape), a_scalar, b_scalar, compute_dtype, stream)
+        return
+    strides = [ostrides]
     if not a_scalar:
-        check_same_shape(a, out)
-        strides.append(a.strides)
+        check_same_shape(a, out)  # type: ignore[arg-type]
+        strides.append(a.strides)  # type: ignore[union-attr]
     if not b_scalar:
-        check_same_shape(b, out)
-        strides.append(b.strides)
-    lay = layout(out.shape, strides)
+        check_same_shape(b, out)  # type: ignore[arg-type]
+        strides.append(b.strides)  # type: ignore[union-attr]
+    lay = layout(shape, strides)
     if lay.n == 0:
         return
-    cdt = compute_dtype
-    if cdt in ("float16", "bfloat16"):
-        cdt = "float32"
-    elif cdt == "bool" and op not in ("eq", "ne", "logical_and", "logical_or", "logical_xor", "bitwise_and",
-                                      "bitwise_or", "bitwise_xor"):
-        cdt = "int8"
-    if op in _FLOAT_BINARY and not dtype_info(cdt).is_float:
-        cdt = "float64" if odt == "float64" else "float32"
-    adt = "scalar" if a_scalar else a.dtype
-    bdt = "scalar" if b_scalar else b.dtype
-    contig = lay.contiguous
-    sizes = [dtype_info(odt).itemsize] + [dtype_info(t.dtype).itemsize for t in (a, b) if not _is_scalar(t)]
-    block = _block(max(sizes), contig)
-    aligned = ((0 if a_scalar else a.ptr) | (0 if b_scalar else b.ptr) | out.ptr) & 15 == 0
-    key = (op, adt, bdt, odt, cdt, lay.rank, contig, lay.int64, aligned)
+    if lay.contiguous:
+        _binary_dense(op, a, b, out, lay.n, a_scalar, b_scalar, compute_dtype, stream)
+        return
+    odt = out.dtype
+    cdt = _binary_compute(op, compute_dtype, odt)
+    adt = "scalar" if a_scalar else a.dtype  # type: ignore[union-attr]
+    bdt = "scalar" if b_scalar else b.dtype  # type: ignore[union-attr]
+    sizes = [dtype_info(t).itemsize for t in (odt, adt, bdt) if t != "scalar"]
+    block, warps = launch_config(max(sizes), False)
+    key = (op, adt, bdt, odt, cdt, lay.rank, lay.int64, block, warps)
     launch = BINARY.cache.get(key)
     if launch is None:
         it = "i64" if lay.int64 else "i32"
@@ -586,21 +690,20 @@ def binary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferL
                  "b": _scalar_type(cdt) if b_scalar else ptr_type(bdt), "out": ptr_type(odt), "n": it,
                  **size_types(it), **stride_types("a", it), **stride_types("b", it), **stride_types("o", it)}
         consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_SCALAR=a_scalar, B_SCALAR=b_scalar, RANK=lay.rank,
-                      CONTIG=contig, INT64=lay.int64, BLOCK=block)
-        ptrs = [p for p, s in (("a", a_scalar), ("b", b_scalar), ("out", False)) if not s]
-        launch = BINARY.build(key, types, consts, ptrs if aligned else (), num_warps=4)
+                      INT64=lay.int64, BLOCK=block)
+        launch = BINARY.build(key, types, consts, num_warps=warps)
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
     st = lay.strides
     k = 1
     if a_scalar:
-        a_arg, a_st = _scalar_value(a, cdt), (0,) * 8
+        a_arg, a_st = _scalar_value(a, cdt), (0,) * 8  # type: ignore[arg-type]
     else:
-        a_arg, a_st = a.ptr, st[k]
+        a_arg, a_st = a.ptr, st[k]  # type: ignore[union-attr]
         k += 1
     if b_scalar:
-        b_arg, b_st = _scalar_value(b, cdt), (0,) * 8
+        b_arg, b_st = _scalar_value(b, cdt), (0,) * 8  # type: ignore[arg-type]
     else:
-        b_arg, b_st = b.ptr, st[k]
+        b_arg, b_st = b.ptr, st[k]  # type: ignore[union-attr]
     launch((cdiv(lay.n, block), 1, 1), stream,
            (a_arg, b_arg, out.ptr, lay.n, *lay.sizes, *a_st, *b_st, *st[0],
             *launch._consts))  # type: ignore[attr-defined]
@@ -632,12 +735,12 @@ def _ternary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, c: BufferL
     dts = tuple("scalar" if s else t.dtype for t, s in zip(operands, scal))  # type: ignore[union-attr]
     contig = lay.contiguous
     sizes = [dtype_info(odt).itemsize] + [dtype_info(d).itemsize for d in dts if d != "scalar"]
-    block = _block(max(sizes), contig)
+    block, warps = launch_config(max(sizes), contig)
     addr = 0
     for t, s in zip(operands, scal):
         addr |= 0 if s else t.ptr  # type: ignore[union-attr]
     aligned = (addr | out.ptr) & 15 == 0
-    key = (op, *dts, odt, cdt, lay.rank, contig, lay.int64, aligned)
+    key = (op, *dts, odt, cdt, lay.rank, contig, lay.int64, aligned, block, warps)
     launch = TERNARY.cache.get(key)
     if launch is None:
         it = "i64" if lay.int64 else "i32"
@@ -651,7 +754,7 @@ def _ternary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, c: BufferL
                       B_SCALAR=scal[1], C_SCALAR=scal[2], RANK=lay.rank, CONTIG=contig, INT64=lay.int64,
                       BLOCK=block)
         ptrs = [p for p, s in zip("abc", scal) if not s] + ["out"]
-        launch = TERNARY.build(key, types, consts, ptrs if aligned else (), num_warps=4)
+        launch = TERNARY.build(key, types, consts, ptrs if aligned else (), num_warps=warps)
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
     st = lay.strides
     args: list[Any] = []

@@ -27,6 +27,7 @@ past the output they are given.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -47,31 +48,37 @@ _BLOCK = 1024
 # ----------------------------------------------------------------------------------------------
 
 _ERR_SLOTS = 2 * _MAX_INDICES  # per index buffer: largest too-large value + 1, smallest too-small value
-_errors: dict[tuple[int, int], tuple[int, Any]] = {}
+# (context, stream) -> (address the kernel writes, host address the launcher reads, keep-alive)
+_errors: dict[tuple[int, int], tuple[int, int, Any]] = {}
 
 
-def _error_block(stream: int) -> int:
-    """A zeroed block of ``_ERR_SLOTS`` int64 private to ``stream``."""
+def _error_block(stream: int) -> tuple[int, int]:
+    """A zeroed block of ``_ERR_SLOTS`` int64 private to ``stream``: (device address, host address).
+
+    On the GPU it lives in pinned host memory mapped into the device, so reading it back costs a
+    stream synchronisation and a host load, not a copy: the kernel's (rare) atomics go to the host.
+    """
     ctx = 0 if rt.INTERPRET else rt.cuda().ensure_context()
     entry = _errors.get((ctx, stream))
     if entry is None:
         if rt.INTERPRET:
             host = np.zeros(_ERR_SLOTS, dtype=np.int64)
-            entry = (host.ctypes.data, host)
+            entry = (host.ctypes.data, host.ctypes.data, host)
         else:
-            ptr = rt.cuda().malloc(8 * _ERR_SLOTS)  # never freed: one per stream
-            rt.zero_int32(ptr, 2 * _ERR_SLOTS, stream)
-            entry = (ptr, None)
+            host_ptr, dev_ptr = rt.cuda().mapped(8 * _ERR_SLOTS)  # never freed: one per stream
+            entry = (dev_ptr, host_ptr, None)
         _errors[(ctx, stream)] = entry
-    return entry[0]
+    return entry[0], entry[1]
 
 
-def _raise_if_bad(err: int, dims: list[tuple[int, int]], stream: int) -> None:
-    """Read the error block; raise IndexError for the first index buffer with a bad value."""
-    raw = np.array(rt.read_int32(err, 2 * _ERR_SLOTS, stream), dtype=np.int32).view(np.int64)
+def _raise_if_bad(host: int, dims: list[tuple[int, int]], stream: int) -> None:
+    """Wait for ``stream``, read the error block; raise IndexError for the first index buffer with a bad value."""
+    if not rt.INTERPRET:
+        rt.cuda().synchronize(stream)
+    raw = np.frombuffer(ctypes.string_at(host, 8 * _ERR_SLOTS), dtype=np.int64)
     if not raw.any():
         return
-    rt.zero_int32(err, 2 * _ERR_SLOTS, stream)
+    ctypes.memset(host, 0, 8 * _ERR_SLOTS)  # the stream is idle: no kernel can be writing it now
     for j, (dim, size) in enumerate(dims):
         hi, lo = int(raw[2 * j]), int(raw[2 * j + 1])
         if hi or lo:
@@ -244,7 +251,7 @@ def _launch(mode: str, dst: BufferLike, src: BufferLike | float | int | bool | N
             sizes.append(0)
             istrides.append(0)
             ist.extend((0,) * MAX_RANK)
-    err = _error_block(stream)
+    err, err_host = _error_block(stream)
     value = conv(src) if src_scalar else 0  # type: ignore[arg-type]
     fn((cdiv(lay.n, _BLOCK), 1, 1), stream,
        (target.ptr, 0 if src_scalar else src.ptr, err, *idx_ptrs, value, conv(alpha),  # type: ignore[union-attr]
@@ -252,7 +259,7 @@ def _launch(mode: str, dst: BufferLike, src: BufferLike | float | int | bool | N
         *fn._consts))  # type: ignore[attr-defined]
     if wide is not None:
         copy(wide, Buffer(dst.ptr, dshape, _shape1(dst)[1], dst.dtype), stream=stream)
-    _raise_if_bad(err, [(d, s) for _, _, d, s, _ in indices], stream)
+    _raise_if_bad(err_host, [(d, s) for _, _, d, s, _ in indices], stream)
 
 
 def _dim(dim: int, rank: int) -> int:

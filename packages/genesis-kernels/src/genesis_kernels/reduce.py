@@ -230,6 +230,21 @@ def _normalize_dims(dims: tuple[int, ...] | int | None, rank: int) -> tuple[int,
     return tuple(sorted(set(out)))
 
 
+def tile_config(M: int, K: int, red_contig: bool, kept_contig: bool) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_K, num_warps, programs per SM wanted before K is split) for an ``M x K`` reduction.
+
+    The tile is long along whichever side is contiguous in memory. A plain function, so that a
+    tuning script can replace it and measure other choices.
+    """
+    if red_contig or not kept_contig:
+        block_k = min(next_pow2(K), 2048 if red_contig else 256)
+        block_m = max(1, min(next_pow2(M), _TILE // block_k))
+    else:
+        block_m = min(next_pow2(M), 128)
+        block_k = max(1, min(next_pow2(K), _TILE // block_m))
+    return block_m, block_k, 4 if block_m * block_k <= 2048 else 8, 4
+
+
 def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
          kept: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
          red: tuple[tuple[int, ...], tuple[int, ...]], divisor: float, finalize: str, stream: int) -> None:
@@ -240,16 +255,10 @@ def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
     kept_contig = len(kshape) == 1 and kx[0] == 1 and ko[0] == 1
     red_contig = len(rshape) == 1 and rx[0] == 1
     big = max(M, K, extent(kshape, kx) + extent(rshape, rx), extent(kshape, ko)) >= INT32_LIMIT - 65536
-    # Tile shape: long along whichever side is contiguous in memory.
-    if red_contig or not kept_contig:
-        block_k = min(next_pow2(K), 2048 if red_contig else 256)
-        block_m = max(1, min(next_pow2(M), _TILE // block_k))
-    else:
-        block_m = min(next_pow2(M), 128)
-        block_k = max(1, min(next_pow2(K), _TILE // block_m))
+    block_m, block_k, num_warps, per_sm = tile_config(M, K, red_contig, kept_contig)
     programs_m = cdiv(M, block_m)
     split = 1
-    want = 4 * sm_count()  # programs needed to keep every SM busy
+    want = per_sm * sm_count()  # programs needed to keep every SM busy
     if programs_m < want and K > 8 * block_k:
         split = max(1, min(cdiv(want, programs_m), cdiv(K, 4 * block_k), 1024))
     k_per = cdiv(cdiv(K, split), block_k) * block_k
@@ -259,7 +268,7 @@ def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
     ints = (M, K, k_per)
     kernel_args = (*_sizes(kshape), *_pad(kx, 0), *_pad(ko, 0), *_sizes(rshape), *_pad(rx, 0))
 
-    def launch(xp: int, xdt: str, outp: int, outdt: str, rop: str, final: bool, bm: int, bk: int,
+    def launch(xp: int, xdt: str, outp: int, outdt: str, rop: str, final: bool, bm: int, bk: int, warps: int,
                grid: tuple[int, int, int], kargs: tuple, kc: bool, rc: bool, kr: int, rr: int,
                ints: tuple[int, int, int]) -> None:
         # Pointers and strides divisible by 16 let the compiler prove rows start 16-byte aligned,
@@ -268,7 +277,7 @@ def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
         aligned = tuple(["x"] if xp % 16 == 0 else []) + tuple(
             n for n, v in zip(names + tuple(f"xr{d}" for d in range(MAX_RANK)), kargs[7:15] + kargs[30:38])
             if v % 16 == 0) + (("K_PER",) if ints[2] % 16 == 0 else ())
-        key = (rop, xdt, outdt, acc, final, finalize if final else "none", kr, rr, kc, rc, big, bm, bk,
+        key = (rop, xdt, outdt, acc, final, finalize if final else "none", kr, rr, kc, rc, big, bm, bk, warps,
                aux != 0, aligned)
         fn = _REDUCE.cache.get(key)
         if fn is None:
@@ -280,17 +289,17 @@ def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
             consts = dict(OP=rop, ACC=dtype_info(acc).tl, FINAL=final, FINALIZE=finalize if final else "none",
                           KEPT_RANK=kr, RED_RANK=rr, KEPT_CONTIG=kc, RED_CONTIG=rc, INT64=big,
                           BLOCK_M=bm, BLOCK_K=bk)
-            fn = _REDUCE.build(key, types, consts, aligned, num_warps=4 if bm * bk <= 2048 else 8)
+            fn = _REDUCE.build(key, types, consts, aligned, num_warps=warps)
             fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
         fn(grid, stream, (xp, aux, outp, *ints, float(divisor), *kargs, *fn._consts))  # type: ignore[attr-defined]
 
     if split == 1:
-        launch(x_ptr, x_dtype, out.ptr, out.dtype, op, True, block_m, block_k, (programs_m, 1, 1),
+        launch(x_ptr, x_dtype, out.ptr, out.dtype, op, True, block_m, block_k, num_warps, (programs_m, 1, 1),
                kernel_args, kept_contig, red_contig, len(kshape), len(rshape), ints)
         return
     # Stage 1: partials of shape (split, M), contiguous, in the accumulation dtype.
     part = scratch(split * M * dtype_info(acc).itemsize, stream)
-    launch(x_ptr, x_dtype, part, acc, op, False, block_m, block_k, (programs_m, split, 1),
+    launch(x_ptr, x_dtype, part, acc, op, False, block_m, block_k, num_warps, (programs_m, split, 1),
            kernel_args, kept_contig, red_contig, len(kshape), len(rshape), ints)
     # Stage 2: fold the partials: kept = the flat row index, reduced = the split index (stride M).
     flat = contiguous_strides(kshape)
@@ -298,7 +307,7 @@ def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
     bm2 = max(1, min(next_pow2(M), _TILE // bk2))
     args2 = (*_sizes(kshape), *_pad(flat, 0), *_pad(ko, 0), *_sizes((split,)), *_pad((M,), 0))
     kc2 = len(kshape) == 1 and ko[0] == 1
-    launch(part, acc, out.ptr, out.dtype, final_op, True, bm2, bk2, (cdiv(M, bm2), 1, 1), args2, kc2, False,
+    launch(part, acc, out.ptr, out.dtype, final_op, True, bm2, bk2, 4, (cdiv(M, bm2), 1, 1), args2, kc2, False,
            len(kshape), 1, (M, split, split))
 
 

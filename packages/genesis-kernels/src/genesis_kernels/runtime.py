@@ -217,9 +217,10 @@ class _Cuda:
 
     def __init__(self) -> None:
         self.lib = ctypes.CDLL("libcuda.so.1")
-        for name in ("cuMemAlloc_v2", "cuMemsetD32Async", "cuMemcpyDtoH_v2", "cuStreamSynchronize",
+        for name in ("cuMemAlloc_v2", "cuMemcpyDtoHAsync_v2", "cuStreamSynchronize",
                      "cuCtxGetCurrent", "cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
-                     "cuCtxSetCurrent", "cuDeviceGetAttribute", "cuCtxGetDevice"):
+                     "cuCtxSetCurrent", "cuDeviceGetAttribute", "cuCtxGetDevice", "cuMemHostAlloc",
+                     "cuMemHostGetDevicePointer_v2"):
             getattr(self.lib, name).restype = ctypes.c_int
 
     def check(self, status: int, what: str) -> None:
@@ -242,15 +243,28 @@ class _Cuda:
         self.check(self.lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(nbytes)), "cuMemAlloc")
         return int(ptr.value)
 
-    def memset32(self, ptr: int, value: int, count: int, stream: int) -> None:
-        self.check(self.lib.cuMemsetD32Async(ctypes.c_uint64(ptr), ctypes.c_uint32(value),
-                                             ctypes.c_size_t(count), ctypes.c_void_p(stream)), "cuMemsetD32Async")
+    def mapped(self, nbytes: int) -> tuple[int, int]:
+        """Pinned host memory the device can address: (host pointer, device pointer)."""
+        host, dev = ctypes.c_void_p(), ctypes.c_uint64()
+        # CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP
+        self.check(self.lib.cuMemHostAlloc(ctypes.byref(host), ctypes.c_size_t(nbytes), ctypes.c_uint(0x3)),
+                   "cuMemHostAlloc")
+        self.check(self.lib.cuMemHostGetDevicePointer_v2(ctypes.byref(dev), host, ctypes.c_uint(0)),
+                   "cuMemHostGetDevicePointer")
+        ctypes.memset(host, 0, nbytes)
+        return int(host.value), int(dev.value)
+
+    def synchronize(self, stream: int) -> None:
+        self.check(self.lib.cuStreamSynchronize(ctypes.c_void_p(stream)), "cuStreamSynchronize")
 
     def read(self, ptr: int, nbytes: int, stream: int) -> bytes:
-        self.check(self.lib.cuStreamSynchronize(ctypes.c_void_p(stream)), "cuStreamSynchronize")
-        buf = ctypes.create_string_buffer(nbytes)
-        self.check(self.lib.cuMemcpyDtoH_v2(buf, ctypes.c_uint64(ptr), ctypes.c_size_t(nbytes)), "cuMemcpyDtoH")
-        return buf.raw
+        """Copy ``nbytes`` at device ``ptr`` to the host, in order on ``stream``, and wait for it."""
+        host, _ = _staging(nbytes)
+        self.check(self.lib.cuMemcpyDtoHAsync_v2(ctypes.c_void_p(host), ctypes.c_uint64(ptr),
+                                                 ctypes.c_size_t(nbytes), ctypes.c_void_p(stream)),
+                   "cuMemcpyDtoHAsync")
+        self.synchronize(stream)
+        return ctypes.string_at(host, nbytes)
 
     def sm_count(self) -> int:
         dev, count = ctypes.c_int(), ctypes.c_int()
@@ -261,6 +275,16 @@ class _Cuda:
 
 
 _cuda: _Cuda | None = None
+_staging_block = threading.local()  # per thread: (host, device, nbytes) of pinned memory for read-backs
+
+
+def _staging(nbytes: int) -> tuple[int, int]:
+    """This thread's pinned, device-mapped block of at least ``nbytes`` (never freed: a few bytes each)."""
+    block = getattr(_staging_block, "block", None)
+    if block is None or block[2] < nbytes:
+        host, dev = cuda().mapped(max(256, next_pow2(nbytes)))
+        block = _staging_block.block = (host, dev, max(256, next_pow2(nbytes)))
+    return block[0], block[1]
 _scratch: dict[tuple[int, int], tuple[int, int, Any]] = {}  # (context, stream) -> (ptr, nbytes, keep-alive)
 _sm_count: int | None = None
 
@@ -301,13 +325,6 @@ def scratch(nbytes: int, stream: int) -> int:
         ptr = cuda().malloc(size)  # never freed: a handful of small blocks per process
         _scratch[(ctx, stream)] = (ptr, size, entry)
     return ptr
-
-
-def zero_int32(ptr: int, count: int, stream: int) -> None:
-    if INTERPRET:
-        ctypes.memset(ptr, 0, 4 * count)
-    else:
-        cuda().memset32(ptr, 0, count, stream)
 
 
 def read_int32(ptr: int, count: int, stream: int) -> list[int]:
