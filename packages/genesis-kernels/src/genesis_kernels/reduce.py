@@ -236,13 +236,18 @@ def tile_config(M: int, K: int, red_contig: bool, kept_contig: bool) -> tuple[in
     The tile is long along whichever side is contiguous in memory. A plain function, so that a
     tuning script can replace it and measure other choices.
     """
+    if red_contig and M == 1:  # everything into one value: wide tiles over the split K
+        block_m, block_k = 1, min(next_pow2(K), 4096)
+        return block_m, block_k, 8 if block_k >= 4096 else 4, 4
     if red_contig or not kept_contig:
         block_k = min(next_pow2(K), 2048 if red_contig else 256)
         block_m = max(1, min(next_pow2(M), _TILE // block_k))
-    else:
-        block_m = min(next_pow2(M), 128)
-        block_k = max(1, min(next_pow2(K), _TILE // block_m))
-    return block_m, block_k, 4 if block_m * block_k <= 2048 else 8, 4
+        return block_m, block_k, 4 if block_m * block_k <= 2048 else 8, 4
+    # Kept dim contiguous (sum over the first dim): wide rows of columns, short K chunks, and more
+    # programs per SM before K is split (measured on an H200 with tools/probe_kernels.py).
+    block_m = min(next_pow2(M), 512)
+    block_k = max(1, min(next_pow2(K), _TILE // block_m))
+    return block_m, block_k, 4 if block_m * block_k <= 2048 else 8, 8
 
 
 def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
