@@ -31,6 +31,7 @@ from .autograd_api import backward, grad
 from .factories import (
     arange,
     as_tensor,
+    bernoulli,
     cat,
     empty,
     empty_like,
@@ -39,6 +40,8 @@ from .factories import (
     from_numpy,
     full,
     full_like,
+    get_rng_state,
+    initial_seed,
     linspace,
     manual_seed,
     normal,
@@ -49,6 +52,9 @@ from .factories import (
     randint,
     randn,
     randn_like,
+    randperm,
+    seed,
+    set_rng_state,
     stack,
     tensor,
     where,
@@ -79,4 +85,5 @@ __all__ = [
     "no_grad", "normal", "ones", "ones_like", "promote_types", "rand", "rand_like", "randint", "randn",
     "randn_like", "set_default_dtype", "set_grad_enabled", "stack", "tensor", "uint8", "where", "zeros",
     "zeros_like",
+    "bernoulli", "get_rng_state", "initial_seed", "randperm", "seed", "set_rng_state",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import genesis_ndarray as nd
 
+from . import grad_mode
 from .tensor import Tensor
 
 
@@ -90,8 +91,66 @@ def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
     return Tensor(nd.randint(low, high, size, dtype=dtype, device=device))
 
 
-def normal(mean: float, std: float, size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _leaf(nd.randn(*size, dtype=dtype, device=device) * std + mean, requires_grad)
+def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """normal(mean, std, size) with numbers; or mean and / or std Tensors (broadcast together, no size),
+    whose gradient is zero, as torch's."""
+    if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        if size is None:
+            raise TypeError("normal() with a number mean and std needs a size")
+        return _leaf(nd.randn(*size, dtype=dtype, device=device) * std + mean, requires_grad)
+    like = mean if isinstance(mean, Tensor) else std
+    m = mean.data if isinstance(mean, Tensor) else mean
+    s = std.data if isinstance(std, Tensor) else std
+    if isinstance(std, Tensor) and std.numel() and (s < 0).any().item():
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    shape = nd.shape.broadcast_shapes(mean.shape if isinstance(mean, Tensor) else (),
+                                      std.shape if isinstance(std, Tensor) else ())
+    values = nd.randn(*shape, dtype=like.dtype, device=like.device) * s + m
+    return _zero_grad_to(values.astype(like.dtype), mean, std)
+
+
+def randperm(n: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0 .. n-1 (int64 unless ``dtype`` says otherwise)."""
+    return _leaf(nd.randperm(n, dtype=dtype, device=device), requires_grad)
+
+
+def bernoulli(input: Tensor, p=None) -> Tensor:
+    """0 / 1 in input's dtype, each 1 with the probability at its place in ``input`` (or with ``p``);
+    the gradient to ``input`` is zero, as torch's."""
+    return _zero_grad_to(input.data.bernoulli(p.data if isinstance(p, Tensor) else p), input)
+
+
+def _zero_grad_to(values: nd.NDArray, *inputs) -> Tensor:
+    """``values`` as a Tensor which, like torch's sampling functions, passes a zero gradient to ``inputs``."""
+    from . import functions as F
+
+    out = Tensor(values)
+    for x in inputs:
+        if isinstance(x, Tensor) and x.requires_grad and grad_mode.is_grad_enabled():
+            out = F.Copy.apply(x.expand(*values.shape), out)
+    return out
+
+
+def get_rng_state(device=None) -> Tensor:
+    """The generator state of ``device`` (default cpu), a uint8 tensor on the cpu."""
+    return Tensor(nd.get_rng_state(device))
+
+
+def set_rng_state(state, device=None) -> None:
+    """Restore a state from get_rng_state(device): the draws that followed it come again."""
+    nd.set_rng_state(state.data if isinstance(state, Tensor) else state, device)
+
+
+def seed() -> int:
+    """Seed every device's generator with a non-deterministic number, and return it."""
+    return nd.seed()
+
+
+def initial_seed() -> int:
+    """The seed last given to the generators (the cpu generator's initial seed, as torch.initial_seed)."""
+    return nd.initial_seed()
 
 
 def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:

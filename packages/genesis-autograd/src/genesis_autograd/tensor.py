@@ -9,6 +9,7 @@ from __future__ import annotations
 from numbers import Number
 
 from genesis_ndarray import NDArray, as_device, as_dtype
+from genesis_ndarray.shape import movedim_order, unflatten_shape
 
 from . import function as _function_module
 from . import functions as F
@@ -21,8 +22,8 @@ class Tensor:
     """A multi-dimensional array that can record the operations applied to it."""
 
     __slots__ = (
-        "__weakref__", "_accumulator", "_base", "_hooks", "_output_nr", "_retains_grad", "_version", "data",
-        "grad", "grad_fn", "requires_grad",
+        "__weakref__", "_accumulator", "_base", "_hooks", "_output_nr", "_retains_grad", "_version",
+        "_view_version", "data", "grad", "grad_fn", "requires_grad",
     )
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
 
@@ -39,6 +40,7 @@ class Tensor:
         self._hooks = None
         self._retains_grad = False
         self._base = None  # for a view: the tensor whose memory it shows
+        self._view_version = 0  # for a view: the version its grad_fn was recorded at (see _refresh_view)
 
     # ------------------------------------------------------------- metadata
     shape = property(lambda self: self.data.shape)
@@ -168,6 +170,8 @@ class Tensor:
         return _RemovableHandle(hooks, hook)
 
     def _grad_edge(self):
+        if self._base is not None and self._view_version != self._version[0]:
+            self._refresh_view()
         if self.grad_fn is not None:
             return (self.grad_fn, self._output_nr)
         if self._accumulator is None:
@@ -308,15 +312,6 @@ class Tensor:
     def __rmatmul__(self, o):
         return o.matmul(self)
 
-    def __floordiv__(self, o):
-        return self._no_grad_binary("floor_divide", o)
-
-    def __rfloordiv__(self, o):
-        return Tensor(_as_nd(o, self)._binary("floor_divide", self.data))
-
-    def __mod__(self, o):
-        return self._no_grad_binary("remainder", o)
-
     def _no_grad_binary(self, op: str, o):
         o = self._other(o)
         if o is NotImplemented:
@@ -363,26 +358,17 @@ class Tensor:
     def exp(self): return F.Exp.apply(self)
     def log(self): return F.Log.apply(self)
     def sqrt(self): return F.Sqrt.apply(self)
-    def rsqrt(self): return 1 / F.Sqrt.apply(self)
     def tanh(self): return F.Tanh.apply(self)
     def sigmoid(self): return F.Sigmoid.apply(self)
     def relu(self): return F.ReLU.apply(self)
     def abs(self): return F.Abs.apply(self)
     def sin(self): return F.Sin.apply(self)
     def cos(self): return F.Cos.apply(self)
-    def square(self): return self * self
-    def reciprocal(self): return 1 / self
-    def log1p(self): return (self + 1).log()
     def sign(self): return F.Unary.apply(self, "sign")
     def floor(self): return F.Unary.apply(self, "floor")
     def ceil(self): return F.Unary.apply(self, "ceil")
     def round(self): return F.Unary.apply(self, "round")
     def trunc(self): return F.Unary.apply(self, "trunc")
-
-    def clamp(self, min=None, max=None):
-        return F.Clamp.apply(self, min, max)
-
-    clip = clamp
 
     def where(self, condition: Tensor, other) -> Tensor:
         """torch's x.where(condition, y): x where condition holds, else y."""
@@ -429,6 +415,19 @@ class Tensor:
     def std(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
         return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
+    def vector_norm(self, ord: float = 2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+        """torch.linalg.vector_norm: ``sum(|x|^ord)^(1/ord)`` over ``dim`` (inf / -inf: max / min of |x|)."""
+        x = self if dtype is None else self.to(dtype=dtype)
+        return F.VectorNorm.apply(x, float(ord), dim, keepdim)
+
+    def norm(self, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+        """torch.norm for vector norms: ``p`` a number, inf or "fro" (the 2-norm over ``dim``)."""
+        if isinstance(p, str):
+            if p != "fro":
+                raise RuntimeError(f"norm: the {p!r} norm is a matrix norm, which genesis does not implement")
+            p = 2
+        return self.vector_norm(p, dim, keepdim, dtype=dtype)
+
     def logsumexp(self, dim, keepdim: bool = False):
         return F.Logsumexp.apply(self, dim, keepdim)
 
@@ -437,6 +436,150 @@ class Tensor:
 
     def any(self, dim=None, keepdim: bool = False):
         return Tensor(self.data.any(dim, keepdim))
+
+    # ------------------------------------------------------------- math: more elementwise, ternary, prod, scans
+    # Gradients in functions/math.py; in-place forms (those torch has) at the end of the section.
+    def exp2(self): return F.Exp2.apply(self)
+    def expm1(self): return F.Expm1.apply(self)
+    def log2(self): return F.Log2.apply(self)
+    def log10(self): return F.Log10.apply(self)
+    def log1p(self): return F.Log1p.apply(self)
+    def tan(self): return F.Tan.apply(self)
+    def rsqrt(self): return F.Rsqrt.apply(self)
+    def reciprocal(self): return F.Reciprocal.apply(self)
+    def square(self): return F.Square.apply(self)
+    def erf(self): return F.Erf.apply(self)
+    def silu(self): return F.Silu.apply(self)
+
+    def gelu(self, approximate: str = "none"):
+        if approximate not in ("none", "tanh"):
+            raise RuntimeError("approximate argument must be either none or tanh.")
+        return F.Gelu.apply(self) if approximate == "none" else F.GeluTanh.apply(self)
+
+    def atan2(self, other: Tensor) -> Tensor:
+        if not isinstance(other, Tensor):
+            raise TypeError(f"atan2(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        return F.Atan2.apply(self, other)
+
+    arctan2 = atan2
+
+    def remainder(self, other):
+        other = self._other(other)
+        return other if other is NotImplemented else F.Remainder.apply(self, other)
+
+    def fmod(self, other):
+        other = self._other(other)
+        return other if other is NotImplemented else F.Fmod.apply(self, other)
+
+    def floor_divide(self, other):
+        """Recorded like torch, which has no derivative for it: backward through it raises."""
+        other = self._other(other)
+        return other if other is NotImplemented else F.FloorDivide.apply(self, other)
+
+    __mod__ = remainder
+    __floordiv__ = floor_divide
+
+    def __rmod__(self, o):
+        return F.Remainder.apply(o, self)
+
+    def __rfloordiv__(self, o):
+        return F.FloorDivide.apply(o, self)
+
+    def lerp(self, end: Tensor, weight) -> Tensor:
+        """self + weight * (end - self); weight a number or a Tensor (end and weight of self's dtype)."""
+        return F.Lerp.apply(self, end, weight)
+
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+        return F.Addcmul.apply(self, tensor1, tensor2, value)
+
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+        return F.Addcdiv.apply(self, tensor1, tensor2, value)
+
+    def clamp(self, min=None, max=None):
+        """Bounds both numbers (or None), or both Tensors (or None) that broadcast with self, as torch."""
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            if isinstance(min, Number) or isinstance(max, Number):
+                raise TypeError("clamp() received an invalid combination of arguments: min and max must both be "
+                                "Tensors (or None) or both numbers (or None)")
+            if min is None and max is None:
+                raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+            return F.ClampTensor.apply(self, min, max)
+        return F.Clamp.apply(self, min, max)
+
+    clip = clamp
+
+    def clamp_min(self, min): return self.clamp(min=min)
+    def clamp_max(self, max): return self.clamp(max=max)
+
+    def prod(self, dim: int | None = None, keepdim: bool = False, dtype=None) -> Tensor:
+        if dim is not None and not isinstance(dim, int):
+            raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+        return F.Prod.apply(self, dim, keepdim, dtype)
+
+    def cumsum(self, dim: int, dtype=None) -> Tensor:
+        return F.Cumsum.apply(self, dim, None if dtype is None else as_dtype(dtype))
+
+    def cumprod(self, dim: int, dtype=None) -> Tensor:
+        return F.Cumprod.apply(self, dim, None if dtype is None else as_dtype(dtype))
+
+    def tril(self, diagonal: int = 0) -> Tensor: return F.Tril.apply(self, diagonal)
+    def triu(self, diagonal: int = 0) -> Tensor: return F.Triu.apply(self, diagonal)
+
+    def _math_inplace(self, method: str, *args, **kwargs) -> Tensor:
+        """self.<method>_(...): the out-of-place op written back into self, refused (as torch) when its
+        result would need a wider dtype or a larger shape than self has."""
+        def run(x):
+            out = getattr(x, method)(*args, **kwargs)
+            if out.dtype.category > self.dtype.category:
+                raise RuntimeError(f"result type {out.dtype.name.capitalize()} can't be cast to the desired output "
+                                   f"type {self.dtype.name.capitalize()}")
+            if tuple(out.shape) != tuple(self.shape):
+                raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                                   f"{list(out.shape)}")
+            return out
+
+        needs = any(isinstance(a, Tensor) and a.requires_grad for a in (*args, *kwargs.values()))
+        return self._inplace(lambda: run(self._snapshot()), lambda: self.data.copy_(run(self.detach()).data),
+                             needs_graph=needs)
+
+    def exp2_(self): return self._math_inplace("exp2")
+    def expm1_(self): return self._math_inplace("expm1")
+    def log2_(self): return self._math_inplace("log2")
+    def log10_(self): return self._math_inplace("log10")
+    def log1p_(self): return self._math_inplace("log1p")
+    def sin_(self): return self._math_inplace("sin")
+    def cos_(self): return self._math_inplace("cos")
+    def tan_(self): return self._math_inplace("tan")
+    def rsqrt_(self): return self._math_inplace("rsqrt")
+    def reciprocal_(self): return self._math_inplace("reciprocal")
+    def square_(self): return self._math_inplace("square")
+    def erf_(self): return self._math_inplace("erf")
+    def sign_(self): return self._math_inplace("sign")
+    def floor_(self): return self._math_inplace("floor")
+    def ceil_(self): return self._math_inplace("ceil")
+    def round_(self): return self._math_inplace("round")
+    def trunc_(self): return self._math_inplace("trunc")
+    def atan2_(self, other): return self._math_inplace("atan2", other)
+    def remainder_(self, other): return self._math_inplace("remainder", other)
+    def fmod_(self, other): return self._math_inplace("fmod", other)
+    def floor_divide_(self, other): return self._math_inplace("floor_divide", other)
+    def lerp_(self, end, weight): return self._math_inplace("lerp", end, weight)
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self._math_inplace("addcmul", tensor1, tensor2, value=value)
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return self._math_inplace("addcdiv", tensor1, tensor2, value=value)
+
+    def clamp_(self, min=None, max=None): return self._math_inplace("clamp", min, max)
+    def clamp_min_(self, min): return self._math_inplace("clamp", min, None)
+    def clamp_max_(self, max): return self._math_inplace("clamp", None, max)
+    def cumsum_(self, dim, dtype=None): return self._math_inplace("cumsum", dim, dtype)
+    def cumprod_(self, dim, dtype=None): return self._math_inplace("cumprod", dim, dtype)
+    def tril_(self, diagonal=0): return self._math_inplace("tril", diagonal)
+    def triu_(self, diagonal=0): return self._math_inplace("triu", diagonal)
+
+    clip_ = clamp_
 
     # ------------------------------------------------------------- linear algebra
     def matmul(self, other: Tensor) -> Tensor:
@@ -480,6 +623,10 @@ class Tensor:
 
     @property
     def mT(self) -> Tensor:
+        if self.ndim < 2:
+            if self.ndim == 0:
+                return self  # torch: deprecated, the identity
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
         return self.transpose(-2, -1)
 
     def expand(self, *shape) -> Tensor:
@@ -542,6 +689,76 @@ class Tensor:
                                                     value.data if isinstance(value, Tensor) else value),
                       needs_graph=isinstance(value, Tensor) and value.requires_grad)
 
+    # ------------------------------------------------------------- indexing, selection, sorting
+    # gather / scatter / index_select / index_add / masked_* / take_along_dim / sort / topk
+    # (functions/indexing.py); nonzero and argsort have no gradient. Index and mask arguments
+    # are Tensors on this tensor's device. In-place forms go through _inplace like add_.
+    def gather(self, dim: int, index: Tensor) -> Tensor:
+        return F.Gather.apply(self, dim, _tensor_arg(index, "gather", "index"))
+
+    def scatter(self, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
+        return F.Scatter.apply(self, dim, _tensor_arg(index, "scatter", "index"), _scatter_src(src, value, reduce))
+
+    def scatter_(self, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
+        index, src = _tensor_arg(index, "scatter_", "index"), _scatter_src(src, value, reduce)
+        return self._inplace(lambda: F.Scatter.apply(self._snapshot(), dim, index, src),
+                             lambda: self.data.scatter_(dim, index.data, _plain(src)),
+                             needs_graph=_requires_grad(src))
+
+    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        return F.ScatterAdd.apply(self, dim, _tensor_arg(index, "scatter_add", "index"),
+                                  _tensor_arg(src, "scatter_add", "src"))
+
+    def scatter_add_(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        index, src = _tensor_arg(index, "scatter_add_", "index"), _tensor_arg(src, "scatter_add_", "src")
+        return self._inplace(lambda: F.ScatterAdd.apply(self._snapshot(), dim, index, src),
+                             lambda: self.data.scatter_add_(dim, index.data, src.data),
+                             needs_graph=src.requires_grad)
+
+    def index_select(self, dim: int, index: Tensor) -> Tensor:
+        return F.IndexSelect.apply(self, dim, _tensor_arg(index, "index_select", "index"))
+
+    def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+        return F.IndexAdd.apply(self, dim, _tensor_arg(index, "index_add", "index"),
+                                _tensor_arg(source, "index_add", "source"), alpha)
+
+    def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+        index, source = _tensor_arg(index, "index_add_", "index"), _tensor_arg(source, "index_add_", "source")
+        return self._inplace(lambda: F.IndexAdd.apply(self._snapshot(), dim, index, source, alpha),
+                             lambda: self.data.index_add_(dim, index.data, source.data, alpha),
+                             needs_graph=source.requires_grad)
+
+    def masked_fill(self, mask: Tensor, value) -> Tensor:
+        """``value`` (a scalar or a 0-d Tensor, which then gets a gradient) where mask holds."""
+        return F.MaskedFill.apply(self, _tensor_arg(mask, "masked_fill", "mask"), _fill_arg(value), False)
+
+    def masked_fill_(self, mask: Tensor, value) -> Tensor:
+        mask, value = _tensor_arg(mask, "masked_fill_", "mask"), _fill_arg(value)
+        return self._inplace(lambda: F.MaskedFill.apply(self._snapshot(), mask, value, True),
+                             lambda: self.data.masked_fill_(mask.data, _plain(value)),
+                             needs_graph=_requires_grad(value))
+
+    def masked_select(self, mask: Tensor) -> Tensor:
+        return F.MaskedSelect.apply(self, _tensor_arg(mask, "masked_select", "mask"))
+
+    def nonzero(self, *, as_tuple: bool = False):
+        out = self.data.nonzero(as_tuple)
+        return tuple(Tensor(o) for o in out) if as_tuple else Tensor(out)
+
+    def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
+        return F.TakeAlongDim.apply(self, _tensor_arg(indices, "take_along_dim", "indices"), dim)
+
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False):
+        """(values, indices), named like torch.return_types.sort."""
+        return _MinMax(*F.Sort.apply(self, dim, descending, stable))
+
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+        return Tensor(self.data.argsort(dim, descending, stable))
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+        """(values, indices) of the k largest (or smallest) along dim, named like torch.return_types.topk."""
+        return _MinMax(*F.TopK.apply(self, k, dim, largest, sorted))
+
     # ------------------------------------------------------------- copies and in-place
     def clone(self) -> Tensor:
         return F.Clone.apply(self)
@@ -560,12 +777,18 @@ class Tensor:
 
     def _inplace(self, recorded, plain, needs_graph: bool = False) -> Tensor:
         """Run an in-place op: through a graph node when gradients flow, else directly."""
+        base = self._base
+        if base is not None and self._view_version != self._version[0]:
+            self._refresh_view()
         if grad_mode._state.enabled and (self.requires_grad or needs_graph):
             if self.is_leaf and self.requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            if base is not None and base.is_leaf and base.requires_grad:
+                raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                                   "operation.")
             result = recorded()
             self.data.copy_(result.data)
-            if self._base is not None:
+            if base is not None:
                 self._rebase_view(result)
             else:
                 self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
@@ -573,19 +796,31 @@ class Tensor:
         else:
             plain()
         self._version[0] += 1
+        if base is not None:
+            self._view_version = self._version[0]
         return self
+
+    def _view_region(self) -> tuple:
+        """(shape, strides, offset from the base's offset): where this view lies in its base's memory."""
+        return (tuple(self.shape), tuple(self.stride()), self.data.storage_offset() - self._base.data.storage_offset())
+
+    def _refresh_view(self) -> None:
+        """A view whose base was written in place (through the base or another view) since this view's
+        grad_fn was recorded reads the base's new history: its grad_fn becomes an AsStrided view of the
+        base, as torch regenerates it."""
+        self._view_version = self._version[0]
+        base = self._base
+        if base.requires_grad:
+            with grad_mode.enable_grad():
+                view = F.AsStrided.apply(base, self._view_region())
+            self.grad_fn, self._output_nr, self.requires_grad = view.grad_fn, 0, True
 
     def _rebase_view(self, result: Tensor) -> None:
         """After an in-place op wrote ``result`` through this view, give the base the new
         history (its old value with the view's region replaced by ``result``) and make
         this view a view of that new history, as torch does."""
         base = self._base
-        if base.is_leaf and base.requires_grad:
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-        if not base.is_contiguous():
-            raise RuntimeError("in-place operation on a view of a non-contiguous tensor that is part of the "
-                               "autograd graph is not supported; clone() the base first")
-        region = (tuple(self.shape), tuple(self.stride()), self.data.storage_offset() - base.data.storage_offset())
+        region = self._view_region()
         new_base = F.CopySlices.apply(base, result, region)
         base.grad_fn, base._output_nr, base.requires_grad = new_base.grad_fn, 0, new_base.requires_grad
         view = F.AsStrided.apply(base, region)
@@ -630,10 +865,6 @@ class Tensor:
     def neg_(self): return self._unary_inplace("neg")
     def abs_(self): return self._unary_inplace("abs")
 
-    def clamp_(self, min=None, max=None):
-        return self._inplace(lambda: self._snapshot().clamp(min, max),
-                             lambda: self.data.copy_(self.data.clamp(min, max)))
-
     def fill_(self, value) -> Tensor:
         return self._inplace(lambda: F.Fill.apply(self._snapshot(), value), lambda: self.data.fill_(value))
 
@@ -647,6 +878,70 @@ class Tensor:
                              lambda: self.data.copy_(src.data),
                              needs_graph=src.requires_grad)
 
+    # ------------------------------------------------------------- views: diagonal, unfold, movedim, as_strided
+    # diagonal, unfold and as_strided share memory (functions/views.py); unflatten, movedim and
+    # swapaxes are view / permute / transpose, their geometry worked out in genesis_ndarray.shape.
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        return F.Diagonal.apply(self, offset, dim1, dim2)
+
+    def unfold(self, dimension: int, size: int, step: int) -> Tensor:
+        return F.Unfold.apply(self, dimension, size, step)
+
+    def unflatten(self, dim: int, sizes) -> Tensor:
+        return self.view(*unflatten_shape(self.shape, dim, sizes))
+
+    def movedim(self, source, destination) -> Tensor:
+        return self.permute(*movedim_order(self.ndim, source, destination))
+
+    moveaxis = movedim
+
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        return self.transpose(axis0, axis1)
+
+    swapdims = swapaxes
+
+    def storage_offset(self) -> int:
+        return self.data.storage_offset()
+
+    def as_strided(self, size, stride, storage_offset: int | None = None) -> Tensor:
+        """A view of this tensor's memory; ``storage_offset`` counts from the storage's start, as torch."""
+        rel = 0 if storage_offset is None else storage_offset - self.data.storage_offset()
+        return F.AsStrided.apply(self, (tuple(size), tuple(stride), rel))
+
+    # ------------------------------------------------------------- in-place random fills
+    # Recorded like fill_: nothing of the old value survives, so its gradient is zero. As torch, a
+    # leaf that requires grad (or a view of one) is refused outside no_grad (nn.init runs under it).
+    def _random_(self, fill) -> Tensor:
+        def recorded():
+            before = self._snapshot()
+            fill(self.data)
+            return F.Copy.apply(before, Tensor(self.data.clone()))
+
+        return self._inplace(recorded, lambda: fill(self.data))
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0) -> Tensor:
+        return self._random_(lambda d: d.uniform_(a, b))
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
+        return self._random_(lambda d: d.normal_(mean, std))
+
+    def exponential_(self, lambd: float = 1.0) -> Tensor:
+        return self._random_(lambda d: d.exponential_(lambd))
+
+    def bernoulli_(self, p=0.5) -> Tensor:
+        if isinstance(p, Tensor):
+            p = p.data
+        return self._random_(lambda d: d.bernoulli_(p))
+
+    def random_(self, low: int | None = None, high: int | None = None) -> Tensor:
+        """random_(to): integers in [0, to); random_(from, to); random_(): every integer the dtype holds."""
+        return self._random_(lambda d: d.random_(low, high))
+
+    def bernoulli(self, p=None) -> Tensor:
+        from .factories import bernoulli
+
+        return bernoulli(self, p)
+
 
 class _MinMax(tuple):
     """(values, indices) with names, like torch.return_types.max."""
@@ -656,6 +951,38 @@ class _MinMax(tuple):
 
     values = property(lambda self: self[0])
     indices = property(lambda self: self[1])
+
+
+def _tensor_arg(x, op: str, name: str) -> Tensor:
+    """An index / mask / source argument as a Tensor (an NDArray is wrapped), else torch's TypeError."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, NDArray):
+        return Tensor(x)
+    raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def _scatter_src(src, value, reduce):
+    """scatter's source: ``src`` (a Tensor or a scalar) or ``value=`` (a scalar)."""
+    if reduce is not None:
+        raise NotImplementedError("scatter with reduce= is not supported (use scatter_add)")
+    if (src is None) == (value is None):
+        raise TypeError("scatter() needs exactly one of src and value")
+    src = value if src is None else src
+    return Tensor(src) if isinstance(src, NDArray) else src
+
+
+def _fill_arg(value):
+    return Tensor(value) if isinstance(value, NDArray) else value
+
+
+def _plain(x):
+    """A Tensor argument's NDArray; a Python scalar unchanged."""
+    return x.data if isinstance(x, Tensor) else x
+
+
+def _requires_grad(x) -> bool:
+    return isinstance(x, Tensor) and x.requires_grad
 
 
 def _shape(args) -> tuple[int, ...]:
@@ -677,18 +1004,14 @@ def _plain_index(index):
     return index.data if isinstance(index, Tensor) else index
 
 
-def _as_nd(value, like: Tensor) -> NDArray:
-    from genesis_ndarray import full
-
-    return value.data if isinstance(value, Tensor) else full((), value, device=like.device)
-
-
 def _wrap_outputs(out, ctx: Node | None, base: Tensor | None):
     """Tensors for a forward's outputs, linked to ``ctx`` when it records a graph."""
     if ctx is None and out.__class__ is NDArray:  # the common no-grad case, kept short
         t = Tensor(out)
-        if base is not None:
+        if base is not None:  # a view: a later in-place write through it must reach the base's history
             t._version = base._version
+            t._base = base if base._base is None else base._base
+            t._view_version = base._version[0]
         return t
     single = not isinstance(out, tuple)
     items = (out,) if single else out
@@ -704,6 +1027,7 @@ def _wrap_outputs(out, ctx: Node | None, base: Tensor | None):
         if base is not None and i == 0:
             t._version = base._version
             t._base = base if base._base is None else base._base
+            t._view_version = base._version[0]
         if ctx is not None and item.dtype.is_floating_point and i not in marked_positions \
                 and id(item) not in marked_ids:
             t.requires_grad = True

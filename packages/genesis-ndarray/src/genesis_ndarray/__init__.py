@@ -42,6 +42,7 @@ from .dtypes import (
     uint8,
 )
 from .ndarray import NDArray
+from .rng import bernoulli, get_rng_state, initial_seed, randperm, seed, set_rng_state
 
 __version__ = "0.1.0"
 
@@ -50,4 +51,5 @@ __all__ = [
     "bool_", "cuda", "empty", "float16", "float32", "float64", "from_dlpack", "from_numpy", "from_torch", "full",
     "get_default_dtype", "int8", "int16", "int32", "int64", "manual_seed", "ones", "promote_types", "rand",
     "randint", "randn", "registry", "set_default_dtype", "shape", "uint8", "where", "zeros",
+    "bernoulli", "get_rng_state", "initial_seed", "randperm", "seed", "set_rng_state",
 ]

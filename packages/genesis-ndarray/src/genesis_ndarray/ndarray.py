@@ -15,6 +15,7 @@ from numbers import Number
 from . import registry
 from .device import Device, as_device
 from .dtypes import DType, as_dtype
+from .shape import broadcast_shapes, movedim_order, normalize_dim, unflatten_shape
 
 _UNARY_OPS = (
     "neg", "abs", "exp", "exp2", "log", "log1p", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
@@ -218,7 +219,8 @@ class NDArray:
         return self._wrap(self._ops["where"](condition._data, self._data, other))
 
     def clamp(self, min=None, max=None) -> NDArray:
-        return self._wrap(self._ops["clamp"](self._data, min, max))
+        """Scalar bounds, or NDArray bounds that broadcast with self (as torch)."""
+        return self._wrap(self._ops["clamp"](self._data, *self._natives(min, max)))
 
     # ---------------------------------------------------------------- reductions
     def _reduce(self, op: str, dim, keepdim: bool, dtype=None) -> NDArray:
@@ -257,6 +259,11 @@ class NDArray:
         return self._wrap(self._ops["var"](self._data, dim, correction, keepdim))
 
     # -------------------------------------------------------------- linear algebra
+    def vector_norm(self, ord: float = 2.0, dim=None, keepdim: bool = False, dtype=None) -> NDArray:
+        """torch.linalg.vector_norm: ``sum(|x|^ord)^(1/ord)`` over ``dim`` (all dims when None)."""
+        src = self if dtype is None else self.astype(dtype)
+        return src._wrap(self._ops["vector_norm"](src._data, float(ord), dim, keepdim))
+
     def matmul(self, other: NDArray) -> NDArray:
         self._same_device(other)
         return self._wrap(self._ops["matmul"](self._data, other._data))
@@ -271,6 +278,59 @@ class NDArray:
         """Gradient of (log_)softmax over ``dim``, given this array as its output."""
         self._same_device(grad)
         return self._wrap(self._ops["softmax_backward"](self._data, grad._data, dim, log))
+
+    # ------------------------------------------------------------------ math
+    # More elementwise math, ternary ops, scans and triangles: the ops of
+    # backends/cpu_math.py and backends/cuda/math_ops.py (unary and binary names go
+    # through the backends' "unary" / "binary").
+    def _natives(self, *operands) -> list:
+        """Operands for a backend op: NDArrays (on this device) as native arrays; scalars and None as they are."""
+        out = []
+        for x in operands:
+            if isinstance(x, NDArray):
+                self._same_device(x)
+                x = x._data
+            out.append(x)
+        return out
+
+    def expm1(self) -> NDArray: return self.unary("expm1")
+    def log10(self) -> NDArray: return self.unary("log10")
+    def erf(self) -> NDArray: return self.unary("erf")
+    def square(self) -> NDArray: return self.unary("square")
+
+    def gelu(self, approximate: str = "none") -> NDArray:
+        if approximate not in ("none", "tanh"):
+            raise RuntimeError("approximate argument must be either none or tanh.")
+        return self.unary("gelu" if approximate == "none" else "gelu_tanh")
+
+    def atan2(self, other: NDArray) -> NDArray: return self._binary("atan2", other)
+    def floor_divide(self, other) -> NDArray: return self._binary("floor_divide", other)
+    def remainder(self, other) -> NDArray: return self._binary("remainder", other)
+    def fmod(self, other) -> NDArray: return self._binary("fmod", other)
+
+    def lerp(self, end: NDArray, weight) -> NDArray:
+        """self + weight * (end - self); weight a scalar or an NDArray, all broadcasting."""
+        return self._wrap(self._ops["lerp"](*self._natives(self, end, weight)))
+
+    def addcmul(self, tensor1: NDArray, tensor2: NDArray, value=1) -> NDArray:
+        """self + value * tensor1 * tensor2, with torch's type promotion over the three arrays."""
+        return self._wrap(self._ops["addcmul"](*self._natives(self, tensor1, tensor2), value))
+
+    def addcdiv(self, tensor1: NDArray, tensor2: NDArray, value=1) -> NDArray:
+        """self + value * tensor1 / tensor2 (tensor1 and tensor2 may not both be integers)."""
+        return self._wrap(self._ops["addcdiv"](*self._natives(self, tensor1, tensor2), value))
+
+    def cumsum(self, dim: int, dtype=None) -> NDArray:
+        return self._wrap(self._ops["cumsum"](self._data, dim, None if dtype is None else as_dtype(dtype)))
+
+    def cumprod(self, dim: int, dtype=None) -> NDArray:
+        return self._wrap(self._ops["cumprod"](self._data, dim, None if dtype is None else as_dtype(dtype)))
+
+    def tril(self, diagonal: int = 0) -> NDArray:
+        return self._wrap(self._ops["tril"](self._data, diagonal))
+
+    def triu(self, diagonal: int = 0) -> NDArray:
+        return self._wrap(self._ops["triu"](self._data, diagonal))
 
     # ----------------------------------------------------------------- views
     def reshape(self, *shape) -> NDArray:
@@ -291,6 +351,10 @@ class NDArray:
 
     @property
     def mT(self) -> NDArray:
+        if self.ndim < 2:
+            if self.ndim == 0:
+                return self  # torch: deprecated, the identity
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
         return self.transpose(-2, -1)
 
     def expand(self, *shape) -> NDArray:
@@ -334,6 +398,103 @@ class NDArray:
         self._ops["index_put_"](self._data, _unwrap_index(index, self), values, accumulate)
         return self
 
+    # ------------------------------------------- indexing, selection, sorting (torch semantics)
+    # gather / scatter / scatter_add / index_select / index_add / masked_fill / masked_select /
+    # nonzero / take_along_dim / sort / argsort / topk. Backends register the in-place forms
+    # (scatter_, scatter_add_, index_add_, masked_fill_); the out-of-place ones clone first.
+    # Index and mask arrays must be on this array's device (torch raises there too).
+    def _operand(self, x: NDArray):
+        self._same_device(x)
+        return x._data
+
+    def gather(self, dim: int, index: NDArray) -> NDArray:
+        return self._wrap(self._ops["gather"](self._data, dim, self._operand(index)))
+
+    def scatter_(self, dim: int, index: NDArray, src) -> NDArray:
+        """self[..., index[i], ...] = src[i] along dim; ``src`` an array or a scalar."""
+        src = self._operand(src) if isinstance(src, NDArray) else src
+        self._ops["scatter_"](self._data, dim, self._operand(index), src)
+        return self
+
+    def scatter(self, dim: int, index: NDArray, src) -> NDArray:
+        return self.clone().scatter_(dim, index, src)
+
+    def scatter_add_(self, dim: int, index: NDArray, src: NDArray) -> NDArray:
+        """self[..., index[i], ...] += src[i] along dim (repeated indices add up)."""
+        self._ops["scatter_add_"](self._data, dim, self._operand(index), self._operand(src))
+        return self
+
+    def scatter_add(self, dim: int, index: NDArray, src: NDArray) -> NDArray:
+        return self.clone().scatter_add_(dim, index, src)
+
+    def index_select(self, dim: int, index: NDArray) -> NDArray:
+        return self._wrap(self._ops["index_select"](self._data, dim, self._operand(index)))
+
+    def index_add_(self, dim: int, index: NDArray, source: NDArray, alpha=1) -> NDArray:
+        """self[..., index[j], ...] += alpha * source[..., j, ...] (repeated indices add up)."""
+        self._ops["index_add_"](self._data, dim, self._operand(index), self._operand(source), alpha)
+        return self
+
+    def index_add(self, dim: int, index: NDArray, source: NDArray, alpha=1) -> NDArray:
+        return self.clone().index_add_(dim, index, source, alpha)
+
+    def masked_fill_(self, mask: NDArray, value) -> NDArray:
+        """``value`` where ``mask`` (bool, broadcast to self's shape); a scalar or a 0-d array."""
+        self._ops["masked_fill_"](self._data, self._operand(mask), _fill_value(value))
+        return self
+
+    def masked_fill(self, mask: NDArray, value) -> NDArray:
+        """Out of place, self and mask broadcast together first (as torch)."""
+        shape = broadcast_shapes(self.shape, mask.shape)
+        base = self if shape == self.shape else self.expand(*shape)
+        return base.clone().masked_fill_(mask, value)
+
+    def masked_select(self, mask: NDArray) -> NDArray:
+        """The 1-d array of the elements where ``mask`` holds (both broadcast), in row-major order."""
+        return self._wrap(self._ops["masked_select"](self._data, self._operand(mask)))
+
+    def nonzero(self, as_tuple: bool = False):
+        """int64 (count, ndim) coordinates of the nonzero elements; ``as_tuple``: one 1-d array per dim."""
+        if as_tuple:
+            if self.ndim == 0:  # torch: a 0-d input counts as 1-d here
+                return self.reshape(1).nonzero(as_tuple=True)
+            coords = self.nonzero()
+            return tuple(coords[:, d] for d in range(self.ndim))
+        return self._wrap(self._ops["nonzero"](self._data))
+
+    def take_along_dim(self, indices: NDArray, dim: int | None = None) -> NDArray:
+        """gather with indices broadcast against self over every dim but ``dim``; without
+        ``dim``, over the flattened array. Out-of-range indices raise, as gather does."""
+        if indices.dtype.name != "int64":
+            raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
+                               f"{_TORCH_SCALAR_NAMES[indices.dtype.name]}")
+        if dim is None:
+            return self.reshape(-1).gather(0, indices.reshape(-1))
+        if self.ndim != indices.ndim:
+            raise RuntimeError("torch.take_along_dim(): input and indices should have the same number of "
+                               f"dimensions, but got {self.ndim} dimensions for input, and {indices.ndim} "
+                               "dimensions for indices")
+        dim = normalize_dim(dim, self.ndim)
+        if self.ndim == 0:
+            return self.gather(0, indices)
+        rest = broadcast_shapes(self.shape[:dim] + (1,) + self.shape[dim + 1:],
+                                indices.shape[:dim] + (1,) + indices.shape[dim + 1:])
+        return self.expand(*rest[:dim], self.shape[dim], *rest[dim + 1:]).gather(
+            dim, indices.expand(*rest[:dim], indices.shape[dim], *rest[dim + 1:]))
+
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> tuple[NDArray, NDArray]:
+        """(sorted values, int64 indices) along dim; NaN sorts as the largest value."""
+        values, indices = self._ops["sort"](self._data, dim, descending, stable)
+        return self._wrap(values), self._wrap(indices)
+
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> NDArray:
+        return self.sort(dim, descending, stable)[1]
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[NDArray, NDArray]:
+        """(values, int64 indices) of the k largest (or smallest) along dim."""
+        values, indices = self._ops["topk"](self._data, int(k), dim, largest, sorted)
+        return self._wrap(values), self._wrap(indices)
+
     # ---------------------------------------------------------------- copies
     def astype(self, dtype) -> NDArray:
         dtype = as_dtype(dtype)
@@ -357,15 +518,113 @@ class NDArray:
     def zero_(self) -> NDArray:
         return self.fill_(0)
 
+    # ------------------------------------------- more views; in-place random fills
+    # diagonal and unfold are strided views of the same memory (each device registers
+    # its geometry); unflatten, movedim and swapaxes reduce to view / permute / transpose.
+    # The random fills write in place from the device's generator; arguments are
+    # checked here, with torch's messages, so that both devices refuse the same input.
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> NDArray:
+        return self._wrap(self._ops["diagonal"](self._data, offset, dim1, dim2))
+
+    def unfold(self, dimension: int, size: int, step: int) -> NDArray:
+        return self._wrap(self._ops["unfold"](self._data, dimension, size, step))
+
+    def unflatten(self, dim: int, sizes) -> NDArray:
+        return self.view(*unflatten_shape(self.shape, dim, sizes))
+
+    def movedim(self, source, destination) -> NDArray:
+        return self.permute(*movedim_order(self.ndim, source, destination))
+
+    moveaxis = movedim
+
+    def swapaxes(self, axis0: int, axis1: int) -> NDArray:
+        return self.transpose(axis0, axis1)
+
+    swapdims = swapaxes
+
+    def _floating_only(self, op: str) -> None:
+        if not self.dtype.is_floating_point:
+            raise NotImplementedError(f"\"{op}\" not implemented for '{self.dtype.name}'")
+
+    def uniform_(self, low: float = 0.0, high: float = 1.0) -> NDArray:
+        self._floating_only("uniform_")
+        if low > high:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
+        self._ops["uniform_"](self._data, float(low), float(high))
+        return self
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0) -> NDArray:
+        self._floating_only("normal_")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        self._ops["normal_"](self._data, float(mean), float(std))
+        return self
+
+    def exponential_(self, lambd: float = 1.0) -> NDArray:
+        self._floating_only("exponential_")
+        if not lambd > 0:
+            raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        self._ops["exponential_"](self._data, float(lambd))
+        return self
+
+    def bernoulli_(self, p=0.5) -> NDArray:
+        """Each element 1 with probability ``p`` (a number, or an array broadcast to this shape), else 0."""
+        if isinstance(p, NDArray):
+            self._same_device(p)
+            if p.numel() and ((p < 0) | (p > 1)).any().item():
+                raise RuntimeError("bernoulli_ expects all elements of p to be in [0, 1]")
+            p = p.expand(*self.shape)._data
+        elif not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        self._ops["bernoulli_"](self._data, p)
+        return self
+
+    def bernoulli(self, p=None) -> NDArray:
+        """torch.bernoulli: a new array of 0 / 1 drawn with this array's probabilities (or ``p``)."""
+        self._floating_only("bernoulli")
+        out = self._wrap(self._ops["empty"](self.shape, self.dtype, self.device))
+        return out.bernoulli_(self if p is None else p)
+
+    def random_(self, low: int | None = None, high: int | None = None) -> NDArray:
+        """Integers uniform in [low, high); random_(high) is [0, high); random_() spans the dtype."""
+        if low is not None and high is None:
+            low, high = 0, low
+        if low is not None and low >= high:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        self._ops["random_"](self._data, low, high)
+        return self
+
 
 def _unwrap_index(index, owner: NDArray):
-    """Replace NDArrays inside an index by their native arrays (same device only)."""
+    """Replace NDArrays inside an index by their native arrays. An index on the cpu moves to the
+    owner's device, as torch accepts cpu indices for cuda tensors; any other device must match."""
     if isinstance(index, NDArray):
-        owner._same_device(index)
+        if index.device != owner.device:
+            if index.device.type != "cpu":
+                raise RuntimeError("indices should be either on cpu or on the same device as the indexed "
+                                   f"tensor ({owner.device})")
+            index = index.to(owner.device)
         return index._data
     if isinstance(index, tuple):
         return tuple(_unwrap_index(i, owner) for i in index)
     return index
+
+
+# torch's ScalarType names, as its messages print a dtype.
+_TORCH_SCALAR_NAMES = {
+    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+    "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+}
+
+
+def _fill_value(value):
+    """A fill value as a Python scalar: a 0-d array is read back (torch takes both)."""
+    if isinstance(value, NDArray):
+        if value.ndim != 0:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        return value.item()
+    return value
 
 
 for _op in _UNARY_OPS:

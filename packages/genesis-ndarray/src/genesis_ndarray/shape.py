@@ -164,3 +164,83 @@ def basic_index(shape: Shape, strides: Shape, offset: int, index) -> tuple[Shape
             offset += (i + size if i < 0 else i) * stride
         dim += 1
     return tuple(new_shape), tuple(new_strides), offset
+
+
+# ---------------------------------------------------------------- diagonal, unfold, unflatten, movedim
+def diagonal_view(shape: Shape, strides: Shape, offset: int, diag: int, dim1: int, dim2: int
+                  ) -> tuple[Shape, Shape, int]:
+    """Geometry of x.diagonal(diag, dim1, dim2): dim1 and dim2 dropped, the diagonal appended last."""
+    nd = len(shape)
+    d1, d2 = normalize_dim(dim1, nd), normalize_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if diag >= 0:
+        size = max(min(shape[d1], shape[d2] - diag), 0)
+    else:
+        size = max(min(shape[d1] + diag, shape[d2]), 0)
+    if size:  # torch leaves the offset alone for an empty diagonal "off the end"
+        offset += diag * strides[d2] if diag >= 0 else -diag * strides[d1]
+    keep = [i for i in range(nd) if i not in (d1, d2)]
+    return (tuple(shape[i] for i in keep) + (size,), tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],),
+            offset)
+
+
+def unfold_view(shape: Shape, strides: Shape, dim: int, size: int, step: int) -> tuple[Shape, Shape]:
+    """Geometry of x.unfold(dim, size, step): windows along dim, each window a new last dim."""
+    nd = len(shape)
+    d = normalize_dim(dim, nd)
+    max_size = shape[d] if nd else 1
+    if size > max_size:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {max_size} but size is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    new_shape, new_strides = list(shape) + [size], list(strides) + [strides[d] if nd else 1]
+    if nd:
+        new_shape[d] = (shape[d] - size) // step + 1
+        new_strides[d] = strides[d] * step
+    return tuple(new_shape), tuple(new_strides)
+
+
+def unflatten_shape(shape: Shape, dim: int, sizes: Sequence[int]) -> Shape:
+    """The shape of x.unflatten(dim, sizes) (one -1 allowed in sizes)."""
+    d = normalize_dim(dim, len(shape))
+    sizes = tuple(int(s) for s in sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sum(1 for s in sizes if s == -1) > 1:
+        raise RuntimeError("unflatten: only one dimension can be inferred")
+    known = math.prod(s for s in sizes if s != -1)
+    size = shape[d]
+    if -1 in sizes:
+        if known == 0 or size % known:
+            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
+                               f"{d} ({size}) in the input tensor")
+        sizes = tuple(size // known if s == -1 else s for s in sizes)
+    elif known != size:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+                           f"({size}) in the input tensor")
+    return tuple(shape[:d]) + sizes + tuple(shape[d + 1:])
+
+
+def movedim_order(ndim: int, source, destination) -> tuple[int, ...]:
+    """The permutation that x.movedim(source, destination) applies (torch's rules and messages)."""
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+                           f"contain the same number of dims as destination ({list(dst)} dims)")
+    src = tuple(normalize_dim(d, ndim) for d in src)
+    dst = tuple(normalize_dim(d, ndim) for d in dst)
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
+    if ndim == 0:
+        return ()
+    order = [-1] * ndim
+    for s, t in zip(src, dst):
+        order[t] = s
+    rest = iter(d for d in range(ndim) if d not in src)
+    return tuple(o if o != -1 else next(rest) for o in order)

@@ -24,7 +24,9 @@ from genesis_autograd import (
     full,
     full_like,
     get_default_dtype,
+    get_rng_state,
     inference_mode,
+    initial_seed,
     int8,
     int16,
     int32,
@@ -42,8 +44,10 @@ from genesis_autograd import (
     randint,
     randn,
     randn_like,
+    seed,
     set_default_dtype,
     set_grad_enabled,
+    set_rng_state,
     stack,
     tensor,
     uint8,
@@ -59,68 +63,18 @@ from genesis_autograd import float64 as double
 from genesis_autograd import int32 as int
 from genesis_autograd import int64 as long
 
-from . import amp, autograd, cuda, nn, optim, utils
+from . import _torch_functions, amp, autograd, cuda, linalg, nn, optim, utils
+from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
 
 __version__ = "0.1.0"
 
-
-def matmul(a: Tensor, b: Tensor) -> Tensor:
-    a, b = amp.cast_for_matmul(a, b)
-    return a.matmul(b)
-
-
-def softmax(x: Tensor, dim: int) -> Tensor:
-    return x.softmax(dim)
-
-
-def log_softmax(x: Tensor, dim: int) -> Tensor:
-    return x.log_softmax(dim)
-
-
-def exp(x: Tensor) -> Tensor:
-    return x.exp()
-
-
-def log(x: Tensor) -> Tensor:
-    return x.log()
-
-
-def relu(x: Tensor) -> Tensor:
-    return x.relu()
-
-
-def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    return x.sum(dim, keepdim)
-
-
-def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    return x.mean(dim, keepdim)
-
-
-def maximum(a: Tensor, b: Tensor) -> Tensor:
-    return a.maximum(b)
-
-
-def minimum(a: Tensor, b: Tensor) -> Tensor:
-    return a.minimum(b)
-
-
-def clamp(x: Tensor, min=None, max=None) -> Tensor:
-    return x.clamp(min, max)
-
-
-def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    return x.argmax(dim, keepdim)
-
-
 __all__ = [
-    "DType", "Function", "Tensor", "amp", "arange", "argmax", "as_tensor", "autograd", "bfloat16", "bool",
-    "cat", "clamp", "cuda", "device", "double", "empty", "empty_like", "enable_grad", "exp", "eye", "float",
-    "float16", "float32", "float64", "from_dlpack", "from_numpy", "full", "full_like", "get_default_dtype",
-    "half",
-    "inference_mode", "int", "int8", "int16", "int32", "int64", "is_grad_enabled", "linspace", "log",
-    "log_softmax", "long", "manual_seed", "matmul", "maximum", "mean", "minimum", "nn", "no_grad", "normal",
+    "DType", "Function", "Tensor", "amp", "arange", "as_tensor", "autograd", "bfloat16", "bool", "cat", "cuda",
+    "device", "double", "empty", "empty_like", "enable_grad", "eye", "float", "float16", "float32", "float64",
+    "from_dlpack", "from_numpy", "full", "full_like", "get_default_dtype", "half", "inference_mode", "int", "int8",
+    "int16", "int32", "int64", "is_grad_enabled", "linalg", "linspace", "long", "manual_seed", "nn", "no_grad",
+    "normal",
     "ones", "ones_like", "optim", "promote_types", "rand", "rand_like", "randint", "randn", "randn_like",
-    "relu", "set_default_dtype", "set_grad_enabled", "softmax", "stack", "sum", "tensor", "uint8", "utils",
-    "where", "zeros", "zeros_like",
-]
+    "set_default_dtype", "set_grad_enabled", "stack", "tensor", "uint8", "utils", "where", "zeros", "zeros_like",
+    "get_rng_state", "initial_seed", "seed", "set_rng_state",
+] + _torch_functions.__all__

@@ -12,4 +12,22 @@ def manual_seed(seed: int) -> None:
     seed_all(seed)
 
 
-__all__ = [*_runtime_names, "device", "manual_seed"]
+def manual_seed_all(seed: int) -> None:
+    manual_seed(seed)
+
+
+def get_rng_state(device="cuda"):
+    """The state of a GPU's generator (16 bytes: Philox seed and offset), a uint8 tensor on the cpu."""
+    from genesis_autograd import get_rng_state as state_of
+
+    return state_of(device)
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    """Restore a state from get_rng_state: the GPU's later draws repeat."""
+    from genesis_autograd import set_rng_state as restore
+
+    restore(new_state, device)
+
+
+__all__ = [*_runtime_names, "device", "get_rng_state", "manual_seed", "manual_seed_all", "set_rng_state"]

@@ -6,7 +6,7 @@ import math
 
 from genesis_ndarray.shape import normalize_dims
 
-from ._util import Primitive, check_output_version
+from ._util import Primitive, check_output_version, saved_output
 
 
 def _dims(a, dim) -> tuple[int, ...]:
@@ -149,3 +149,35 @@ class Logsumexp(Primitive):
         shape, dims, keepdim = ctx.geometry
         out = a.logsumexp(dims, keepdim=True)
         return _expand_back(g, shape, dims, keepdim) * (a - out).exp(), None, None
+
+
+class VectorNorm(Primitive):
+    """torch.linalg.vector_norm. Where the norm is 0 the gradient is 0, as in torch."""
+
+    @staticmethod
+    def forward(ctx, a, ord, dim, keepdim):
+        ctx.save_for_backward(a)
+        ctx.geometry = (tuple(a.shape), _dims(a, dim), keepdim, ord)
+        ctx.out = a.data.vector_norm(ord, dim, keepdim)
+        return ctx.out
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        shape, dims, keepdim, ord = ctx.geometry
+        if ord == 0:  # a count of non-zeros: torch leaves the input's gradient undefined
+            return None, None, None, None
+        norm = _expand_back(saved_output(ctx, lambda x: x.vector_norm(ord, dims, keepdim)), shape, dims, keepdim)
+        g = _expand_back(g, shape, dims, keepdim)
+        if ord == 1:
+            return g * a.sign(), None, None, None
+        if math.isinf(ord):
+            hit = (a.abs() == norm).to(g.dtype)
+            count = hit.sum(dims, keepdim=True) if dims else hit
+            return g * a.sign() * hit / count, None, None, None
+        safe = norm.masked_fill(norm == 0, 1) if ord == 2 else norm.masked_fill(norm == 0, 1) ** (ord - 1)
+        if ord == 2:
+            scaled = a
+        else:  # sign(x) |x|^(ord-1), with 0 at x = 0 (|0|^(ord-1) is inf for ord < 1)
+            scaled = a.sign() * a.abs().masked_fill(a == 0, 1) ** (ord - 1)
+        return (g * scaled / safe).masked_fill(norm == 0, 0), None, None, None

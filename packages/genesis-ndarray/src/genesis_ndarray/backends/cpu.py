@@ -11,6 +11,7 @@ import torch
 from ..device import Device
 from ..dtypes import DType, dtype_of_torch
 from ..registry import register
+from . import cpu_indexing  # noqa: F401  (registers gather, scatter_, sort, ... on cpu)
 
 CPU = "cpu"
 
@@ -142,6 +143,7 @@ def min_dim(t, dim, keepdim):
 _reg("argmax")(lambda t, dim, keepdim: torch.argmax(t, dim=dim, keepdim=keepdim))
 _reg("argmin")(lambda t, dim, keepdim: torch.argmin(t, dim=dim, keepdim=keepdim))
 _reg("var")(lambda t, dim, correction, keepdim: torch.var(t, dim=dim, correction=correction, keepdim=keepdim))
+_reg("vector_norm")(lambda t, ord, dim, keepdim: torch.linalg.vector_norm(t, ord=ord, dim=dim, keepdim=keepdim))
 
 
 # -------------------------------------------------------------- linear algebra
@@ -238,3 +240,10 @@ def randint(low: int, high: int, shape, dtype: DType, device: Device):
 
 _reg("get_rng_state")(lambda device: _generator.get_state())
 _reg("set_rng_state")(lambda state, device: _generator.set_state(state))
+
+
+# Further ops, registered into the tables above on import.
+from . import (  # noqa: E402
+    cpu_math,  # noqa: F401  (math ops)
+    cpu_views_random,  # noqa: F401  (diagonal / unfold views, in-place random fills)
+)

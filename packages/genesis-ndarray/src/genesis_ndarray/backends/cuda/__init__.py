@@ -3,6 +3,6 @@
 Importing this package registers every op under the device type "cuda".
 """
 
-from . import elementwise, linalg, memory, random, reduce, views
+from . import elementwise, index_ops, linalg, math_ops, memory, random, reduce, views
 
-__all__ = ["elementwise", "linalg", "memory", "random", "reduce", "views"]
+__all__ = ["elementwise", "index_ops", "linalg", "math_ops", "memory", "random", "reduce", "views"]

@@ -17,8 +17,8 @@ _BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor"})
 # Ops whose integer inputs give a floating result, as in torch.
 _FLOAT_RESULT_BINARY = frozenset({"div", "atan2"})
 _FLOAT_RESULT_UNARY = frozenset({
-    "exp", "exp2", "log", "log1p", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid",
-    "silu", "reciprocal", "gelu", "gelu_tanh",
+    "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
+    "sigmoid", "silu", "reciprocal", "gelu", "gelu_tanh", "erf", "erfc",
 })
 _BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "logical_not"})
 # Where genesis_kernels names an op differently from torch.
@@ -146,11 +146,15 @@ def clamp(v: View, lo, hi) -> View:
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     dtype = dtype_of(v)
+    shape = tuple(v.shape)
     for bound in (lo, hi):
         if bound is not None:
             dtype = promote_types(dtype, result_type(v, bound))
+        if isinstance(bound, View):  # tensor bounds broadcast with v, as torch.clamp(Tensor, Tensor, Tensor)
+            _device_of(v, bound)
+            shape = broadcast_shapes(shape, bound.shape)
     src = v if dtype is dtype_of(v) else cast(v, dtype)
-    out = gs.empty(v.shape, dtype.name, v.device)
-    if math.prod(v.shape):
-        gk.clamp(src, lo, hi, out, stream=stream_of(v))
+    out = gs.empty(shape, dtype.name, v.device)
+    if math.prod(shape):
+        gk.clamp(expand_to(src, shape), expand_to(lo, shape), expand_to(hi, shape), out, stream=stream_of(v))
     return out

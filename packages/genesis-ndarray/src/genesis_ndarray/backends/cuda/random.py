@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import torch
+
 import genesis_kernels as gk
 
 from ...device import Device
-from ...dtypes import DType
-from .common import new, reg, stream_of
+from ...dtypes import DType, float32, int64
+from .common import View, dtype_of, new, reg, stream_of
+from .elementwise import binary, unary
+from .memory import cast, copy_
 
 _state: dict[int, list[int]] = {}
 _default_seed = [0]
@@ -63,12 +68,114 @@ def randint(low: int, high: int, shape, dtype: DType, device: Device):
     return out
 
 
+
+
+# ------------------------------------------------------------------ in-place fills
+# Each draws numel(v) counters of v's device and writes straight through v's strides:
+# element i (row-major logical index) gets counter offset + i, whatever the layout.
+def _draw(v: View) -> tuple[int, int] | None:
+    n = math.prod(v.shape)
+    return _take(Device("cuda", v.device), n) if n else None
+
+
+@reg("uniform_")
+def uniform_(v: View, low: float, high: float) -> None:
+    drawn = _draw(v)
+    if drawn:
+        gk.uniform(v, low, high, *drawn, stream=stream_of(v))
+
+
+@reg("normal_")
+def normal_(v: View, mean: float, std: float) -> None:
+    drawn = _draw(v)
+    if drawn:
+        gk.normal(v, mean, std, *drawn, stream=stream_of(v))
+
+
+@reg("exponential_")
+def exponential_(v: View, lambd: float) -> None:
+    """-log(1 - u) / lambd with u uniform in [0, 1), computed in float32 (float64 for float64)."""
+    drawn = _draw(v)
+    if drawn is None:
+        return
+    u = new(v.shape, dtype_of(v) if v.dtype == "float64" else float32, Device("cuda", v.device))
+    gk.rand(u, *drawn, stream=stream_of(u))
+    copy_(v, binary("mul", unary("log1p", unary("neg", u)), -1.0 / lambd))
+
+
+@reg("bernoulli_")
+def bernoulli_(v: View, p) -> None:
+    """1 where a uniform draw is below p (a number, or a View of v's shape), else 0."""
+    drawn = _draw(v)
+    if drawn:
+        gk.bernoulli(p, v, *drawn, stream=stream_of(v))
+
+
+# random_() with no bounds: [0, 2**digits] for floats (every integer the dtype holds exactly), [0, max] for
+# integers (int64 stops one short: the kernel's bound is an int64 itself), as torch.
+_FLOAT_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+
+
+@reg("random_")
+def random_(v: View, low, high) -> None:
+    dtype = dtype_of(v)
+    if low is None:
+        if dtype.is_floating_point:
+            low, high = 0, 2 ** _FLOAT_DIGITS[v.dtype] + 1
+        elif v.dtype == "bool":
+            low, high = 0, 2
+        else:
+            low, high = 0, min(torch.iinfo(dtype.torch).max + 1, 2**63 - 1)
+    elif not dtype.is_floating_point and v.dtype != "bool":
+        info = torch.iinfo(dtype.torch)
+        if not info.min <= low <= info.max:
+            raise RuntimeError(f"from is out of bounds for {v.dtype}")
+        if not info.min <= high - 1 <= info.max:
+            raise RuntimeError(f"to - 1 is out of bounds for {v.dtype}")
+    drawn = _draw(v)
+    if drawn:
+        gk.randint(v, int(low), int(high), *drawn, stream=stream_of(v))
+
+
+@reg("randperm")
+def randperm(n: int, dtype: DType, device: Device) -> View:
+    """argsort of n random 62-bit keys (a stable sort: a repeated key still yields a permutation)."""
+    out = new((n,), dtype, device)
+    if n == 0:
+        return out
+    keys = new((n,), int64, device)
+    seed, offset = _take(device, n)
+    stream = stream_of(keys)
+    gk.randint(keys, 0, 2**62, seed, offset, stream=stream)
+    index = out if dtype is int64 else new((n,), int64, device)
+    gk.argsort(keys, index, new((n,), int64, device), dim=0, stream=stream)
+    return out if index is out else cast(index, dtype)
+
+
+# ------------------------------------------------------------------ generator state
+# The state of one device's generator is 16 bytes, as torch's CUDA generator state:
+# the seed and the offset, two little-endian uint64.
+def _state_of(device: Device) -> list[int]:
+    return _state.setdefault(device.index, [_default_seed[0], 0])
+
+
 @reg("get_rng_state")
-def get_rng_state(device: Device):
-    return tuple(_state.setdefault(device.index, [_default_seed[0], 0]))
+def get_rng_state(device: Device) -> torch.Tensor:
+    seed, offset = _state_of(device)
+    return torch.from_numpy(np.array([seed, offset], dtype="<u8").view(np.uint8).copy())
 
 
 @reg("set_rng_state")
 def set_rng_state(state, device: Device) -> None:
-    seed, offset = state
+    if isinstance(state, torch.Tensor):
+        if state.numel() != 16:
+            raise RuntimeError(f"a cuda generator state is 16 bytes (seed, offset), got {state.numel()}")
+        seed, offset = (int(x) for x in state.contiguous().numpy().view("<u8"))
+    else:
+        seed, offset = state
     _state[device.index] = [int(seed), int(offset)]
+
+
+@reg("initial_seed")
+def initial_seed(device: Device) -> int:
+    return _state_of(device)[0]

@@ -101,3 +101,22 @@ def var(v: View, dim, correction: int, keepdim: bool) -> View:
     if math.prod(out_shape):
         gk.var(v, out, dims, correction, stream=stream_of(v))
     return _keep(out, v.shape, dims) if keepdim else out
+
+
+@reg("vector_norm")
+def vector_norm(v: View, ord: float, dim, keepdim: bool) -> View:
+    if not dtype_of(v).is_floating_point:
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {dtype_of(v).name}")
+    src = v.as_strided((1,), (1,), v.offset) if not v.shape else v
+    dims = normalize_dims(dim, len(v.shape)) if v.shape else (0,)
+    out_shape = tuple(s for i, s in enumerate(src.shape) if i not in dims)
+    if (ord < 0 or math.isinf(ord)) and any(src.shape[d] == 0 for d in dims):
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
+                           "operation does not have an identity")
+    out = gs.empty(out_shape, v.dtype, v.device)
+    if math.prod(out_shape):
+        gk.norm(src, out, ord, dims, stream=stream_of(v))
+    if not v.shape:
+        return out
+    return _keep(out, v.shape, dims) if keepdim else out

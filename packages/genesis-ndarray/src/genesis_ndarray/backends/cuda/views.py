@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import math
 
-from ...shape import basic_index, contiguous_strides, infer_shape, normalize_dim, view_strides
+from ...shape import (
+    basic_index,
+    contiguous_strides,
+    diagonal_view,
+    infer_shape,
+    normalize_dim,
+    unfold_view,
+    view_strides,
+)
 from . import indexing
 from .common import View, reg
 from .memory import clone, copy_, fill_
@@ -170,3 +178,15 @@ def setitem(v: View, index, value) -> None:
         copy_(target, value)
     else:
         fill_(target, value)
+
+
+@reg("diagonal")
+def diagonal(v: View, offset: int, dim1: int, dim2: int) -> View:
+    shape, strides, start = diagonal_view(v.shape, v.strides, v.offset, offset, dim1, dim2)
+    return v.as_strided(shape, strides, start)
+
+
+@reg("unfold")
+def unfold(v: View, dim: int, size: int, step: int) -> View:
+    shape, strides = unfold_view(v.shape, v.strides, dim, size, step)
+    return v.as_strided(shape, strides, v.offset)

@@ -1,0 +1,272 @@
+"""Indexing, selection and sorting on CUDA: torch's checks and messages, genesis_kernels launchers.
+
+gather, scatter_ / scatter_add_ / index_add_ / masked_fill_ (in place; NDArray composes the
+out-of-place forms by cloning first), index_select, masked_select, nonzero, sort, topk.
+
+Every index is bounds-checked on the device by the kernel, which raises IndexError after the
+launch. torch raises RuntimeError for an out-of-range index of gather, scatter and index_add
+(and IndexError for index_select), so those launches re-raise it as one, with the same message.
+Shapes, dims and dtypes are checked here first, with torch's messages, so that both devices agree.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+
+import torch
+
+import genesis_kernels as gk
+import genesis_storage as gs
+
+from ...dtypes import dtype_by_name, int32, uint8
+from ...shape import broadcast_shapes, normalize_dim
+from .common import View, expand_to, reg, stream_of
+from .memory import cast, clone, copy_, fill_
+
+_INDEX_DTYPES = ("int64", "int32")
+# How torch's messages print a mask dtype (its C++ type name).
+_CPP_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16"}
+
+
+def _scalar_type(name: str) -> str:
+    """torch's ScalarType name of a dtype ("Long", "Float", ...), as its messages print it."""
+    return torch.empty(0, dtype=dtype_by_name[name].torch).type().removeprefix("torch.").removesuffix("Tensor")
+
+
+@contextmanager
+def _index_errors_as_runtime_error():
+    try:
+        yield
+    except IndexError as e:
+        raise RuntimeError(str(e)) from None
+
+
+def _rank1(shape) -> tuple[int, ...]:
+    """torch's gather/scatter treat a 0-d tensor as one element along dim 0."""
+    return tuple(shape) if shape else (1,)
+
+
+def _scalar_for(dtype: str, value):
+    """A Python scalar as torch writes it into ``dtype``: truncated for integers, != 0 for bool."""
+    if dtype == "bool":
+        return bool(value)
+    if not dtype_by_name[dtype].is_floating_point:
+        return int(value)
+    return value
+
+
+def _accumulate(v: View, src: View, launch) -> None:
+    """Run an accumulating launch into v; bool destinations (which the kernels refuse) add up in
+    an int32 copy that is cast back (anything nonzero is True)."""
+    if v.dtype != "bool":
+        launch(v, src)
+        return
+    wide = cast(v, int32)
+    launch(wide, cast(src, int32))
+    copy_(v, wide)
+
+
+# ------------------------------------------------------------------ gather / scatter
+@reg("gather")
+def gather(v: View, dim: int, index: View) -> View:
+    if index.dtype not in _INDEX_DTYPES:
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    dim = normalize_dim(dim, len(v.shape))
+    out = gs.empty(index.shape, v.dtype, v.device)
+    if not math.prod(index.shape):  # torch checks nothing else for an empty index
+        return out
+    vs, ishape = _rank1(v.shape), _rank1(index.shape)
+    if len(ishape) != len(vs):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for d, (i, s) in enumerate(zip(ishape, vs)):
+        if d != dim and i > s:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be no "
+                               f"larger than self {list(v.shape)} apart from dimension {dim}")
+    with _index_errors_as_runtime_error():
+        gk.gather(v, dim, index, out, stream=stream_of(v))
+    return out
+
+
+def _check_scatter(v: View, dim: int, index: View, src) -> int:
+    """torch's checks of scatter_ / scatter_add_; returns the wrapped dim."""
+    if index.dtype not in _INDEX_DTYPES:
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    is_array = isinstance(src, View)
+    if is_array and src.dtype != v.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    dim = normalize_dim(dim, len(v.shape))
+    if not math.prod(index.shape):
+        return dim
+    vs, ishape = _rank1(v.shape), _rank1(index.shape)
+    if len(ishape) != len(vs):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    too_big = any(d != dim and i > s for d, (i, s) in enumerate(zip(ishape, vs)))
+    if is_array:
+        ss = _rank1(src.shape)
+        if len(ss) != len(ishape):
+            normalize_dim(dim, len(src.shape))  # torch first fails to find dim in src (IndexError)
+            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+        too_big = too_big or any(i > s for i, s in zip(ishape, ss))
+    if too_big:
+        extra = f" and to be no larger size than src {list(src.shape)}" if is_array else ""
+        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(v.shape)} apart "
+                           f"from dimension {dim}{extra}")
+    return dim
+
+
+@reg("scatter_")
+def scatter_(v: View, dim: int, index: View, src) -> None:
+    """v[..., index[i], ...] = src[i] (or a scalar) along dim; with repeated indices one write wins."""
+    dim = _check_scatter(v, dim, index, src)
+    if not math.prod(index.shape):
+        return
+    if not isinstance(src, View):
+        src = _scalar_for(v.dtype, src)
+    with _index_errors_as_runtime_error():
+        gk.scatter(v, dim, index, src, stream=stream_of(v))
+
+
+@reg("scatter_add_")
+def scatter_add_(v: View, dim: int, index: View, src: View) -> None:
+    """v[..., index[i], ...] += src[i] along dim (atomic: repeated indices add up)."""
+    dim = _check_scatter(v, dim, index, src)
+    if not math.prod(index.shape):
+        return
+    with _index_errors_as_runtime_error():
+        _accumulate(v, src, lambda dst, s: gk.scatter_add(dst, dim, index, s, stream=stream_of(v)))
+
+
+# ------------------------------------------------------------------ index_select / index_add
+@reg("index_select")
+def index_select(v: View, dim: int, index: View) -> View:
+    if index.dtype not in _INDEX_DTYPES:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if len(index.shape) > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    dim = normalize_dim(dim, len(v.shape))
+    n = math.prod(index.shape)
+    if not v.shape:
+        if n != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {n} value(s)")
+        index = index.as_strided((), (), index.offset)  # the kernel gives a 0-d x the index's shape
+        shape: tuple[int, ...] = ()
+    else:
+        shape = v.shape[:dim] + (n,) + v.shape[dim + 1:]
+    out = gs.empty(shape, v.dtype, v.device)
+    if math.prod(shape):
+        gk.index_select(v, dim, index, out, stream=stream_of(v))  # out of range: IndexError, as torch
+    return out
+
+
+@reg("index_add_")
+def index_add_(v: View, dim: int, index: View, src: View, alpha) -> None:
+    """v[..., index[j], ...] += alpha * src[..., j, ...] along dim (atomic: repeated indices add up)."""
+    if index.dtype not in _INDEX_DTYPES:
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {_scalar_type(index.dtype)}")
+    if len(index.shape) > 1:
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {len(index.shape)} with "
+                         f"type: {_scalar_type(index.dtype)} and size: {list(index.shape)}")
+    dim = normalize_dim(dim, len(v.shape))
+    if src.dtype != v.dtype:
+        raise RuntimeError(f"index_add_(): self ({_scalar_type(v.dtype)}) and source ({_scalar_type(src.dtype)}) "
+                           "must have the same scalar type")
+    if src.shape and dim >= len(src.shape):
+        raise RuntimeError(f"index_add_(): Indexing dim {dim} is out of bounds of the source tensor with dim "
+                           f"{len(src.shape)}")
+    n = math.prod(index.shape)
+    size = src.shape[dim] if src.shape else 1
+    if size != n:
+        raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({size}), "
+                           f"for dim: {dim}")
+    if len(src.shape) != len(v.shape) or any(a != b for d, (a, b) in enumerate(zip(src.shape, v.shape)) if d != dim):
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(v.shape)} source.shape = {list(src.shape)}")
+    if not math.prod(src.shape):
+        return
+    alpha = _scalar_for("int32" if v.dtype == "bool" else v.dtype, alpha)
+    with _index_errors_as_runtime_error():
+        _accumulate(v, src, lambda dst, s: gk.index_add(dst, dim, index, s, alpha=alpha, stream=stream_of(v)))
+
+
+# ------------------------------------------------------------------ masks
+@reg("masked_fill_")
+def masked_fill_(v: View, mask: View, value) -> None:
+    if mask.dtype != "bool":
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{_CPP_NAMES[mask.dtype]}")
+    shape = broadcast_shapes(v.shape, mask.shape)
+    if shape != tuple(v.shape):
+        raise RuntimeError(f"output with shape {list(v.shape)} doesn't match the broadcast shape {list(shape)}")
+    if math.prod(shape):
+        gk.masked_fill(v, expand_to(mask, shape), _scalar_for(v.dtype, value), v, stream=stream_of(v))
+
+
+@reg("masked_select")
+def masked_select(v: View, mask: View) -> View:
+    if mask.dtype != "bool":
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = broadcast_shapes(v.shape, mask.shape)
+    x, m = expand_to(v, shape), expand_to(mask, shape)
+    n = gk.nonzero_count(m, stream=stream_of(v)) if math.prod(shape) else 0
+    out = gs.empty((n,), v.dtype, v.device)
+    if n:
+        gk.masked_select(x, m, out, stream=stream_of(v))
+    return out
+
+
+@reg("nonzero")
+def nonzero(v: View) -> View:
+    """(count, ndim) int64 coordinates of the nonzero elements, in row-major order."""
+    flat = v if v.shape else v.as_strided((1,), (1,), v.offset)
+    n = gk.nonzero_count(flat, stream=stream_of(v)) if math.prod(flat.shape) else 0
+    out = gs.empty((n, len(v.shape)), "int64", v.device)
+    if n and v.shape:  # a 0-d input has no coordinates to write
+        gk.nonzero(v, out, stream=stream_of(v))
+    return out
+
+
+# ------------------------------------------------------------------ sort / topk
+@reg("sort")
+def sort(v: View, dim: int, descending: bool, stable: bool) -> tuple[View, View]:
+    """Sorted values and their int64 indices along dim. The kernel is always stable, which
+    ``stable=False`` allows too."""
+    dim = normalize_dim(dim, len(v.shape))
+    values = gs.empty(v.shape, v.dtype, v.device)
+    indices = gs.empty(v.shape, "int64", v.device)
+    if math.prod(v.shape):
+        if v.dtype == "bool":  # sorted as uint8 (False < True), cast back
+            wide = cast(v, uint8)
+            sorted_wide = gs.empty(v.shape, "uint8", v.device)
+            gk.sort(wide, sorted_wide, indices, dim, descending=descending, stream=stream_of(v))
+            copy_(values, sorted_wide)
+        else:
+            gk.sort(v, values, indices, dim, descending=descending, stream=stream_of(v))
+    return values, indices
+
+
+@reg("topk")
+def topk(v: View, k: int, dim: int, largest: bool, sorted: bool) -> tuple[View, View]:
+    """The k largest (smallest) along dim, always sorted (which ``sorted=False`` allows too)."""
+    if v.dtype == "bool":
+        raise RuntimeError("topk does not support bool dtypes")
+    dim = normalize_dim(dim, len(v.shape))
+    size = v.shape[dim] if v.shape else 1
+    if not 0 <= k <= size:
+        raise RuntimeError("selected index k out of range")
+    if not v.shape:  # torch: a 0-d input comes back as it is, with index 0
+        indices = gs.empty((), "int64", v.device)
+        fill_(indices, 0)
+        return clone(v), indices
+    shape = v.shape[:dim] + (k,) + v.shape[dim + 1:]
+    values = gs.empty(shape, v.dtype, v.device)
+    indices = gs.empty(shape, "int64", v.device)
+    if math.prod(shape):
+        gk.topk(v, k, values, indices, dim, largest=largest, stream=stream_of(v))
+    return values, indices
+
+
+__all__ = ["gather", "index_add_", "index_select", "masked_fill_", "masked_select", "nonzero", "scatter_",
+           "scatter_add_", "sort", "topk"]
