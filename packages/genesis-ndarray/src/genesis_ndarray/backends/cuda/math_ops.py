@@ -66,6 +66,9 @@ def _addc(op: str, x: View, t1: View, t2: View, value) -> View:
                            "will perform a true division of tensor1 and tensor2.")
     shape = _shape_of(x, t1, t2)
     dtype = _result_type(x, t1, t2)
+    # As torch's TensorIterator: every operand is first rounded to the common dtype (a float64 0-d
+    # factor next to float16 tensors counts as float16), then computed in float32.
+    x, t1, t2 = (cast(v, dtype) if dtype_of(v) is not dtype else v for v in (x, t1, t2))
     out = gs.empty(shape, dtype.name, x.device)
     if math.prod(shape):
         getattr(gk, op)(expand_to(x, shape), expand_to(t1, shape), expand_to(t2, shape), out, value=value,
