@@ -9,7 +9,7 @@ import genesis_storage as gs
 
 from ...dtypes import DType, bool_, get_default_dtype, promote_types
 from ...shape import broadcast_shapes
-from .common import View, dtype_of, expand_to, reg, result_type, stream_of
+from .common import View, current_stream_handle, dtype_of, expand_to, reg, result_type, stream_of
 from .memory import cast
 
 _PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"})
@@ -67,8 +67,19 @@ def _binary_types(op: str, a, b) -> tuple[DType, DType]:
     return compute, out
 
 
+# Ops whose result has the operands' dtype when both share it (bool excluded: its rules differ).
+_SAME_DTYPE_OPS = frozenset({"add", "sub", "mul", "maximum", "minimum"})
+
+
 @reg("binary")
 def binary(op: str, a, b) -> View:
+    # The hot path: two arrays of one shape, dtype and device (no broadcasting, no promotion).
+    if (a.__class__ is View and b.__class__ is View and op in _SAME_DTYPE_OPS and a.dtype == b.dtype
+            and a.shape == b.shape and a.device == b.device and a.dtype != "bool"):
+        out = gs.empty(a.shape, a.dtype, a.device)
+        if out.numel:
+            gk.binary(op, a, b, out, compute_dtype=a.dtype, stream=current_stream_handle(a.device))
+        return out
     device = _device_of(a, b)
     shape_a = a.shape if isinstance(a, View) else ()
     shape_b = b.shape if isinstance(b, View) else ()
