@@ -25,6 +25,14 @@ for _ in range(200):
     step()
 genesis.cuda.synchronize()
 print(f"step: {(time.perf_counter() - start) / 200 * 1e3:.3f} ms")
+# Host-bound or GPU-bound? Time the enqueueing alone, then the wait for the GPU to drain.
+start = time.perf_counter()
+for _ in range(200):
+    step()
+host = time.perf_counter() - start
+genesis.cuda.synchronize()
+total = time.perf_counter() - start
+print(f"host enqueue {host / 200 * 1e3:.3f} ms/step, with the GPU drained {total / 200 * 1e3:.3f} ms/step")
 profile = cProfile.Profile()
 profile.enable()
 for _ in range(200):
