@@ -114,15 +114,6 @@ def _prepare_values(v, center, p, OP: tl.constexpr, ACC: tl.constexpr):
 
 
 @triton.jit
-def _column(k, RS1, RS2, RS3, RS4, RS5, RS6, RS7, xr0, xr1, xr2, xr3, xr4, xr5, xr6, xr7,
-            RED_RANK: tl.constexpr, RED_CONTIG: tl.constexpr):
-    """Offsets of reduced elements ``k`` within a row."""
-    if RED_CONTIG:
-        return k
-    return offset_of(k, RS1, RS2, RS3, RS4, RS5, RS6, RS7, xr0, xr1, xr2, xr3, xr4, xr5, xr6, xr7, RED_RANK)
-
-
-@triton.jit
 def _reduce_kernel(x, aux, out, M, K, K_PER, divisor,
                    KS1, KS2, KS3, KS4, KS5, KS6, KS7, xk0, xk1, xk2, xk3, xk4, xk5, xk6, xk7,
                    ok0, ok1, ok2, ok3, ok4, ok5, ok6, ok7,
@@ -156,28 +147,23 @@ def _reduce_kernel(x, aux, out, M, K, K_PER, divisor,
     acc = tl.full([BLOCK_M, BLOCK_K], ident, ACC)
     k_end = tl.minimum(k_start + K_PER, K)
     # Loop bounds from plain arguments (the interpreter cannot range over program_id-derived values).
-    if full_m & (k_start + K_PER <= K):
-        # Every tile of this program lies inside the array: a loop with no masks and no branches,
-        # which the compiler unrolls and keeps several loads in flight for.
-        for k0 in range(0, K_PER, BLOCK_K):
-            k = k_start + k0 + tl.arange(0, BLOCK_K)
-            ptrs = x + (row[:, None] + _column(k, RS1, RS2, RS3, RS4, RS5, RS6, RS7, xr0, xr1, xr2, xr3, xr4, xr5,
-                                                xr6, xr7, RED_RANK, RED_CONTIG)[None, :])
+    for k0 in range(0, K_PER, BLOCK_K):
+        k = k_start + k0 + tl.arange(0, BLOCK_K)
+        k_mask = k < k_end
+        if RED_CONTIG:
+            col = k
+        else:
+            col = offset_of(k, RS1, RS2, RS3, RS4, RS5, RS6, RS7, xr0, xr1, xr2, xr3, xr4, xr5, xr6, xr7,
+                            RED_RANK)
+        ptrs = x + (row[:, None] + col[None, :])
+        # Whole tiles load without a mask (a mask the compiler cannot prove uniform over 16
+        # bytes forces scalar loads); only the ragged edge is masked.
+        if full_m & (k_start + k0 + BLOCK_K <= k_end):
             acc = _combine(acc, _prepare_values(tl.load(ptrs), center, divisor, OP, ACC), OP)
-    else:
-        for k0 in range(0, K_PER, BLOCK_K):
-            k = k_start + k0 + tl.arange(0, BLOCK_K)
-            k_mask = k < k_end
-            ptrs = x + (row[:, None] + _column(k, RS1, RS2, RS3, RS4, RS5, RS6, RS7, xr0, xr1, xr2, xr3, xr4, xr5,
-                                                xr6, xr7, RED_RANK, RED_CONTIG)[None, :])
-            # Whole tiles load without a mask (a mask the compiler cannot prove uniform over 16
-            # bytes forces scalar loads); only the ragged edge is masked.
-            if full_m & (k_start + k0 + BLOCK_K <= k_end):
-                acc = _combine(acc, _prepare_values(tl.load(ptrs), center, divisor, OP, ACC), OP)
-            else:
-                mask = m_mask[:, None] & k_mask[None, :]
-                v = _prepare_values(tl.load(ptrs, mask=mask), center, divisor, OP, ACC)
-                acc = _combine(acc, tl.where(mask, v, ident), OP)
+        else:
+            mask = m_mask[:, None] & k_mask[None, :]
+            v = _prepare_values(tl.load(ptrs, mask=mask), center, divisor, OP, ACC)
+            acc = _combine(acc, tl.where(mask, v, ident), OP)
     r = _fold(acc, OP)
     if FINAL:
         if FINALIZE == "divide":
