@@ -105,6 +105,9 @@ def test_reduce_split_paths(device: str, shape: tuple[int, ...], dims: tuple[int
     _run("sum", x, dims, device)
     _run("max", x, dims, device)
     _run("mean", x, dims, device)
+    flags = x > 2.9  # a few True among many False: any() must find them, all() must not
+    _run("any", flags, dims, device)
+    _run("all", ~flags, dims, device)
 
 
 @pytest.mark.parametrize("dims", [(0,), (1,), (0, 1)])
