@@ -158,7 +158,7 @@ class Function:
         if state.enabled:
             for a in args:
                 if getattr(a, "requires_grad", False):
-                    needs = tuple(getattr(x, "requires_grad", False) is True for x in args)
+                    needs = tuple([getattr(x, "requires_grad", False) is True for x in args])
                     break
         base = args[0] if cls.is_view else None
         if needs is None:
@@ -169,7 +169,7 @@ class Function:
                     out = cls.forward(_null_ctx(len(args)), *args)
             return _wrap_outputs(out, None, base)
         ctx = Node(cls, needs)
-        ctx.next_functions = tuple(a._grad_edge() if n else (None, 0) for a, n in zip(args, needs))
+        ctx.next_functions = tuple([a._grad_edge() if n else (None, 0) for a, n in zip(args, needs)])
         if cls.forward_uses_ndarrays:
             out = cls.forward(ctx, *args)
         else:

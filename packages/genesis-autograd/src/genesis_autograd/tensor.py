@@ -1013,6 +1013,17 @@ def _wrap_outputs(out, ctx: Node | None, base: Tensor | None):
             t._base = base if base._base is None else base._base
             t._view_version = base._version[0]
         return t
+    if out.__class__ is NDArray and base is None and not ctx._non_differentiable:  # one recorded output
+        t = Tensor(out)
+        if out.dtype.is_floating_point:
+            t.requires_grad = True
+            t.grad_fn = ctx
+            t._output_nr = 0
+        if "out" in ctx.__dict__:
+            ctx.out_version = (t._version, t._version[0])
+        ctx.num_outputs = 1
+        ctx._output_meta = [(out.shape, out.dtype, out.device)]
+        return t
     single = not isinstance(out, tuple)
     items = (out,) if single else out
     tensors = []
