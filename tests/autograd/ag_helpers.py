@@ -55,3 +55,23 @@ def assert_close(actual, expected: torch.Tensor, **tol) -> None:
     tol = tol or TOL.get(expected.dtype, dict(rtol=0, atol=0))
     got = torch.from_numpy(np.array(actual.detach().cpu().numpy()))
     torch.testing.assert_close(got, expected.detach().cpu(), **tol)
+
+
+def make_inputs(specs, device, make_values=values):
+    """Leaves (torch, genesis) and the op inputs, from (shape, requires_grad, domain, layout) specs.
+
+    Layout "t" stores the transposed shape and hands the op a transposed (non-contiguous) view.
+    """
+    t_leaves, g_leaves, t_inputs, g_inputs = [], [], [], []
+    for shape, rg, domain, layout in specs:
+        stored = shape[:-2] + (shape[-1], shape[-2]) if layout == "t" else shape
+        v = make_values(stored, domain)
+        tl = v.clone().requires_grad_(rg)
+        gl = to_genesis(v, device, requires_grad=rg)
+        t_leaves.append(tl)
+        g_leaves.append(gl)
+        t_inputs.append(tl.mT if layout == "t" else tl)
+        g_inputs.append(gl.mT if layout == "t" else gl)
+        if layout == "t":
+            assert not g_inputs[-1].is_contiguous()
+    return t_leaves, g_leaves, t_inputs, g_inputs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from ag_helpers import CPU, assert_close, requires_cuda, to_genesis, values
+from ag_helpers import CPU, assert_close, make_inputs, requires_cuda, to_genesis, values
 
 import genesis
 from genesis.autograd import gradcheck, gradgradcheck
@@ -172,20 +172,7 @@ PARAMS += _params(CPU_ONLY_CASES, ("cpu",))
 
 
 def _make_inputs(specs, device):
-    """Leaves (torch, genesis), and the op inputs (views of the leaves for layout "t")."""
-    t_leaves, g_leaves, t_inputs, g_inputs = [], [], [], []
-    for shape, rg, domain, layout in specs:
-        stored = shape[:-2] + (shape[-1], shape[-2]) if layout == "t" else shape
-        v = values(stored, domain)
-        tl = v.clone().requires_grad_(rg)
-        gl = to_genesis(v, device, requires_grad=rg)
-        t_leaves.append(tl)
-        g_leaves.append(gl)
-        t_inputs.append(tl.mT if layout == "t" else tl)
-        g_inputs.append(gl.mT if layout == "t" else gl)
-        if layout == "t":
-            assert not g_inputs[-1].is_contiguous()
-    return t_leaves, g_leaves, t_inputs, g_inputs
+    return make_inputs(specs, device, values)
 
 
 def _outputs(out):
