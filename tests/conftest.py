@@ -9,31 +9,18 @@ from __future__ import annotations
 
 import os
 
-
-def _cuda_present() -> bool:
-    try:
-        import genesis_storage
-
-        return genesis_storage.is_available()
-    except Exception:
-        return False
-
-
-HAS_CUDA = _cuda_present()
+from device_support import HAS_CUDA, requires_cuda
 
 if not HAS_CUDA:
     # Before anything imports triton: kernels then run on the CPU, on host memory.
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import pytest  # noqa: E402
+import pytest
 
 if os.environ.get("GENESIS_REQUIRE_CUDA") == "1" and not HAS_CUDA:
     raise pytest.UsageError("GENESIS_REQUIRE_CUDA=1 but genesis_storage sees no CUDA device")
 
-NO_CUDA_REASON = "no CUDA device on this machine (tools/gpu-test runs these on a GPU machine)"
-requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason=NO_CUDA_REASON)
-
-DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, requires_cuda])]
+DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
 
 
 @pytest.fixture(params=DEVICES)

@@ -7,18 +7,8 @@ import pytest
 import torch
 
 import genesis
+from device_support import requires_cuda
 
-
-def _cuda_present() -> bool:
-    try:
-        return bool(genesis.cuda.is_available())
-    except Exception:
-        return False
-
-
-HAS_CUDA = _cuda_present()
-requires_cuda = [pytest.mark.cuda, pytest.mark.skipif(
-    not HAS_CUDA, reason="no CUDA device on this machine (tools/gpu-test runs these on a GPU machine)")]
 CPU = "cpu"
 CUDA = pytest.param("cuda", marks=requires_cuda)
 

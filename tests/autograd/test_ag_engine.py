@@ -8,9 +8,10 @@ import threading
 
 import pytest
 import torch
-from ag_helpers import assert_close, requires_cuda, to_genesis, values
+from ag_helpers import assert_close, to_genesis, values
 
 import genesis
+from device_support import requires_cuda
 
 
 def leaf(shape, device, domain="any"):

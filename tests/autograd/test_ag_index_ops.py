@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from ag_helpers import assert_close, requires_cuda, to_genesis, values
+from ag_helpers import assert_close, to_genesis, values
 
 import genesis
+from device_support import requires_cuda
 from genesis.autograd import gradcheck, gradgradcheck
 
 

@@ -55,10 +55,11 @@ def test_norm_ties_zero_norm_and_fro(device):
 def test_norm_half_types(device, dtype):
     x = values((7, 33), dtype=torch.float32)
     got = to_genesis(x, device).to(dtype=getattr(genesis, str(dtype)[6:])).vector_norm(2, 1)
-    # Accumulated in float32, rounded once to the half type: within one half-type ulp of torch.
+    # Accumulated in float32, rounded once to the half type: within one half-type ulp of torch
+    # (2^-10 relative for float16, 2^-7 for bfloat16; the norms here are about 5, so no atol).
     assert got.dtype.torch == dtype
     ref = torch.linalg.vector_norm(x.to(dtype), dim=1).float()
-    assert_close(got.to(dtype=genesis.float32), ref, rtol=1e-2, atol=1e-2)
+    assert_close(got.to(dtype=genesis.float32), ref, rtol=2e-3 if dtype == torch.float16 else 1.6e-2, atol=0)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from ag_helpers import CPU, assert_close, make_inputs, requires_cuda, to_genesis, values
+from ag_helpers import CPU, assert_close, make_inputs, to_genesis, values
 
 import genesis
+from device_support import requires_cuda
 from genesis.autograd import gradcheck, gradgradcheck
 
 

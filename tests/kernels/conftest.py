@@ -32,14 +32,19 @@ def _device_available(request: pytest.FixtureRequest) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if INTERPRET:
-        return
+    """Deselect the cases a tier does not run: on a GPU machine every interpreter ("cpu") case; under
+    the interpreter (CI) the "cpu" variant of a case marked ``gpu_tier`` (too slow there)."""
     kernel_dir = os.path.dirname(__file__)
     keep, drop = [], []
     for item in items:
         params = getattr(item, "callspec", None)
         on_cpu = params is not None and params.params.get("device") == "cpu"
-        (drop if on_cpu and str(item.path).startswith(kernel_dir) else keep).append(item)
+        ours = str(item.path).startswith(kernel_dir)
+        if INTERPRET:
+            unwanted = on_cpu and ours and item.get_closest_marker("gpu_tier") is not None
+        else:
+            unwanted = on_cpu and ours
+        (drop if unwanted else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -208,8 +208,8 @@ def test_matmul(device: str, dtype: str, mnk: tuple[int, int, int]) -> None:
     gk.matmul(buf(a), buf(b), buf(out))
     sync(device)
     ref = (a.double() @ b.double()).to(a.dtype)
-    t = {"float32": dict(rtol=1e-5, atol=1e-5 * k ** 0.5), "float64": dict(rtol=1e-12, atol=1e-12)}.get(
-        dtype, dict(rtol=1e-2, atol=1e-2 * k ** 0.5))
+    # Half types: exact products, float32 accumulation, one rounding: the dtype's default (about one ulp).
+    t = {"float32": dict(rtol=1e-5, atol=1e-5 * k ** 0.5), "float64": dict(rtol=1e-12, atol=1e-12)}.get(dtype, {})
     assert_close(out, ref, dtype, **t)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 import genesis_ndarray as nd
@@ -63,13 +62,3 @@ def assert_same(actual: nd.NDArray, expected: torch.Tensor, exact_dtype: bool = 
     torch.testing.assert_close(got, expected, equal_nan=True, check_dtype=exact_dtype, **tol)
 
 
-def _cuda_present() -> bool:
-    try:
-        return bool(nd.cuda.is_available())
-    except Exception:
-        return False
-
-
-HAS_CUDA = _cuda_present()
-requires_cuda = [pytest.mark.cuda, pytest.mark.skipif(
-    not HAS_CUDA, reason="no CUDA device on this machine (tools/gpu-test runs these on a GPU machine)")]

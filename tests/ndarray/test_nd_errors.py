@@ -6,9 +6,10 @@ import re
 
 import pytest
 import torch
-from nd_helpers import HAS_CUDA, from_torch, random_tensor, requires_cuda
+from nd_helpers import from_torch, random_tensor
 
 import genesis_ndarray as nd
+from device_support import HAS_CUDA, requires_cuda
 
 
 def _names_shape(message: str, shape) -> bool:

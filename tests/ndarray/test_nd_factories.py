@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from nd_helpers import assert_same, requires_cuda, to_torch
+from nd_helpers import assert_same, to_torch
 
 import genesis_ndarray as nd
+from device_support import requires_cuda
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3, 4)])

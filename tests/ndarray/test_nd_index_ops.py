@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from nd_helpers import HAS_CUDA, assert_same, from_torch, random_tensor, requires_cuda, to_torch
+from nd_helpers import assert_same, from_torch, random_tensor, to_torch
 
 import genesis_ndarray as nd
+from device_support import HAS_CUDA, requires_cuda
 
 LAYOUTS = ("contiguous", "transposed", "sliced")
 

@@ -92,11 +92,7 @@ def test_binary_methods_match_torch(device, op, da, db):
     tb = random_tensor((3, 1), db, nonzero=True) * (2 if db.is_floating_point else 1)
     expected = getattr(torch, op)(ta, tb)
     got = getattr(_nd(ta, device), op)(_nd(tb, device))
-    tol = {}
-    if op in ("remainder", "fmod") and expected.dtype in (F32, F64):
-        # a - rounded(a / b) * b cancels: the same tolerance as test_nd_elementwise's remainder
-        tol = dict(rtol=1e-3, atol=1e-2)
-    assert_same(got, expected, **tol)
+    assert_same(got, expected)  # remainder / fmod are exact fmod-based, as torch's
 
 
 @pytest.mark.parametrize("op", ["floor_divide", "remainder", "fmod"])

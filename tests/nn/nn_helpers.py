@@ -3,22 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 
 import genesis
-
-
-def _cuda_present() -> bool:
-    try:
-        return bool(genesis.cuda.is_available())
-    except Exception:
-        return False
-
-
-HAS_CUDA = _cuda_present()
-requires_cuda = [pytest.mark.cuda, pytest.mark.skipif(
-    not HAS_CUDA, reason="no CUDA device on this machine (tools/gpu-test runs these on a GPU machine)")]
 
 TOL = {torch.float64: dict(rtol=1e-7, atol=1e-9), torch.float32: dict(rtol=1e-5, atol=1e-6)}
 

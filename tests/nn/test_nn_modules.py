@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from nn_helpers import assert_close, copy_weights, g, requires_cuda
+from nn_helpers import assert_close, copy_weights, g
 
 import genesis
 import genesis.nn as nn
 import genesis.nn.functional as F
+from device_support import requires_cuda
 
 
 @pytest.mark.parametrize("bias", [True, False])

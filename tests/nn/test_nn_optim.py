@@ -50,6 +50,36 @@ def test_optimizer_trajectory_matches_torch(device, name, kwargs):
             assert p.is_leaf and p.requires_grad
 
 
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_step_with_closure_matches_torch(device, name):
+    # The closure re-evaluates the loss with gradients on, even when step runs under no_grad.
+    tmodel, model = _models(device)
+    topt = getattr(torch.optim, name)(tmodel.parameters(), lr=0.05)
+    opt = getattr(genesis.optim, name)(model.parameters(), lr=0.05)
+    x, y = torch.randn(8, 4, dtype=torch.float64), torch.randn(8, 2, dtype=torch.float64)
+
+    def t_closure():
+        topt.zero_grad()
+        loss = torch.nn.functional.mse_loss(tmodel(x), y)
+        loss.backward()
+        return loss
+
+    def g_closure():
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(g(x, device)), g(y, device))
+        loss.backward()
+        return loss
+
+    for _ in range(3):
+        t_loss = topt.step(t_closure)
+        with genesis.no_grad():
+            g_loss = opt.step(g_closure)
+        assert_close(g_loss, t_loss, rtol=1e-12, atol=1e-12)
+    for p, tp in zip(model.parameters(), tmodel.parameters()):
+        assert_close(p, tp, rtol=1e-9, atol=1e-11)
+    assert opt.step() is None
+
+
 def test_optimizer_param_groups_and_skipped_params(device):
     _, model = _models(device)
     first, second = list(model.parameters())[:2], list(model.parameters())[2:]

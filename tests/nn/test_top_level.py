@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from nn_helpers import g, requires_cuda
+from nn_helpers import g
 
 import genesis
+from device_support import requires_cuda
 from genesis import _torch_functions
 
 DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from typing import Self
 
 from genesis_autograd import Tensor, empty
 
@@ -118,7 +119,24 @@ class Flatten(Module):
         return x.flatten(self.start_dim, self.end_dim)
 
 
-class Sequential(Module):
+class _ModuleSequence(Module):
+    """Submodules kept in order, indexable and appendable (what Sequential and ModuleList share)."""
+
+    def __getitem__(self, index: int) -> Module:
+        return list(self._modules.values())[index]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> Self:
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+
+class Sequential(_ModuleSequence):
     def __init__(self, *modules: Module):
         super().__init__()
         if len(modules) == 1 and isinstance(modules[0], OrderedDict):
@@ -133,38 +151,12 @@ class Sequential(Module):
             x = m(x)
         return x
 
-    def __getitem__(self, index: int) -> Module:
-        return list(self._modules.values())[index]
 
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> Sequential:
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     def __init__(self, modules=()):
         super().__init__()
         for i, m in enumerate(modules):
             self.add_module(str(i), m)
-
-    def __getitem__(self, index: int) -> Module:
-        return list(self._modules.values())[index]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> ModuleList:
-        self.add_module(str(len(self._modules)), module)
-        return self
 
 
 class CrossEntropyLoss(Module):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from genesis_autograd import Tensor
+from genesis_autograd import Tensor, enable_grad
 
 
 class Optimizer:
@@ -60,3 +60,11 @@ class Optimizer:
 
     def step(self, closure=None):
         raise NotImplementedError
+
+    @staticmethod
+    def _evaluate(closure):
+        """The loss ``closure`` returns (it re-runs forward and backward, so gradients are on), or None."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
