@@ -7,7 +7,8 @@ call. Our launchers already know everything that changes the compiled code (the
 dtypes, the constexpr flags, whether the pointers are 16-byte aligned), so each
 one builds a small key tuple itself and :class:`Kernel` maps it to a ready
 launch function that calls Triton's C launcher directly, on our stream, with
-pointers passed as plain ints (which skips ``cuPointerGetAttribute`` too).
+pointers passed as plain ints (which skips ``cuPointerGetAttribute`` too); launch_abi.py
+knows each supported Triton release's calling convention for that launcher.
 
 Specialisation is explicit: integer arguments (sizes, strides, scalars) are never
 specialised by value, so a new shape never recompiles; their type (i32 or i64)
@@ -23,15 +24,15 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from .launch_abi import Grid, LaunchFn, make_launch
+
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
-Grid = tuple[int, int, int]
-LaunchFn = Callable[[Grid, int, tuple], None]
 
 # Triton signature type -> dtype name, for wrapping host pointers in the interpreter.
 _TRITON_TO_NAME = {
@@ -151,6 +152,7 @@ class Kernel:
 
     def _compiled(self, types: dict[str, str], constexprs: dict[str, Any], aligned: set[str],
                   num_warps: int, num_stages: int) -> LaunchFn:
+        import triton
         from triton.compiler import ASTSource, compile
         from triton.runtime.driver import driver
 
@@ -161,26 +163,7 @@ class Kernel:
         target = driver.active.get_current_target()
         ck = compile(src, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
         runner = ck.run  # loads the module into the current context
-        function, meta = ck.function, ck.packed_metadata
-        if getattr(runner, "global_scratch_size", 0) or getattr(runner, "profile_scratch_size", 0):
-            # Kernels that need Triton's scratch go through its Python launcher, which allocates it.
-            def launch(grid: Grid, stream: int, args: tuple) -> None:
-                if grid[0] * grid[1] * grid[2]:
-                    runner(grid[0], grid[1], grid[2], stream, function, meta, None, None, None, *args)
-
-            return launch
-        raw = runner.launch
-        coop, pdl = runner.launch_cooperative_grid, runner.launch_pdl
-
-        def launch(grid: Grid, stream: int, args: tuple) -> None:
-            # The C launcher's argument order (triton 3.6, backends/nvidia/driver.py):
-            # grid x/y/z, stream, function, cooperative, pdl, global/profile scratch,
-            # packed metadata, launch metadata, enter/exit hooks, then the kernel's arguments.
-            if grid[0] * grid[1] * grid[2]:
-                raw(grid[0], grid[1], grid[2], stream, function, coop, pdl, None, None, meta, None, None, None,
-                    *args)
-
-        return launch
+        return make_launch(runner, ck.function, ck.packed_metadata, triton.__version__)
 
 
 def ptr_type(dtype: str) -> str:
