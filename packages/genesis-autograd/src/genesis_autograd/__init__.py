@@ -4,6 +4,9 @@ It sits on genesis_ndarray and re-exports what the layer above needs from it
 (dtypes, devices, the CUDA runtime facade), so that genesis never reaches past it.
 """
 
+from importlib import metadata as _metadata
+from pathlib import Path as _Path
+
 from genesis_ndarray import (
     ALL_DTYPES,
     Device,
@@ -73,7 +76,18 @@ from .grad_mode import (
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .tensor import Tensor
 
-__version__ = "0.1.0"
+
+def _read_version() -> str:
+    """The installed distribution's version; from pyproject.toml when run from a source tree."""
+    try:
+        return _metadata.version("genesis-autograd")
+    except _metadata.PackageNotFoundError:  # on PYTHONPATH from a checkout (tools/gpu-test): no metadata
+        import tomllib
+
+        with open(_Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+
+__version__ = _read_version()
 
 __all__ = [
     "ALL_DTYPES", "DType", "Device", "Function", "GradcheckError", "NDArray", "Node", "Tensor", "arange",

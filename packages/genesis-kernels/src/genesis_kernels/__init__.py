@@ -4,6 +4,9 @@ Every function takes buffers (``.ptr``, ``.shape``, ``.strides`` in elements, ``
 writes into a caller-allocated ``out`` and launches on the raw CUDA stream ``stream``.
 """
 
+from importlib import metadata as _metadata
+from pathlib import Path as _Path
+
 from .buffer import DTYPES, Buffer, BufferLike
 from .creation import arange, eye, linspace, tril, triu
 from .elementwise import addcdiv, addcmul, binary, clamp, copy, fill, lerp, unary, where
@@ -27,6 +30,21 @@ from .reduce import arg_reduce, logsumexp, norm, reduce, std, var
 from .scan import cumprod, cumsum
 from .softmax import softmax, softmax_backward
 from .sort import argsort, sort, topk
+
+
+def _read_version() -> str:
+    """The installed distribution's version; from pyproject.toml when run from a source tree."""
+    try:
+        return _metadata.version("genesis-kernels")
+    except _metadata.PackageNotFoundError:  # on PYTHONPATH from a checkout (tools/gpu-test): no metadata
+        import tomllib
+
+        with open(_Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+
+
+__version__ = _read_version()
+
 
 __all__ = [
     "DTYPES", "Buffer", "BufferLike", "addcdiv", "addcmul", "arange", "arg_reduce", "argsort", "bernoulli",

@@ -5,6 +5,9 @@ An NDArray holds a native array of its device's backend (a torch CPU tensor on
 one registry. Dtypes follow PyTorch's names and promotion rules.
 """
 
+from importlib import metadata as _metadata
+from pathlib import Path as _Path
+
 from . import cuda, registry, shape
 from .creation import (
     arange,
@@ -44,7 +47,18 @@ from .dtypes import (
 from .ndarray import NDArray
 from .rng import bernoulli, get_rng_state, initial_seed, randperm, seed, set_rng_state
 
-__version__ = "0.1.0"
+
+def _read_version() -> str:
+    """The installed distribution's version; from pyproject.toml when run from a source tree."""
+    try:
+        return _metadata.version("genesis-ndarray")
+    except _metadata.PackageNotFoundError:  # on PYTHONPATH from a checkout (tools/gpu-test): no metadata
+        import tomllib
+
+        with open(_Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+
+__version__ = _read_version()
 
 __all__ = [
     "ALL_DTYPES", "DType", "Device", "NDArray", "arange", "array", "as_device", "as_dtype", "bfloat16",

@@ -4,6 +4,9 @@
 runtime, data loading. Port a PyTorch script by changing its import.
 """
 
+from importlib import metadata as _metadata
+from pathlib import Path as _Path
+
 from genesis_autograd import (
     DType,
     Function,
@@ -66,7 +69,18 @@ from genesis_autograd import int64 as long
 from . import _torch_functions, amp, autograd, cuda, linalg, nn, optim, utils
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
 
-__version__ = "0.1.0"
+
+def _read_version() -> str:
+    """The installed distribution's version; from pyproject.toml when run from a source tree."""
+    try:
+        return _metadata.version("genesis-nn")
+    except _metadata.PackageNotFoundError:  # on PYTHONPATH from a checkout (tools/gpu-test): no metadata
+        import tomllib
+
+        with open(_Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+
+__version__ = _read_version()
 
 __all__ = [
     "DType", "Function", "Tensor", "amp", "arange", "as_tensor", "autograd", "bfloat16", "bool", "cat", "cuda",

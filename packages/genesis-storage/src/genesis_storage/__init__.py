@@ -7,6 +7,9 @@ Depends on cuda-python and numpy only; importing it never needs a GPU (everythin
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+from pathlib import Path as _Path
+
 from .allocator import (
     CachingAllocator,
     FakeRawAllocator,
@@ -53,7 +56,18 @@ from .storage import CUDAStorage
 from .stream import Event, Stream, current_stream, default_stream, set_stream, stream
 from .view import StridedView, contiguous_strides, empty, from_numpy, to_numpy
 
-__version__ = "0.1.0"
+
+def _read_version() -> str:
+    """The installed distribution's version; from pyproject.toml when run from a source tree."""
+    try:
+        return _metadata.version("genesis-storage")
+    except _metadata.PackageNotFoundError:  # on PYTHONPATH from a checkout (tools/gpu-test): no metadata
+        import tomllib
+
+        with open(_Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+
+__version__ = _read_version()
 
 __all__ = [
     "DTYPES", "CUDAError", "CUDAStorage", "CUDAUnavailableError", "CachingAllocator", "DeviceMismatchError",
