@@ -58,17 +58,21 @@ def main(argv=None) -> float:
     print(f"training on {args.device}: {len(x_train)} train / {len(x_test)} test images")
 
     start = time.perf_counter()
-    for epoch in range(1, args.epochs + 1):
-        model.train()
-        total, batches = 0.0, 0
-        for xb, yb in tqdm(loader, desc=f"epoch {epoch:2d}", leave=False, disable=args.quiet):
-            loss = criterion(model(xb), yb)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item()
-            batches += 1
-        print(f"epoch {epoch:2d}  loss {total / batches:.4f}")
+    # One bar for the whole run (it ends at 100 %); disable=None turns it off when stdout is not a terminal.
+    with tqdm(total=args.epochs * len(loader), unit="batch", disable=True if args.quiet else None) as bar:
+        for epoch in range(1, args.epochs + 1):
+            model.train()
+            total, batches = 0.0, 0
+            for xb, yb in loader:
+                loss = criterion(model(xb), yb)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item()
+                batches += 1
+                bar.update()
+            bar.set_postfix(epoch=epoch, loss=f"{total / batches:.4f}")
+            tqdm.write(f"epoch {epoch:2d}  loss {total / batches:.4f}")
 
     model.eval()
     with genesis.no_grad():

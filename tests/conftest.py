@@ -26,3 +26,20 @@ DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
 @pytest.fixture(params=DEVICES)
 def device(request) -> str:
     return request.param
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Skips summarised by reason (one line each with a count), instead of one line per skipped test."""
+    from collections import Counter
+
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: Counter[str] = Counter()
+    for report in skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    terminalreporter.section("skips by reason")
+    for reason, count in reasons.most_common():
+        terminalreporter.write_line(f"{count:6d}  {reason}")
