@@ -14,7 +14,7 @@ import sys
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def installed_not_source(module) -> None:

@@ -108,7 +108,8 @@ def test_installed_triton_matches_its_own_launcher() -> None:
     import triton
     from triton.backends.nvidia.driver import CudaLauncher
 
-    assert launch_abi.convention_for(triton.__version__) is not None, f"installed Triton {triton.__version__} is outside the supported table"
+    known = launch_abi.convention_for(triton.__version__)
+    assert known is not None, f"installed Triton {triton.__version__} is outside the supported table"
     theirs = Recorder()
     real = object.__new__(CudaLauncher)  # skip __init__: it compiles or loads the C module (needs a GPU)
     real.__dict__.update({k: v for k, v in vars(theirs).items() if k not in ("calls", "public_calls")})

@@ -1,0 +1,339 @@
+"""Train a small GPT, character by character, on the King James Bible.
+
+    ./dev gpt                                   # cpu: a small model, about three minutes on two cores
+    ./dev gpt --device cuda                     # (the default when a GPU is present) larger, bf16 autocast
+    ./dev gpt --steps 2000 --resume             # go on from out/gpt/ckpt.safetensors
+
+A nanoGPT-shaped model: token and position embeddings, pre-norm blocks of causal
+self-attention (scaled_dot_product_attention) and a GELU MLP, a final LayerNorm, and a
+head tied to the token embedding. AdamW with decoupled weight decay on matrices only,
+linear warm-up then cosine decay, gradient clipping. Every --eval-interval steps it
+reports the validation loss and writes a checkpoint (genesis.save: safetensors) and a
+loss-curve PNG next to it; at the end it prints a text sample.
+
+The script uses torch's names only: replace its genesis imports by torch's and it runs
+under PyTorch unchanged (tests/e2e/test_e2e_gpt.py does exactly that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+import genesis
+import genesis.nn as nn
+import genesis.nn.functional as F
+
+DATA = Path(__file__).resolve().parent / "data" / "kjv.txt.gz"
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int
+    block_size: int = 128
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+    bias: bool = True
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.n_head, self.dropout = config.n_head, config.dropout
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x):
+        batch, time_, channels = x.shape
+        q, k, v = self.c_attn(x).split(channels, dim=2)
+        # (B, T, C) -> (B, heads, T, head size)
+        q, k, v = (t.view(batch, time_, self.n_head, channels // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(batch, time_, channels)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+        self.h = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
+        self.ln_f = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied: one Parameter, listed once
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):  # GPT-2's scaled init of the residual projections
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    @staticmethod
+    def _init_weights(module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def forward(self, idx, targets=None):
+        positions = genesis.arange(idx.shape[1], device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(positions))
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
+
+
+class CharData:
+    """The text as character ids; the first 90 % trains, the rest validates."""
+
+    def __init__(self, path: Path = DATA) -> None:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            text = f.read()
+        self.chars = sorted(set(text))
+        self.index = {c: i for i, c in enumerate(self.chars)}
+        ids = np.array([self.index[c] for c in text], dtype=np.int64)
+        cut = int(0.9 * len(ids))
+        self.split = {"train": ids[:cut], "val": ids[cut:]}
+
+    def batch(self, split: str, batch_size: int, block_size: int, rng: np.random.Generator):
+        data = self.split[split]
+        starts = rng.integers(0, len(data) - block_size - 1, size=batch_size)
+        x = np.stack([data[s:s + block_size] for s in starts])
+        y = np.stack([data[s + 1:s + 1 + block_size] for s in starts])
+        return x, y
+
+    def decode(self, ids) -> str:
+        return "".join(self.chars[i] for i in ids)
+
+
+def lr_factor(step: int, warmup: int, total: int, floor: float = 0.1) -> float:
+    """Linear warm-up, then cosine decay to ``floor`` of the peak."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def configure_optimizer(model, lr: float, weight_decay: float):
+    """AdamW; matrices (weights of Linear / Embedding) decay, vectors (biases, norms) do not."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return genesis.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95))
+
+
+@genesis.no_grad()
+def estimate_loss(model, data: CharData, args, autocast, rng: np.random.Generator) -> float:
+    model.eval()
+    losses = []
+    for _ in range(args.eval_batches):
+        x, y = data.batch("val", args.batch_size, args.block_size, rng)
+        with autocast():
+            _, loss = model(genesis.tensor(x, device=args.device), genesis.tensor(y, device=args.device))
+        losses.append(loss.item())
+    model.train()
+    return float(np.mean(losses))
+
+
+@genesis.no_grad()
+def sample(model, data: CharData, args, prompt: str, tokens: int, rng: np.random.Generator) -> str:
+    model.eval()
+    ids = [data.index[c] for c in prompt]
+    for _ in range(tokens):
+        context = genesis.tensor([ids[-args.block_size:]], device=args.device)
+        logits, _ = model(context)
+        probs = F.softmax(logits[0, -1].float() / args.temperature, dim=-1).cpu().numpy().astype(np.float64)
+        ids.append(int(rng.choice(len(probs), p=probs / probs.sum())))
+    model.train()
+    return data.decode(ids)
+
+
+def save_plot(history: dict, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # matplotlib is in the examples extra; training does not need it
+        return
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(history["step"], history["train"], label="train (smoothed)", lw=1)
+    ax.plot(history["eval_step"], history["val"], "o-", label="validation")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats / char)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def parse_args(argv=None):
+    cuda = genesis.cuda.is_available()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if cuda else "cpu")
+    parser.add_argument("--steps", type=int, default=None, help="default: 600 on cpu, 3000 on cuda")
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--block-size", type=int, default=None)
+    parser.add_argument("--n-layer", type=int, default=None)
+    parser.add_argument("--n-head", type=int, default=None)
+    parser.add_argument("--n-embd", type=int, default=None)
+    parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--lr", type=float, default=None)
+    parser.add_argument("--weight-decay", type=float, default=0.1)
+    parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--clip", type=float, default=1.0)
+    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default=None,
+                        help="autocast dtype (default: bfloat16 on cuda, none on cpu)")
+    parser.add_argument("--eval-interval", type=int, default=200)
+    parser.add_argument("--eval-batches", type=int, default=10)
+    parser.add_argument("--out-dir", type=Path, default=Path("out/gpt"))
+    parser.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.safetensors")
+    parser.add_argument("--sample-tokens", type=int, default=300)
+    parser.add_argument("--temperature", type=float, default=0.8)
+    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    on_gpu = args.device.startswith("cuda")
+    # cpu: small enough for a visibly falling loss in about three minutes on two cores.
+    defaults = dict(steps=3000, batch_size=64, block_size=256, n_layer=6, n_head=6, n_embd=384, lr=1e-3,
+                    dtype="bfloat16") if on_gpu else \
+        dict(steps=600, batch_size=16, block_size=64, n_layer=4, n_head=4, n_embd=128, lr=2e-3, dtype="float32")
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    return args
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    genesis.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    data = CharData()
+    config = GPTConfig(vocab_size=len(data.chars), block_size=args.block_size, n_layer=args.n_layer,
+                       n_head=args.n_head, n_embd=args.n_embd, dropout=args.dropout)
+    model = GPT(config).to(args.device)
+    optimizer = configure_optimizer(model, args.lr, args.weight_decay)
+    scheduler = genesis.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, args.warmup, args.steps))
+    low = None if args.dtype == "float32" else getattr(genesis, args.dtype)
+    device_type = "cuda" if args.device.startswith("cuda") else "cpu"
+
+    def autocast():
+        return genesis.autocast(device_type, dtype=low, enabled=low is not None)
+
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    ckpt_path = args.out_dir / "ckpt.safetensors"
+    history = {"step": [], "train": [], "eval_step": [], "val": []}
+    start_step = 0
+    if args.resume:
+        state = genesis.load(ckpt_path, map_location=args.device)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        start_step, history = state["step"], state["history"]
+        rng = np.random.default_rng([args.seed, start_step])
+        print(f"resumed from {ckpt_path} at step {start_step}")
+
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"GPT: {n_params / 1e6:.2f} M parameters, {config.n_layer} layers, {config.n_embd} wide, "
+          f"{len(data.chars)} characters, context {config.block_size}; {args.device}, "
+          f"{args.dtype}; {args.steps} steps of {args.batch_size} x {args.block_size} tokens")
+
+    try:
+        from tqdm import tqdm
+    except ImportError:  # the examples extra brings it; without it, no bar
+        tqdm = None
+    show_bar = tqdm is not None and not args.quiet
+    bar = tqdm(total=args.steps, initial=start_step, unit="step", disable=None) if show_bar else None
+    smoothed, tokens_per_step = None, args.batch_size * args.block_size
+    last_time = time.perf_counter()
+    model.train()
+    for step in range(start_step, args.steps):
+        x, y = data.batch("train", args.batch_size, args.block_size, rng)
+        x, y = genesis.tensor(x, device=args.device), genesis.tensor(y, device=args.device)
+        with autocast():
+            _, loss = model(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        optimizer.step()
+        scheduler.step()
+        if step % 10 == 0 or step == args.steps - 1:
+            value = loss.item()  # a host sync every ten steps, not every step
+            smoothed = value if smoothed is None else 0.9 * smoothed + 0.1 * value
+            history["step"].append(step)
+            history["train"].append(smoothed)
+            now = time.perf_counter()
+            rate = tokens_per_step * (10 if step else 1) / max(now - last_time, 1e-9)
+            last_time = now
+            if bar is not None:
+                bar.set_postfix(loss=f"{smoothed:.3f}", tok_s=f"{rate:,.0f}")
+        if bar is not None:
+            bar.update()
+        if (step + 1) % args.eval_interval == 0 or step == args.steps - 1:
+            val = estimate_loss(model, data, args, autocast, np.random.default_rng(0))
+            history["eval_step"].append(step + 1)
+            history["val"].append(val)
+            message = f"step {step + 1:5d}  train {smoothed:.4f}  val {val:.4f}"
+            if bar is not None:
+                tqdm.write(message)
+            else:
+                print(message)
+            genesis.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                          "scheduler": scheduler.state_dict(), "step": step + 1, "history": history,
+                          "config": asdict(config)}, ckpt_path)
+            save_plot(history, args.out_dir / "loss.png")
+    if bar is not None:
+        bar.close()
+    text = sample(model, data, args, "And God said", args.sample_tokens, np.random.default_rng(args.seed))
+    print("\n--- sample ---\n" + text + "\n--------------")
+    summary = {"final_val": history["val"][-1] if history["val"] else None,
+               "first_train": history["train"][0] if history["train"] else None, "steps": args.steps}
+    (args.out_dir / "summary.json").write_text(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()
