@@ -3,6 +3,7 @@ steps, compared exactly; state_dict round trips; closed forms; composites; the m
 
 from __future__ import annotations
 
+import io
 import math
 import warnings
 
@@ -118,14 +119,17 @@ def test_reduce_lr_on_plateau_matches_torch(kwargs):
 
 
 @pytest.mark.parametrize("make", [pytest.param(m, id=i) for i, m in SCHEDULERS])
-def test_state_dict_resumes_the_same_sequence(make):
+def test_state_dict_resumes_the_same_sequence_through_a_checkpoint(make):
     _, gopt = _optimizers()
     sched = make(gls, gopt)
     for _ in range(17):
         gopt.step()
         sched.step()
-    saved_sched = sched.state_dict()
-    saved_opt = gopt.state_dict()
+    buffer = io.BytesIO()  # through a checkpoint file, as a resumed run gets them
+    genesis.save({"sched": sched.state_dict(), "opt": gopt.state_dict()}, buffer)
+    buffer.seek(0)
+    saved = genesis.load(buffer)
+    saved_sched, saved_opt = saved["sched"], saved["opt"]
     _, fresh_opt = _optimizers()
     fresh = make(gls, fresh_opt)
     fresh_opt.load_state_dict(saved_opt)
@@ -224,3 +228,14 @@ def test_cosine_annealing_reaches_eta_min_and_climbs_back():
         sched.step()
         lrs.append(sched.get_last_lr()[0])
     assert math.isclose(lrs[9], 0.01) and math.isclose(lrs[19], 0.1)
+
+
+def test_reduce_lr_on_plateau_state_survives_a_checkpoint():
+    _, gopt = _optimizers()
+    sched = gls.ReduceLROnPlateau(gopt, mode="max", patience=1)
+    buffer = io.BytesIO()
+    genesis.save(sched.state_dict(), buffer)
+    buffer.seek(0)
+    restored = gls.ReduceLROnPlateau(_optimizers()[1])
+    restored.load_state_dict(genesis.load(buffer))
+    assert restored.best == -math.inf and restored.mode == "max" and restored.patience == 1
