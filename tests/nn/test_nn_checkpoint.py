@@ -169,13 +169,19 @@ def test_map_location_forms():
         _roundtrip([t], map_location=3)
 
 
-def _relocated(blob: bytes, location: str) -> bytes:
-    """The checkpoint rewritten as if its tensors had been saved from ``location`` (hash recomputed)."""
+def _relocated(blob: bytes, location: str | None, root=None) -> bytes:
+    """The checkpoint rewritten as if its tensors had been saved from ``location`` (None: no location at all),
+    or with another ``root``; the hash recomputed, as a hand-made file would have it."""
     (n,) = struct.unpack("<Q", blob[:8])
     header = json.loads(blob[8 : 8 + n])
     structure = json.loads(header["__metadata__"]["genesis.structure"])
     for meta in structure["tensors"].values():
-        meta["device"] = location
+        if location is None:
+            del meta["device"]
+        else:
+            meta["device"] = location
+    if root is not None:
+        structure["root"] = root
     text = json.dumps(structure, separators=(",", ":"))
     entries = sorted(((k, (v[0], v[1], v[2])) for k, v in _entries_of(blob).items()), key=lambda kv: int(kv[0]))
     header["__metadata__"].update({"genesis.structure": text, "genesis.sha256": _digest(text, entries)})
@@ -236,6 +242,16 @@ def test_corrupted_bytes_raise_or_load_the_same_content():
         # a flip that JSON ignores (e.g. padding space to tab) may load: then it must be the same content
         assert out["note"] == reference["note"]
         assert all(_bits(out["model"][k]) == _bits(reference["model"][k]) for k in reference["model"])
+
+
+def test_hand_made_files_with_a_valid_hash_but_a_malformed_structure_are_refused():
+    buffer = io.BytesIO()
+    genesis.save({"w": genesis.randn(4)}, buffer)
+    for blob in [_relocated(buffer.getvalue(), None), _relocated(buffer.getvalue(), "cpu", root={"tensor": "9"}),
+                 _relocated(buffer.getvalue(), "cpu", root={"dict": [[1]]}),
+                 _relocated(buffer.getvalue(), "cpu", root={"eval": "print(1)"})]:
+        with pytest.raises(CorruptCheckpointError, match="corrupt"):
+            genesis.load(io.BytesIO(blob))
 
 
 def test_pytorch_pickles_are_refused_without_unpickling():

@@ -330,12 +330,16 @@ def load(f: str | os.PathLike | IO[bytes], map_location: MapLocation = None, pic
     if metadata.get("genesis.version") != FORMAT_VERSION:
         raise CorruptCheckpointError(f"checkpoint format version {metadata.get('genesis.version')!r} is not one "
                                      f"this genesis reads ({FORMAT_VERSION})")
-    parsed = json.loads(structure)
-    meta = parsed["tensors"]
-    for key, m in meta.items():
-        if key not in entries or entries[key][0] != m["dtype"] or entries[key][1] != m["shape"]:
-            raise CorruptCheckpointError(f"checkpoint file is corrupt: entry {key!r} does not match its description")
-    return _Decoder(entries, meta, place).decode(parsed["root"])
+    try:  # a hash-consistent file can still be hand-made: a malformed structure is refused, not half-read
+        parsed = json.loads(structure)
+        meta = parsed["tensors"]
+        for key, m in meta.items():
+            if key not in entries or entries[key][0] != m["dtype"] or entries[key][1] != m["shape"]:
+                raise CorruptCheckpointError(f"checkpoint file is corrupt: entry {key!r} does not match its "
+                                             "description")
+        return _Decoder(entries, meta, place).decode(parsed["root"])
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise CorruptCheckpointError(f"checkpoint file is corrupt: malformed structure ({e!r})") from None
 
 
 def _entry_order(item) -> int:
