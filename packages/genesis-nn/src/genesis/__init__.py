@@ -68,6 +68,8 @@ from genesis_autograd import int64 as long
 
 from . import _torch_functions, amp, autograd, cuda, linalg, nn, optim, utils
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
+from .serialization import load, save
+from .utils.data.generator import Generator
 
 
 def _read_version() -> str:
@@ -90,5 +92,5 @@ __all__ = [
     "normal",
     "ones", "ones_like", "optim", "promote_types", "rand", "rand_like", "randint", "randn", "randn_like",
     "set_default_dtype", "set_grad_enabled", "stack", "tensor", "uint8", "utils", "where", "zeros", "zeros_like",
-    "get_rng_state", "initial_seed", "seed", "set_rng_state",
+    "get_rng_state", "initial_seed", "seed", "set_rng_state", "load", "save", "Generator",
 ] + _torch_functions.__all__

@@ -1,6 +1,6 @@
 """genesis.nn: modules, parameters, initialisation and functional forms."""
 
-from . import functional, init
+from . import functional, init, utils
 from .layers import (
     GELU,
     CrossEntropyLoss,
@@ -26,5 +26,5 @@ from .parameter import Parameter
 __all__ = [
     "GELU", "CrossEntropyLoss", "Dropout", "Flatten", "Identity", "L1Loss", "Linear", "LogSoftmax", "MSELoss",
     "Module", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh",
-    "functional", "init",
+    "functional", "init", "utils",
 ]

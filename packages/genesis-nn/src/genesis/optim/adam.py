@@ -1,62 +1,114 @@
-"""Adam and AdamW (decoupled weight decay), with torch's bias correction."""
+"""Adam: bias-corrected moment estimates, amsgrad, L2 or decoupled weight decay, maximize (torch's rule)."""
 
 from __future__ import annotations
 
-from genesis_autograd import no_grad, zeros_like
+from genesis_autograd import Tensor, full_like, zeros_like
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _new_step, _to_float, _use_grad_for_differentiable
 
 
 class Adam(Optimizer):
-    decoupled = False
-
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False):
-        if lr < 0.0:
+    def __init__(self, params, lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
-        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
-            raise ValueError(f"Invalid beta parameters: {betas}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad))
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if fused and differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
+                        fused=fused, decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
 
-    @no_grad()
+    def _init_group(self, group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps) -> None:
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            params.append(p)
+            grads.append(p.grad)
+            state = self.state[p]
+            if not state:  # lazy state, created on the first step a parameter has a gradient
+                state["step"] = _new_step(p, group["capturable"] or group["fused"])
+                state["exp_avg"] = zeros_like(p)
+                state["exp_avg_sq"] = zeros_like(p)
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = zeros_like(p)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if group["amsgrad"]:
+                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+            steps.append(state["step"])
+
+    @_use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._evaluate(closure)
         for group in self.param_groups:
-            lr, (b1, b2), eps, decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                g = p.grad
-                state = self.state.setdefault(p, {})
-                if not state:
-                    state["step"] = 0
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                    if group["amsgrad"]:
-                        state["max_exp_avg_sq"] = zeros_like(p)
-                state["step"] += 1
-                if decay:
-                    if self.decoupled:
-                        p.mul_(1 - lr * decay)
-                    else:
-                        g = g + p * decay
-                m, v = state["exp_avg"], state["exp_avg_sq"]
-                m.mul_(b1).add_(g * (1 - b1))
-                v.mul_(b2).add_(g * g * (1 - b2))
-                t = state["step"]
-                if group["amsgrad"]:
-                    state["max_exp_avg_sq"].copy_(state["max_exp_avg_sq"].maximum(v))
-                    v = state["max_exp_avg_sq"]
-                denom = (v / (1 - b2**t)).sqrt() + eps
-                p.sub_(m / denom * (lr / (1 - b1**t)))
+            params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
+            self._init_group(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps)
+            beta1, beta2 = group["betas"]
+            adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, amsgrad=group["amsgrad"],
+                 beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
+                 maximize=group["maximize"], capturable=group["capturable"], foreach=group["foreach"],
+                 fused=group["fused"], decoupled_weight_decay=group["decoupled_weight_decay"])
         return loss
 
 
-class AdamW(Adam):
-    decoupled = True
+def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
+         max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], *, amsgrad: bool, beta1: float,
+         beta2: float, lr: float | Tensor, weight_decay: float, eps: float, maximize: bool,
+         capturable: bool = False, foreach: bool | None = None, fused: bool | None = None,
+         decoupled_weight_decay: bool = False) -> None:
+    """One Adam / AdamW step over a group's lists, in place.
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
-
-
+    The multi-tensor seam: a fused kernel over the whole lists may replace this loop. Per tensor the
+    operations are torch's single-tensor ones in torch's order, so float64 results agree with torch.
+    With ``capturable`` (or ``fused``) the step counter lives on the device and the bias corrections
+    are computed there as tensors (no host read of ``step``).
+    """
+    lr = _to_float(lr)
+    for i, param in enumerate(params):
+        grad = grads[i] if not maximize else -grads[i]
+        exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
+        step_t += 1
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(param, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        if amsgrad:
+            max_exp_avg_sqs[i].copy_(max_exp_avg_sqs[i].maximum(exp_avg_sq))
+            second = max_exp_avg_sqs[i]
+        else:
+            second = exp_avg_sq
+        if capturable or fused:  # the step counter is on the device: keep the arithmetic there
+            # float64 bias corrections (float32 ones would cost ~1e-7 relative). Scalars enter as float64
+            # tensors: a Python float on the left of a Tensor op is rounded to float32 by genesis_autograd.
+            step = step_t.double()
+            bias_correction1 = 1 - full_like(step, beta1) ** step
+            bias_correction2 = 1 - full_like(step, beta2) ** step
+            step_size_neg = (full_like(step, lr) / bias_correction1).neg()
+            denom = (second.sqrt() / (bias_correction2.sqrt() * step_size_neg))
+            denom.add_(full_like(step, eps) / step_size_neg)
+            param.addcdiv_(exp_avg, denom)
+        else:
+            step = step_t.item()  # a cpu scalar: no device synchronisation
+            bias_correction1 = 1 - beta1**step
+            bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+            denom = (second.sqrt() / bias_correction2_sqrt).add_(eps)
+            param.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1))

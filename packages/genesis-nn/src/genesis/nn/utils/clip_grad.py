@@ -1,0 +1,80 @@
+"""Gradient clipping by total norm or by value, computed on the gradients' device.
+
+The total norm stays a device Tensor and the scale factor is a device-side clamp, so
+a training step that clips never waits for the GPU; only ``error_if_nonfinite=True``
+reads the norm back (it has to decide whether to raise).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+
+from genesis_autograd import Tensor, full_like, no_grad, stack, tensor
+
+_tensor_or_tensors = Tensor | Iterable[Tensor]
+
+
+def _grads(parameters: _tensor_or_tensors) -> list[Tensor]:
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+@no_grad()
+def get_total_norm(tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach: bool | None = None) -> Tensor:
+    """The ``norm_type`` norm of all ``tensors`` together, as if concatenated into one vector (a 0-d Tensor
+    on the first tensor's device)."""
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return tensor(0.0)
+    first_device = tensors[0].device
+    norms = [t.vector_norm(norm_type).to(device=first_device) for t in tensors]
+    total = stack(norms).vector_norm(norm_type)
+    if error_if_nonfinite and not total.isfinite().item():  # the one documented host read
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           "norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+@no_grad()
+def clip_grads_with_norm_(parameters: _tensor_or_tensors, max_norm: float, total_norm: Tensor,
+                          foreach: bool | None = None) -> None:
+    """Scale the gradients by min(1, max_norm / (total_norm + 1e-6)), on the device."""
+    grads = _grads(parameters)
+    if not grads:
+        return
+    # max_norm enters as a tensor of the norm's dtype: a Python float on the left of a Tensor op would be
+    # rounded to float32 first
+    clip_coef = full_like(total_norm, float(max_norm)) / (total_norm + 1e-6)
+    clip_coef_clamped = clip_coef.clamp(max=1.0)
+    for grad in grads:
+        grad.mul_(clip_coef_clamped.to(device=grad.device))
+
+
+def clip_grad_norm_(parameters: _tensor_or_tensors, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Clip the gradients of ``parameters`` in place so that their total norm is at most ``max_norm``;
+    return the total norm from before clipping (a device Tensor: no host synchronisation)."""
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)  # a generator once
+    total_norm = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+    return total_norm
+
+
+def clip_grad_norm(parameters: _tensor_or_tensors, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Deprecated name of clip_grad_norm_ (torch warns the same way)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+@no_grad()
+def clip_grad_value_(parameters: _tensor_or_tensors, clip_value: float, foreach: bool | None = None) -> None:
+    """Clamp every gradient of ``parameters`` into [-clip_value, clip_value], in place."""
+    clip_value = float(clip_value)
+    for grad in _grads(parameters):
+        grad.clamp_(min=-clip_value, max=clip_value)
