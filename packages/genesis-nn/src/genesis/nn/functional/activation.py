@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
-from genesis_autograd import Tensor
+from genesis_autograd import Tensor, is_grad_enabled
 
 __all__ = [
     "gelu", "glu", "hardtanh", "leaky_relu", "log_softmax", "logsigmoid", "mish", "relu", "relu6", "sigmoid",
@@ -13,9 +14,14 @@ __all__ = [
 ]
 
 
-def _inplace(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
-    """Write ``result`` into ``input`` for the inplace=True forms (recorded as a copy, so gradients flow)."""
-    return input.copy_(result) if inplace else result
+def _apply(fn: Callable[[Tensor], Tensor], input: Tensor, inplace: bool) -> Tensor:
+    """fn(input), or for inplace=True written into ``input`` (recorded as a copy, so gradients flow).
+    When the write is recorded, fn reads a clone: the ops it records may save their input, which the
+    write would otherwise change under them."""
+    if not inplace:
+        return fn(input)
+    source = input.clone() if input.requires_grad and is_grad_enabled() else input
+    return input.copy_(fn(source))
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -29,12 +35,12 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _inplace(input, input.clamp(min_val, max_val), inplace)
+    return _apply(lambda t: t.clamp(min_val, max_val), input, inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     # x where x > 0, else slope * x: at 0 the gradient is the slope, as torch's.
-    return _inplace(input, input.where(input > 0, input * negative_slope), inplace)
+    return _apply(lambda t: t.where(t > 0, t * negative_slope), input, inplace)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -44,7 +50,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    return _inplace(input, input.silu(), inplace)
+    return _apply(Tensor.silu, input, inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -56,7 +62,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    return _inplace(input, input * softplus(input).tanh(), inplace)
+    return _apply(lambda t: t * softplus(t).tanh(), input, inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:

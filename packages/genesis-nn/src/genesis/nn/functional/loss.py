@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 
-from genesis_autograd import Tensor
+from genesis_autograd import Function, Tensor
 
 from ._util import legacy_reduction, torch_type_name
 from ._util import reduce as _reduce
@@ -197,6 +197,58 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _reduce(_weighted(loss, weight), reduction)
 
 
+class _BinaryCrossEntropy(Function):
+    """-(t log x + (1 - t) log(1 - x)) with each log clamped at -100; backward is torch's closed form
+    (x - t) / max(x (1 - x), 1e-12), finite where the clamped logs' chain rule would give 0 * inf."""
+
+    @staticmethod
+    def forward(ctx, input, target):
+        ctx.save_for_backward(input, target)
+        return -(target * input.log().clamp_min(-100.0) + (1 - target) * (-input).log1p().clamp_min(-100.0))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, t = ctx.saved_tensors
+        grad_x = grad * (x - t) / (x * (1 - x)).clamp_min(1e-12) if ctx.needs_input_grad[0] else None
+        grad_t = grad * ((-x).log1p() - x.log()) if ctx.needs_input_grad[1] else None  # unclamped, as torch
+        return grad_x, grad_t
+
+
+def _sum_to(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum a broadcast gradient back to ``shape``."""
+    lead = grad.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1)
+    return grad.sum(dims, keepdim=True).reshape(shape) if dims else grad
+
+
+class _BinaryCrossEntropyWithLogits(Function):
+    """(1 - t) x + w_t softplus(-x), w_t = 1 + (pos_weight - 1) t, with softplus(-x) = log1p(e^-|x|) +
+    max(-x, 0) (no overflow). Backward uses the smooth closed forms (torch's): d/dx = (1 - t) - w_t
+    sigmoid(-x), which the piecewise forward's chain rule would get wrong at x = 0."""
+
+    @staticmethod
+    def forward(ctx, input, target, pos_weight):
+        ctx.save_for_backward(input, target, pos_weight)
+        softplus_neg = (-input.abs()).exp().log1p() + (-input).relu()
+        weight_t = 1 if pos_weight is None else (pos_weight - 1) * target + 1
+        return (1 - target) * input + weight_t * softplus_neg
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, t, pos_weight = ctx.saved_tensors
+        weight_t = 1 if pos_weight is None else (pos_weight - 1) * t + 1
+        grad_x = grad_t = grad_pw = None
+        if ctx.needs_input_grad[0]:
+            grad_x = grad * ((1 - t) - weight_t * (-x).sigmoid())
+        if ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
+            softplus_neg = (-x.abs()).exp().log1p() + (-x).relu()
+            if ctx.needs_input_grad[1]:
+                grad_t = grad * (-x if pos_weight is None else (pos_weight - 1) * softplus_neg - x)
+            if ctx.needs_input_grad[2]:
+                grad_pw = _sum_to(grad * t * softplus_neg, tuple(pos_weight.shape))
+        return grad_x, grad_t, grad_pw
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
@@ -208,25 +260,19 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
     if input.numel() and ((input < 0) | (input > 1)).any().item():
         raise RuntimeError("all elements of input should be between 0 and 1")
-    loss = -(target * input.log().clamp_min(-100.0) + (1 - target) * (1 - input).log().clamp_min(-100.0))
-    return _reduce(_weighted(loss, weight), reduction)
+    return _reduce(_weighted(_BinaryCrossEntropy.apply(input, target), weight), reduction)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      size_average: bool | None = None, reduce: bool | None = None,
                                      reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
-    """BCE of sigmoid(input), computed stably: (1 - t) x + w_t (log(1 + e^-|x|) + max(-x, 0)), with
-    w_t = 1 + (pos_weight - 1) t."""
+    """BCE of sigmoid(input), computed stably from the logits; pos_weight weighs the positive term."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
                          f"({list(input.shape)})")
-    log_sigmoid_neg = (-input.abs()).exp().log1p() + (-input).relu()  # -log(sigmoid(x)), stable
-    if pos_weight is not None:
-        loss = (1 - target) * input + ((pos_weight - 1) * target + 1) * log_sigmoid_neg
-    else:
-        loss = (1 - target) * input + log_sigmoid_neg
+    loss = _BinaryCrossEntropyWithLogits.apply(input, target, pos_weight)
     return _reduce(_weighted(loss, weight), reduction)
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from genesis_autograd import Tensor, arange, ones, tensor
 
 from ._util import ntuple
@@ -99,7 +101,8 @@ def _averaging_matrix(size: int, out: int, like: Tensor) -> Tensor:
     for i in range(out):
         start, end = (i * size) // out, -(-((i + 1) * size) // out)
         rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(size)])
-    return tensor(rows, dtype=like.dtype, device=like.device)
+    # Through a float64 numpy array: genesis.tensor rounds a list of Python floats to the default dtype first.
+    return tensor(np.array(rows, dtype=np.float64), dtype=like.dtype, device=like.device)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
