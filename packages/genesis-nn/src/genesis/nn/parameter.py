@@ -1,20 +1,31 @@
-"""Parameter: a leaf Tensor that a Module registers as trainable."""
+"""Parameter: a leaf Tensor that a Module registers as trainable when it is assigned as an attribute."""
 
 from __future__ import annotations
 
-from genesis_autograd import Tensor
+from genesis_autograd import Tensor, empty
 
 
 class Parameter(Tensor):
+    """Shares ``data``'s memory (as torch.nn.Parameter); a non-leaf ``data`` is detached."""
+
     __slots__ = ()
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
-            from genesis_autograd import empty
-
             data = empty(0)
         super().__init__(data.data if isinstance(data, Tensor) else data)
+        if isinstance(data, Tensor):
+            self._version = data._version  # one memory, one version counter (torch's detach semantics)
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad = requires_grad
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        if id(self) in memo:
+            return memo[id(self)]
+        out = Parameter(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = out
+        return out

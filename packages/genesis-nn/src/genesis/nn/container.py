@@ -1,0 +1,410 @@
+"""Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict.
+
+Sequential and ModuleList keep their modules under the names "0", "1", ... (renumbered after a
+deletion), so indexing, slicing, insertion and state-dict keys behave as in torch.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import chain, islice
+from typing import Any
+
+from genesis_autograd import Tensor
+
+from .module import Module, _add_indent
+from .parameter import Parameter
+
+
+class _IndexedModules(Module):
+    """What Sequential and ModuleList share: modules in order, addressed by position."""
+
+    def _abs_index(self, idx) -> int:
+        idx = operator.index(idx)
+        size = len(self)
+        if not -size <= idx < size:
+            raise IndexError(f"index {idx} is out of range")
+        return idx % size
+
+    def _key_at(self, idx) -> str:
+        return next(islice(iter(self._modules), self._abs_index(idx), None))
+
+    def _renumber(self) -> None:
+        self._modules = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values()))
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        setattr(self, self._key_at(idx), module)
+
+    def __delitem__(self, idx: int | slice) -> None:
+        keys = list(self._modules)[idx] if isinstance(idx, slice) else [self._key_at(idx)]
+        for key in keys:
+            delattr(self, key)
+        self._renumber()
+
+    def __dir__(self) -> list[str]:
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+    def append(self, module: Module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        if index < 0:
+            index += n
+        for i in range(n, index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+
+    def pop(self, key: int | slice) -> Module:
+        value = self[key]
+        del self[key]
+        return value
+
+
+class Sequential(_IndexedModules):
+    """Modules applied in turn; built from modules, or from an OrderedDict naming them."""
+
+    def __init__(self, *args: Module) -> None:
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(args):
+                self.add_module(str(i), module)
+
+    def __getitem__(self, idx: int | slice):
+        if isinstance(idx, slice):
+            return self.__class__(OrderedDict(list(self._modules.items())[idx]))
+        return self._modules[self._key_at(idx)]
+
+    def __add__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        out = Sequential()
+        for module in chain(self, other):
+            out.append(module)
+        return out
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        for module in list(other):
+            self.append(module)
+        return self
+
+    def __mul__(self, other: int) -> Sequential:
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        out = Sequential()
+        for _ in range(other):
+            for module in self:
+                out.append(module)
+        return out
+
+    __rmul__ = __mul__
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        super().insert(index, module)
+        return self
+
+    def extend(self, sequential: Iterable[Module]) -> Sequential:
+        for module in sequential:
+            self.append(module)
+        return self
+
+    def forward(self, input):
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+
+class ModuleList(_IndexedModules):
+    """A list of submodules (registered, so their parameters are the list's); not callable."""
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx: int | slice):
+        if isinstance(idx, slice):
+            return self.__class__(list(self._modules.values())[idx])
+        return self._modules[self._key_at(idx)]
+
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        out = ModuleList()
+        for i, module in enumerate(chain(self, other)):
+            out.add_module(str(i), module)
+        return out
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        if not isinstance(modules, Iterable):
+            raise TypeError(f"ModuleList.extend should be called with an iterable, but got {type(modules).__name__}")
+        offset = len(self)
+        for i, module in enumerate(modules):
+            self.add_module(str(offset + i), module)
+        return self
+
+    def __repr__(self) -> str:
+        """Runs of identical modules collapse to "(i-j): n x Module(...)", as torch's."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs: list[list] = []  # [first index, last index, repr]
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = [_add_indent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2) for a, b, r in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+class ModuleDict(Module):
+    """An ordered dict of submodules."""
+
+    def __init__(self, modules: Mapping[str, Module] | Iterable | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._modules
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        value = self[key]
+        del self[key]
+        return value
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def update(self, modules) -> None:
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                            f"{type(modules).__name__}")
+        if isinstance(modules, (Mapping, ModuleDict)):
+            for key, module in modules.items():
+                self[key] = module
+            return
+        for j, pair in enumerate(modules):
+            if not isinstance(pair, Iterable):
+                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"
+                                f"{type(pair).__name__}")
+            if len(pair) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(pair)}; 2 is required")
+            self[pair[0]] = pair[1]
+
+
+def _entry_repr(value: Any) -> str:
+    """How ParameterList / ParameterDict show an entry: kind, dtype, size and (off cpu) device."""
+    if isinstance(value, Tensor):
+        size = "x".join(str(s) for s in value.shape)
+        device = f" ({value.device})" if value.device.type != "cpu" else ""
+        kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+        return f"{kind} containing: [{value.dtype} of size {size}{device}]"
+    return f"Object of type: {type(value).__name__}"
+
+
+class ParameterList(Module):
+    """A list of parameters (plain tensors are wrapped as Parameters), registered as "0", "1", ..."""
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self.extend(values)
+
+    def _abs_index(self, idx) -> str:
+        idx = operator.index(idx)
+        if not -len(self) <= idx < len(self):
+            raise IndexError(f"index {idx} is out of range")
+        return str(idx % len(self))
+
+    def __getitem__(self, idx: int | slice):
+        if isinstance(idx, slice):
+            return self.__class__([self[i] for i in range(*idx.indices(len(self)))])
+        return getattr(self, self._abs_index(idx))
+
+    def __setitem__(self, idx: int, param: Any) -> None:
+        if isinstance(param, Tensor) and not isinstance(param, Parameter):
+            param = Parameter(param)
+        setattr(self, self._abs_index(idx), param)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([self[i] for i in range(len(self))])
+
+    def __iadd__(self, parameters: Iterable[Any]) -> ParameterList:
+        return self.extend(parameters)
+
+    def __dir__(self) -> list[str]:
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+    def append(self, value: Any) -> ParameterList:
+        self._size += 1
+        self[self._size - 1] = value
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError(f"ParameterList.extend should be called with an iterable, but got {type(values).__name__}")
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"  ({i}): {_entry_repr(p)}" for i, p in enumerate(self))
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters (plain tensors are wrapped as Parameters) with string keys."""
+
+    def __init__(self, parameters: Any = None) -> None:
+        super().__init__()
+        self._keys: dict[str, None] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    @staticmethod
+    def _attr(key: str) -> str:
+        if not isinstance(key, str):
+            raise TypeError(f"Index given to ParameterDict cannot be used as a key as it is not a string (type is "
+                            f"'{type(key).__name__}'). Open an issue on github if you need non-string keys.")
+        return key
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, self._attr(key))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        attr = self._attr(key)
+        self._keys[key] = None
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, attr, value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, self._attr(key))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self._keys))
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def copy(self) -> ParameterDict:
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        for key in list(self._keys):
+            del self[key]
+
+    def pop(self, key: str) -> Any:
+        value = self[key]
+        del self[key]
+        return value
+
+    def popitem(self) -> tuple[str, Any]:
+        key = next(reversed(self._keys))
+        return key, self.pop(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
+        return ParameterDict((k, default) for k in keys)
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters: Any) -> None:
+        if not isinstance(parameters, Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got "
+                            f"{type(parameters).__name__}")
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            for key, value in parameters.items():
+                self[key] = value
+        elif isinstance(parameters, Mapping):
+            for key, value in sorted(parameters.items()):  # torch sorts a plain dict's keys here
+                self[key] = value
+        else:
+            for j, pair in enumerate(parameters):
+                if not isinstance(pair, Iterable):
+                    raise TypeError(f"ParameterDict update sequence element #{j} should be Iterable; is"
+                                    f"{type(pair).__name__}")
+                if len(pair) != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length {len(pair)}; 2 is "
+                                     "required")
+                self[pair[0]] = pair[1]
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"  ({k}): {_entry_repr(p)}" for k, p in self.items())
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterDict should not be called.")

@@ -1,0 +1,104 @@
+"""Conv1d and Conv2d (torch's arguments, padding modes and initialisation)."""
+
+from __future__ import annotations
+
+import math
+
+from genesis_autograd import Tensor, empty
+
+from . import functional as F
+from . import init
+from .functional._util import ntuple
+from .functional.conv import same_padding
+from .module import Module
+from .parameter import Parameter
+
+_PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
+
+
+class _ConvNd(Module):
+    _dims = 0
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__()
+        nd = self._dims
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+            if padding == "same" and any(s != 1 for s in ntuple(stride, nd)):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, but got padding_mode='{padding_mode}'")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = ntuple(kernel_size, nd, "kernel_size")
+        self.stride, self.dilation = ntuple(stride, nd, "stride"), ntuple(dilation, nd, "dilation")
+        self.padding = padding if isinstance(padding, str) else ntuple(padding, nd, "padding")
+        self.output_padding = (0,) * nd
+        self.transposed = False
+        self.groups, self.padding_mode = groups, padding_mode
+        self.weight = Parameter(empty(out_channels, in_channels // groups, *self.kernel_size, device=device,
+                                      dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def _pad_amounts(self) -> list[int]:
+        """F.pad amounts (last dim first) for a non-zeros padding_mode."""
+        if self.padding == "valid":
+            return [0, 0] * self._dims
+        if self.padding == "same":
+            return same_padding(self.kernel_size, self.dilation)
+        return [p for p in reversed(self.padding) for _ in range(2)]
+
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        conv = F.conv1d if self._dims == 1 else F.conv2d
+        if self.padding_mode != "zeros":
+            input = F.pad(input, self._pad_amounts(), mode=self.padding_mode)
+            return conv(input, weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * len(self.padding):
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * len(self.dilation):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """(N, C_in, L) -> (N, C_out, L_out)."""
+
+    _dims = 1
+
+
+class Conv2d(_ConvNd):
+    """(N, C_in, H, W) -> (N, C_out, H_out, W_out)."""
+
+    _dims = 2

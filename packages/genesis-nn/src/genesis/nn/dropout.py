@@ -1,0 +1,22 @@
+"""Dropout: active in training mode only."""
+
+from __future__ import annotations
+
+from genesis_autograd import Tensor
+
+from . import functional as F
+from .module import Module
+
+
+class Dropout(Module):
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"

@@ -1,0 +1,38 @@
+"""Flatten and Unflatten: reshape a range of dims into one, and one dim into several."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from genesis_autograd import Tensor
+
+from .module import Module
+
+
+class Flatten(Module):
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
+        super().__init__()
+        if not isinstance(dim, int):
+            raise TypeError(f"invalid argument dim: expected an int, got {type(dim).__name__}")
+        if not isinstance(unflattened_size, (tuple, list)) or not all(isinstance(s, int) for s in unflattened_size):
+            raise TypeError("unflattened_size must be tuple of ints, but found element of type "
+                            f"{type(unflattened_size).__name__}")
+        self.dim, self.unflattened_size = dim, unflattened_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

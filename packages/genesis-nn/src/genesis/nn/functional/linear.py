@@ -1,0 +1,21 @@
+"""linear: y = x W^T + b."""
+
+from __future__ import annotations
+
+import math
+
+from genesis_autograd import Tensor
+
+from ._util import cast_for_matmul
+
+__all__ = ["linear"]
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    if input.shape[-1:] != weight.shape[-1:]:
+        rows = math.prod(input.shape[:-1])
+        w = "x".join(map(str, reversed(weight.shape)))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and {w})")
+    input, weight, bias = cast_for_matmul(input, weight, bias)
+    out = input.matmul(weight.mT) if weight.ndim == 2 else input.matmul(weight)
+    return out + bias if bias is not None else out

@@ -1,0 +1,119 @@
+"""Normalisations: layer_norm, rms_norm, group_norm, batch_norm, and normalize (p-norm scaling)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from genesis_autograd import Tensor, no_grad
+
+__all__ = ["batch_norm", "group_norm", "layer_norm", "normalize", "rms_norm"]
+
+# torch.finfo(dtype).eps: rms_norm's default eps.
+_EPS = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07, "float16": 0.0009765625,
+        "bfloat16": 0.0078125}
+
+
+def _last_dims(input: Tensor, normalized_shape: Sequence[int] | int) -> tuple[int, ...]:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    n = len(shape)
+    if n == 0 or input.ndim < n or tuple(input.shape[input.ndim - n:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    return tuple(range(input.ndim - n, input.ndim))
+
+
+def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) over the trailing ``normalized_shape`` dims (biased variance)."""
+    dims = _last_dims(input, normalized_shape)
+    mean = input.mean(dims, keepdim=True)
+    centered = input - mean
+    out = centered * ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) over the trailing dims; eps defaults to the dtype's machine epsilon."""
+    dims = _last_dims(input, normalized_shape)
+    if eps is None:
+        eps = _EPS.get(input.dtype.name, _EPS["float32"])
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+def _channel_shape(input: Tensor) -> tuple[int, ...]:
+    """(1, C, 1, ...): how a per-channel vector broadcasts against (N, C, *)."""
+    return (1, input.shape[1]) + (1,) * (input.ndim - 2)
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    grouped = input.reshape(n, num_groups, -1)
+    centered = grouped - grouped.mean(2, keepdim=True)
+    out = (centered * ((centered * centered).mean(2, keepdim=True) + eps).rsqrt()).reshape(*input.shape)
+    if weight is not None:
+        out = out * weight.reshape(_channel_shape(input))
+    if bias is not None:
+        out = out + bias.reshape(_channel_shape(input))
+    return out
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float | None = 0.1,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise (N, C, *) per channel: with the batch's statistics when training (and fold them into the
+    running ones: the mean, and the unbiased variance, by ``momentum``), else with the running ones.
+
+    ``momentum=None`` is passed by BatchNorm as the cumulative-average factor it computed; here it
+    means 0.0 as in torch's functional form.
+    """
+    if input.ndim < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    shape = _channel_shape(input)
+    if training:
+        count = input.numel() // input.shape[1]
+        if count == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{list(input.shape)}")
+        dims = (0,) + tuple(range(2, input.ndim))
+        mean = input.mean(dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        out = centered * (var + eps).rsqrt()
+        m = 0.0 if momentum is None else momentum
+        with no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - m).add_(mean.detach().reshape(-1).to(dtype=running_mean.dtype) * m)
+            if running_var is not None:
+                unbiased = var.detach().reshape(-1) * (count / (count - 1))
+                running_var.mul_(1 - m).add_(unbiased.to(dtype=running_var.dtype) * m)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        scale = (running_var.reshape(shape) + eps).rsqrt()
+        out = (input - running_mean.reshape(shape)) * scale
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
+    """input / max(||input||_p along dim, eps)."""
+    norm = input.vector_norm(p, dim, keepdim=True).clamp_min(eps)
+    result = input / norm
+    if out is not None:
+        return out.copy_(result)
+    return result

@@ -1,0 +1,98 @@
+"""interpolate: resize the spatial dims of (N, C, *) by nearest, nearest-exact, linear (3D) or bilinear (4D)
+sampling, one axis at a time through index_select (whose gradient scatters back onto the sources).
+
+Source positions are computed on the host as torch's CPU kernels do (float32 for nearest, and for
+linear modes in the input's precision), so that the same pixels are picked at the edges of rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from genesis_autograd import Tensor, tensor
+
+__all__ = ["interpolate"]
+
+_LINEAR_MODES = {"linear": 3, "bilinear": 4}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear")
+
+
+def _output_sizes(input: Tensor, size, scale_factor, recompute_scale_factor) -> tuple[list[int], list]:
+    dims = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        sizes = list(size) if isinstance(size, Sequence) else [size] * dims
+        if len(sizes) != dims:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
+                             f"spatial dimensions of {list(input.shape[2:])} and output size of {sizes}. Please "
+                             "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
+                             "...,oK) format.")
+        return [int(s) for s in sizes], [None] * dims
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    scales = list(scale_factor) if isinstance(scale_factor, Sequence) else [scale_factor] * dims
+    if len(scales) != dims:
+        raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                         f"with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape {scales}.")
+    sizes = [math.floor(float(n) * float(s)) for n, s in zip(input.shape[2:], scales)]
+    return sizes, ([None] * dims if recompute_scale_factor else [float(s) for s in scales])
+
+
+def _nearest_index(in_size: int, out_size: int, scale: float | None, exact: bool) -> list[int]:
+    f32 = np.float32
+    ratio = f32(1.0 / scale) if scale is not None else f32(in_size) / f32(out_size)
+    offset = f32(0.5) if exact else f32(0.0)
+    dst = np.arange(out_size, dtype=np.float32)
+    return np.minimum(np.floor((dst + offset) * ratio).astype(np.int64), in_size - 1).tolist()
+
+
+def _linear_index(in_size: int, out_size: int, scale: float | None, align_corners: bool, precision):
+    """(low index, high index, weight of high) per output position, as torch's area_pixel_* helpers."""
+    if align_corners:
+        ratio = precision(in_size - 1) / precision(out_size - 1) if out_size > 1 else precision(0)
+    else:
+        ratio = precision(1.0 / scale) if scale is not None else precision(in_size) / precision(out_size)
+    dst = np.arange(out_size, dtype=precision)
+    src = ratio * dst if align_corners else np.maximum(ratio * (dst + precision(0.5)) - precision(0.5), 0)
+    low = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    high = np.minimum(low + 1, in_size - 1)
+    return low.tolist(), high.tolist(), (src - low).astype(precision)
+
+
+def _along(input: Tensor, axis: int, index: list[int]) -> Tensor:
+    return input.index_select(axis, tensor(index, dtype="int64", device=input.device))
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+    if mode not in _MODES:
+        raise NotImplementedError(f"interpolate mode {mode!r} is not supported (nearest, nearest-exact, linear, "
+                                  "bilinear are)")
+    if mode in ("nearest", "nearest-exact") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("anti-aliased interpolation is not supported")
+    if input.ndim < 3:
+        raise ValueError(f"interpolate expects (N, C, d1, ...) input, got {input.ndim}D")
+    if mode in _LINEAR_MODES and input.ndim != _LINEAR_MODES[mode]:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR_MODES[mode]}D input")
+    sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
+    out = input
+    for k, (in_size, out_size, scale) in enumerate(zip(input.shape[2:], sizes, scales)):
+        axis = 2 + k
+        if mode in ("nearest", "nearest-exact"):
+            if out_size != in_size:
+                out = _along(out, axis, _nearest_index(in_size, out_size, scale, mode == "nearest-exact"))
+            continue
+        precision = np.float64 if input.dtype.name == "float64" else np.float32
+        low, high, frac = _linear_index(in_size, out_size, scale, bool(align_corners), precision)
+        shape = [1] * input.ndim
+        shape[axis] = out_size
+        w_high = tensor(frac.astype(np.float64), dtype=input.dtype, device=input.device).reshape(shape)
+        out = _along(out, axis, low) * (1 - w_high) + _along(out, axis, high) * w_high
+    return out

@@ -1,0 +1,29 @@
+"""Upsample: F.interpolate as a layer."""
+
+from __future__ import annotations
+
+from genesis_autograd import Tensor
+
+from . import functional as F
+from .module import Module
+
+
+class Upsample(Module):
+    def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
+                 recompute_scale_factor: bool | None = None) -> None:
+        super().__init__()
+        self.size = size
+        if isinstance(scale_factor, tuple):
+            self.scale_factor = tuple(float(f) for f in scale_factor)
+        else:
+            self.scale_factor = float(scale_factor) if scale_factor else None
+        self.mode, self.align_corners = mode, align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                             recompute_scale_factor=self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
+        return info + f", mode={self.mode!r}"
