@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from genesis_ndarray import NDArray
+
 from . import grad_mode
 
 
@@ -153,9 +155,12 @@ class Function:
     @classmethod
     def apply(cls, *args):
         # This runs for every op of the framework: plain loops, no generators.
-        state = grad_mode._state
+        try:  # the class of the outputs: that of the first Tensor argument (see Tensor._result_type)
+            make = args[0]._result_type
+        except AttributeError:  # a scalar first (2 - x), or cat's dim
+            make = _tensor_type(args)
         needs = None
-        if state.enabled:
+        if grad_mode._state.enabled:
             for a in args:
                 if getattr(a, "requires_grad", False):
                     needs = tuple([getattr(x, "requires_grad", False) is True for x in args])
@@ -167,7 +172,7 @@ class Function:
             else:
                 with grad_mode.no_grad():
                     out = cls.forward(_null_ctx(len(args)), *args)
-            return _wrap_outputs(out, None, base)
+            return _wrap_outputs(out, None, base, make)
         ctx = Node(cls, needs)
         ctx.next_functions = tuple([a._grad_edge() if n else (None, 0) for a, n in zip(args, needs)])
         if cls.forward_uses_ndarrays:
@@ -175,7 +180,7 @@ class Function:
         else:
             with grad_mode.no_grad():
                 out = cls.forward(ctx, *args)
-        return _wrap_outputs(out, ctx, base)
+        return _wrap_outputs(out, ctx, base, make)
 
 
 class _NullCtx:
@@ -212,5 +217,67 @@ def _null_ctx(n_inputs: int) -> _NullCtx:
     return ctx
 
 
-def _wrap_outputs(out, ctx, base):  # replaced by tensor.py once Tensor exists
-    raise RuntimeError("genesis_autograd.tensor has not been imported")
+def _wrap_outputs(out, ctx: Node | None, base, make: type | None):
+    """Tensors of class ``make`` for a forward's outputs, linked to ``ctx`` when it records a graph.
+
+    ``make`` comes from the inputs, so that this module never imports tensor.py (which imports it).
+    """
+    if make is None:  # no Tensor among the inputs: a user forward that made its Tensors itself
+        make = _tensor_type(out if isinstance(out, tuple) else (out,))
+        if make is None:
+            raise TypeError("Function.apply needs a Tensor among its arguments or the outputs of its forward")
+    if ctx is None and out.__class__ is NDArray:  # the common no-grad case, kept short
+        t = make(out)
+        if base is not None:  # a view: a later in-place write through it must reach the base's history
+            t._version = base._version
+            t._base = base if base._base is None else base._base
+            t._view_version = base._version[0]
+        return t
+    if out.__class__ is NDArray and base is None and not ctx._non_differentiable:  # one recorded output
+        t = make(out)
+        if out.dtype.is_floating_point:
+            t.requires_grad = True
+            t.grad_fn = ctx
+            t._output_nr = 0
+        if "out" in ctx.__dict__:
+            ctx.out_version = (t._version, t._version[0])
+        ctx.num_outputs = 1
+        ctx._output_meta = [(out.shape, out.dtype, out.device)]
+        return t
+    single = not isinstance(out, tuple)
+    items = (out,) if single else out
+    tensors = []
+    non_diff = ctx._non_differentiable if ctx is not None else ()
+    # Outputs marked by position (built-in Functions) or by object (user Functions, as torch).
+    marked_positions = {n for n in non_diff if isinstance(n, int)}
+    marked_ids = {id(n.data if isinstance(n, make) else n) for n in non_diff if not isinstance(n, int)}
+    for i, item in enumerate(items):
+        if isinstance(item, make):
+            item = item.data
+        t = make(item)
+        if base is not None and i == 0:
+            t._version = base._version
+            t._base = base if base._base is None else base._base
+            t._view_version = base._version[0]
+        if ctx is not None and item.dtype.is_floating_point and i not in marked_positions \
+                and id(item) not in marked_ids:
+            t.requires_grad = True
+            t.grad_fn = ctx
+            t._output_nr = i
+        tensors.append(t)
+    if ctx is not None:
+        if "out" in ctx.__dict__:
+            # backward will read ctx.out: remember the output's version to catch in-place writes to it
+            ctx.out_version = (tensors[0]._version, tensors[0]._version[0])
+        ctx.num_outputs = len(tensors)
+        ctx._output_meta = [(tuple(t.shape), t.dtype, t.device) for t in tensors]
+    return tensors[0] if single else tuple(tensors)
+
+
+def _tensor_type(items) -> type | None:
+    """The _result_type of the first Tensor among ``items``; None if there is none."""
+    for item in items:
+        make = getattr(item, "_result_type", None)
+        if make is not None:
+            return make
+    return None

@@ -11,11 +11,12 @@ from numbers import Number
 from genesis_ndarray import NDArray, as_device, as_dtype
 from genesis_ndarray.shape import movedim_order, unflatten_shape
 
-from . import function as _function_module
 from . import functions as F
 from . import grad_mode
 from .engine import run_backward
-from .function import AccumulateGrad, Node
+from .function import AccumulateGrad
+from .functions.random import sample
+from .printing import tensor_repr
 
 
 class Tensor:
@@ -86,8 +87,6 @@ class Tensor:
         return len(self.data)
 
     def __repr__(self) -> str:
-        from .printing import tensor_repr
-
         return tensor_repr(self)
 
     __str__ = __repr__
@@ -938,9 +937,9 @@ class Tensor:
         return self._random_(lambda d: d.random_(low, high))
 
     def bernoulli(self, p=None) -> Tensor:
-        from .factories import bernoulli
-
-        return bernoulli(self, p)
+        """0 / 1 in this tensor's dtype, each 1 with the probability at its place here (or with ``p``);
+        the gradient to this tensor is zero, as torch's."""
+        return sample(self.data.bernoulli(p.data if isinstance(p, Tensor) else p), self)
 
 
 class _MinMax(tuple):
@@ -1004,56 +1003,6 @@ def _plain_index(index):
     return index.data if isinstance(index, Tensor) else index
 
 
-def _wrap_outputs(out, ctx: Node | None, base: Tensor | None):
-    """Tensors for a forward's outputs, linked to ``ctx`` when it records a graph."""
-    if ctx is None and out.__class__ is NDArray:  # the common no-grad case, kept short
-        t = Tensor(out)
-        if base is not None:  # a view: a later in-place write through it must reach the base's history
-            t._version = base._version
-            t._base = base if base._base is None else base._base
-            t._view_version = base._version[0]
-        return t
-    if out.__class__ is NDArray and base is None and not ctx._non_differentiable:  # one recorded output
-        t = Tensor(out)
-        if out.dtype.is_floating_point:
-            t.requires_grad = True
-            t.grad_fn = ctx
-            t._output_nr = 0
-        if "out" in ctx.__dict__:
-            ctx.out_version = (t._version, t._version[0])
-        ctx.num_outputs = 1
-        ctx._output_meta = [(out.shape, out.dtype, out.device)]
-        return t
-    single = not isinstance(out, tuple)
-    items = (out,) if single else out
-    tensors = []
-    non_diff = ctx._non_differentiable if ctx is not None else ()
-    # Outputs marked by position (built-in Functions) or by object (user Functions, as torch).
-    marked_positions = {n for n in non_diff if isinstance(n, int)}
-    marked_ids = {id(n.data if isinstance(n, Tensor) else n) for n in non_diff if not isinstance(n, int)}
-    for i, item in enumerate(items):
-        if isinstance(item, Tensor):
-            item = item.data
-        t = Tensor(item)
-        if base is not None and i == 0:
-            t._version = base._version
-            t._base = base if base._base is None else base._base
-            t._view_version = base._version[0]
-        if ctx is not None and item.dtype.is_floating_point and i not in marked_positions \
-                and id(item) not in marked_ids:
-            t.requires_grad = True
-            t.grad_fn = ctx
-            t._output_nr = i
-        tensors.append(t)
-    if ctx is not None:
-        if "out" in ctx.__dict__:
-            # backward will read ctx.out: remember the output's version to catch in-place writes to it
-            ctx.out_version = (tensors[0]._version, tensors[0]._version[0])
-        ctx.num_outputs = len(tensors)
-        ctx._output_meta = [(tuple(t.shape), t.dtype, t.device) for t in tensors]
-    return tensors[0] if single else tuple(tensors)
-
-
 class _RemovableHandle:
     def __init__(self, hooks: list, hook):
         self._hooks, self._hook = hooks, hook
@@ -1063,4 +1012,6 @@ class _RemovableHandle:
             self._hooks.remove(self._hook)
 
 
-_function_module._wrap_outputs = _wrap_outputs
+# Ops on any Tensor, a subclass's included (nn.Parameter), make plain Tensors, as in torch. Functions and
+# the engine make their Tensors through this attribute of an input: they sit below this module.
+Tensor._result_type = Tensor

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import grad_mode
 from ..function import Function
 
 
@@ -34,21 +35,26 @@ def reduce_to(grad, target):
     return grad
 
 
-def saved_output(ctx, recompute):
-    """The forward's output for a backward formula.
+def wrap(like, array):
+    """``array`` (an NDArray) as a Tensor of the class that ops on ``like`` (a Tensor) produce.
+
+    Functions sit below tensor.py, which imports them: they make Tensors through their inputs.
+    """
+    return like._result_type(array)
+
+
+def saved_output(ctx, g, recompute):
+    """The forward's output for a backward formula (``g``: the incoming gradient).
 
     Plain backward reuses the NDArray forward kept in ``ctx.out``. When the backward
     itself is being recorded (create_graph=True) the output is recomputed from the
     saved input with Tensor ops, so that second derivatives flow through it; keeping
     the output Tensor itself would tie it to its own grad_fn in a reference cycle.
     """
-    from .. import grad_mode
-    from ..tensor import Tensor
-
     check_output_version(ctx)
     if grad_mode.is_grad_enabled():
         return recompute(ctx.saved_tensors[0])
-    return Tensor(ctx.out)
+    return wrap(g, ctx.out)
 
 
 class Primitive(Function):

@@ -126,7 +126,7 @@ class Exp(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return g * saved_output(ctx, lambda a: a.exp())
+        return g * saved_output(ctx, g, lambda a: a.exp())
 
 
 class Log(Primitive):
@@ -150,7 +150,7 @@ class Sqrt(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return g / (saved_output(ctx, lambda a: a.sqrt()) * 2)
+        return g / (saved_output(ctx, g, lambda a: a.sqrt()) * 2)
 
 
 class Tanh(Primitive):
@@ -162,7 +162,7 @@ class Tanh(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        y = saved_output(ctx, lambda a: a.tanh())
+        y = saved_output(ctx, g, lambda a: a.tanh())
         return g * (1 - y * y)
 
 
@@ -175,7 +175,7 @@ class Sigmoid(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        y = saved_output(ctx, lambda a: a.sigmoid())
+        y = saved_output(ctx, g, lambda a: a.sigmoid())
         return g * y * (1 - y)
 
 

@@ -11,15 +11,13 @@ import math
 from genesis_ndarray import zeros
 from genesis_ndarray.shape import broadcast_shapes, normalize_dim
 
-from ._util import Primitive, data, meta, reduce_to
+from ._util import Primitive, data, meta, reduce_to, wrap
 
 
-def _zeros(target, device):
-    """A zero Tensor of an input's (shape, dtype), outside the graph."""
-    from ..tensor import Tensor
-
+def _zeros(like, target, device):
+    """A zero Tensor (of ``like``'s class) of an input's (shape, dtype), outside the graph."""
     shape, dtype = target
-    return Tensor(zeros(*shape, dtype=dtype, device=device))
+    return wrap(like, zeros(*shape, dtype=dtype, device=device))
 
 
 def _src_grad(g, dim, index, target):
@@ -31,7 +29,7 @@ def _src_grad(g, dim, index, target):
         if got.numel() == math.prod(shape):  # a 0-d src with a one-element index
             got = got.reshape(shape)
         else:
-            pad = _zeros(target, g.device)
+            pad = _zeros(g, target, g.device)
             pad[tuple(slice(0, s) for s in got.shape)] = got
             got = pad
     return reduce_to(got, target)
@@ -51,7 +49,7 @@ class Gather(Primitive):
     def backward(ctx, g):
         target, device, dim = ctx.geometry
         (index,) = ctx.saved_tensors
-        return ScatterAdd.apply(_zeros(target, device), dim, index, g), None, None
+        return ScatterAdd.apply(_zeros(g, target, device), dim, index, g), None, None
 
 
 class Scatter(Primitive):
@@ -106,7 +104,7 @@ class IndexSelect(Primitive):
     def backward(ctx, g):
         target, device, dim = ctx.geometry
         (index,) = ctx.saved_tensors
-        return IndexAdd.apply(_zeros(target, device), dim, index, g, 1), None, None
+        return IndexAdd.apply(_zeros(g, target, device), dim, index, g, 1), None, None
 
 
 class IndexAdd(Primitive):
@@ -171,7 +169,7 @@ class MaskedSelect(Primitive):
     def backward(ctx, g):
         target, device, shape = ctx.geometry
         (mask,) = ctx.saved_tensors
-        out = _zeros((shape, target[1]), device)
+        out = _zeros(g, (shape, target[1]), device)
         out[mask.expand(*shape)] = g  # row-major, the order masked_select read in
         return reduce_to(out, target), None
 
@@ -189,18 +187,16 @@ class TakeAlongDim(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        from ..tensor import Tensor
-
         target, device, dim = ctx.geometry
         (indices,) = ctx.saved_tensors
         shape = target[0]
         if dim is None or not shape:
-            flat = _zeros(((math.prod(shape),), target[1]), device)
+            flat = _zeros(g, ((math.prod(shape),), target[1]), device)
             return ScatterAdd.apply(flat, 0, indices.reshape(-1), g.reshape(-1)).reshape(shape), None, None
         # the broadcast shapes of the forward's gather: g's, with dim's size of a and of indices
         broadcast = tuple(g.shape[:dim]) + (shape[dim],) + tuple(g.shape[dim + 1:])
-        index = Tensor(indices.data.expand(*g.shape))
-        grad = ScatterAdd.apply(_zeros((broadcast, target[1]), device), dim, index, g)
+        index = wrap(g, indices.data.expand(*g.shape))
+        grad = ScatterAdd.apply(_zeros(g, (broadcast, target[1]), device), dim, index, g)
         return reduce_to(grad, target), None, None
 
 
@@ -209,10 +205,8 @@ class _Selection(Primitive):
 
     @staticmethod
     def backward(ctx, g, _g_indices):
-        from ..tensor import Tensor
-
         target, device, dim = ctx.geometry
-        grad = Scatter.apply(_zeros(target, device), dim, Tensor(ctx.indices), g)
+        grad = Scatter.apply(_zeros(g, target, device), dim, wrap(g, ctx.indices), g)
         return (grad,) + (None,) * ctx.n_args
 
 

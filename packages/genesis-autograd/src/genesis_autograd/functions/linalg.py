@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ._util import Primitive, check_output_version, saved_output
+from .. import grad_mode
+from ._util import Primitive, check_output_version, saved_output, wrap
 
 
 class MatMul(Primitive):
@@ -59,13 +60,11 @@ class Softmax(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        from ..tensor import Tensor
-
-        if g.requires_grad or _recording():
-            y = saved_output(ctx, lambda a: a.softmax(ctx.dim))
+        if g.requires_grad or grad_mode.is_grad_enabled():
+            y = saved_output(ctx, g, lambda a: a.softmax(ctx.dim))
             return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None
         check_output_version(ctx)
-        return Tensor(ctx.out.softmax_backward(g.data, ctx.dim, log=False)), None
+        return wrap(g, ctx.out.softmax_backward(g.data, ctx.dim, log=False)), None
 
 
 class LogSoftmax(Primitive):
@@ -78,16 +77,8 @@ class LogSoftmax(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        from ..tensor import Tensor
-
-        if g.requires_grad or _recording():
-            y = saved_output(ctx, lambda a: a.log_softmax(ctx.dim))
+        if g.requires_grad or grad_mode.is_grad_enabled():
+            y = saved_output(ctx, g, lambda a: a.log_softmax(ctx.dim))
             return g - y.exp() * g.sum(ctx.dim, keepdim=True), None
         check_output_version(ctx)
-        return Tensor(ctx.out.softmax_backward(g.data, ctx.dim, log=True)), None
-
-
-def _recording() -> bool:
-    from .. import grad_mode
-
-    return grad_mode.is_grad_enabled()
+        return wrap(g, ctx.out.softmax_backward(g.data, ctx.dim, log=True)), None

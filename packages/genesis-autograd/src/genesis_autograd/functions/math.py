@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 
-from genesis_ndarray import arange
+from genesis_ndarray import arange, ones
 
-from ._util import Primitive, data, meta, reduce_to, saved_output
+from .. import grad_mode
+from ._util import Primitive, data, meta, reduce_to, saved_output, wrap
+from .shape import Cat
 
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
@@ -44,7 +46,7 @@ class _Unary(Primitive):
 
     @classmethod
     def backward(cls, ctx, g):
-        y = saved_output(ctx, cls.apply) if cls.uses_output else None
+        y = saved_output(ctx, g, cls.apply) if cls.uses_output else None
         (a,) = ctx.saved_tensors
         return g * cls.slope(a, y)
 
@@ -322,7 +324,7 @@ class Prod(Primitive):
     @staticmethod
     def backward(ctx, g):
         dim, keepdim, dtype = ctx.args
-        y = saved_output(ctx, lambda a: a.prod(dim, keepdim, dtype=dtype))
+        y = saved_output(ctx, g, lambda a: a.prod(dim, keepdim, dtype=dtype))
         (a,) = ctx.saved_tensors
         x = _to(a, dtype)
         if x.ndim == 0:
@@ -341,26 +343,20 @@ class Prod(Primitive):
 
 def _ones_slice(x, dim: int):
     """Ones shaped like one slice of x along dim (size 1 there)."""
-    from ..factories import ones
-
-    return ones(*[1 if d == dim else s for d, s in enumerate(x.shape)], dtype=x.dtype, device=x.device)
+    return wrap(x, ones(*[1 if d == dim else s for d, s in enumerate(x.shape)], dtype=x.dtype, device=x.device))
 
 
 def _exclusive_prod(x, dim: int, reverse: bool):
     """The product of the elements before (or, with reverse, after) each position along dim."""
-    from ..factories import cat
-
     n = x.shape[dim]
     if reverse:
         return _flip(_exclusive_prod(_flip(x, dim), dim, False), dim)
-    return cat([_ones_slice(x, dim), x.narrow(dim, 0, n - 1)], dim).cumprod(dim)
+    return Cat.apply(dim, _ones_slice(x, dim), x.narrow(dim, 0, n - 1)).cumprod(dim)
 
 
 def _flip(t, dim: int):
     """t reversed along dim (a gather, so it is recorded like any index)."""
-    from ..tensor import Tensor
-
-    index = Tensor(arange(t.shape[dim] - 1, -1, -1, device=t.device))
+    index = wrap(t, arange(t.shape[dim] - 1, -1, -1, device=t.device))
     return t[(slice(None),) * dim + (index,)]
 
 
@@ -401,10 +397,8 @@ class Cumprod(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        from .. import grad_mode
-
         dim, dtype = ctx.args
-        y = saved_output(ctx, lambda a: a.cumprod(dim, dtype=dtype))
+        y = saved_output(ctx, g, lambda a: a.cumprod(dim, dtype=dtype))
         (a,) = ctx.saved_tensors
         if g.ndim == 0:
             return g.to(a.dtype), None, None
@@ -425,16 +419,14 @@ class Cumprod(Primitive):
 
 def _cumprod_backward_by_position(x, g, dim: int):
     """grad_k = prod_{j<k} x_j * sum_{i>=k} g_i prod_{k<j<=i} x_j, one k at a time (no division)."""
-    from ..factories import cat
-
     n = x.shape[dim]
     before = _exclusive_prod(x, dim, reverse=False)
     columns = []
     for k in range(n):
-        after = cat([_ones_slice(x, dim), x.narrow(dim, k + 1, n - k - 1).cumprod(dim)], dim) if k + 1 < n \
+        after = Cat.apply(dim, _ones_slice(x, dim), x.narrow(dim, k + 1, n - k - 1).cumprod(dim)) if k + 1 < n \
             else _ones_slice(x, dim)
         columns.append((g.narrow(dim, k, n - k) * after).sum(dim, keepdim=True))
-    return before * cat(columns, dim)
+    return before * Cat.apply(dim, *columns)
 
 
 class _Triangle(Primitive):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+from genesis_ndarray import arange
 from genesis_ndarray.shape import normalize_dims
 
-from ._util import Primitive, check_output_version, saved_output
+from ._util import Primitive, check_output_version, saved_output, wrap
 
 
 def _dims(a, dim) -> tuple[int, ...]:
@@ -61,12 +62,10 @@ class _Extreme(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        from ..tensor import Tensor
-
         (a,) = ctx.saved_tensors
         shape, dims, keepdim = ctx.geometry
         check_output_version(ctx)
-        out = _expand_back(Tensor(ctx.out), shape, dims, keepdim)
+        out = _expand_back(wrap(g, ctx.out), shape, dims, keepdim)
         hit = (a == out).to(g.dtype)
         count = hit.sum(dims, keepdim=True) if dims else hit
         return _expand_back(g, shape, dims, keepdim) * hit / count, None, None
@@ -96,10 +95,6 @@ class _ExtremeDim(Primitive):
 
     @staticmethod
     def backward(ctx, g, _g_indices):
-        from genesis_ndarray import arange
-
-        from ..tensor import Tensor
-
         shape, dim, keepdim, dtype, device = ctx.geometry
         if not shape:
             return g, None, None
@@ -107,7 +102,7 @@ class _ExtremeDim(Primitive):
         positions = arange(shape[dim], device=device).reshape(
             *[shape[dim] if i == dim else 1 for i in range(len(shape))]
         )
-        one_hot = Tensor((positions == index).astype(dtype))
+        one_hot = wrap(g, (positions == index).astype(dtype))
         return _expand_back(g, shape, (dim,), keepdim) * one_hot, None, None
 
 
@@ -167,7 +162,7 @@ class VectorNorm(Primitive):
         shape, dims, keepdim, ord = ctx.geometry
         if ord == 0:  # a count of non-zeros: torch leaves the input's gradient undefined
             return None, None, None, None
-        norm = _expand_back(saved_output(ctx, lambda x: x.vector_norm(ord, dims, keepdim)), shape, dims, keepdim)
+        norm = _expand_back(saved_output(ctx, g, lambda x: x.vector_norm(ord, dims, keepdim)), shape, dims, keepdim)
         g = _expand_back(g, shape, dims, keepdim)
         if ord == 1:
             return g * a.sign(), None, None, None

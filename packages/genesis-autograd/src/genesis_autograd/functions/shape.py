@@ -6,7 +6,7 @@ from __future__ import annotations
 from genesis_ndarray import empty, promote_types, zeros
 from genesis_ndarray.shape import normalize_dim
 
-from ._util import Primitive, data, meta, reduce_to
+from ._util import Primitive, data, meta, reduce_to, wrap
 
 
 class Reshape(Primitive):
@@ -136,13 +136,11 @@ class Narrow(Primitive):
 
 def _scatter_into_zeros(g, shape, dtype, device, index):
     """zeros(shape) with g added at ``index`` (repeated indices accumulate)."""
-    from ..tensor import Tensor
-
     if g.requires_grad:  # differentiating the backward: stay inside the graph
-        return SetItem.apply(Tensor(zeros(*shape, dtype=dtype, device=device)), index, g)
+        return SetItem.apply(wrap(g, zeros(*shape, dtype=dtype, device=device)), index, g)
     out = zeros(*shape, dtype=dtype, device=device)
     out.index_put_(index, g.data, accumulate=True)
-    return Tensor(out)
+    return wrap(g, out)
 
 
 def _unwrap(index):
