@@ -54,7 +54,7 @@ class Node:
     # ------------------------------------------------------------ ctx API
     def save_for_backward(self, *tensors) -> None:
         self._saved = tensors
-        self._saved_versions = tuple(None if t is None else t._version[0] for t in tensors)
+        self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
 
     @property
     def saved_tensors(self) -> tuple:
@@ -155,10 +155,11 @@ class Function:
     @classmethod
     def apply(cls, *args):
         # This runs for every op of the framework: plain loops, no generators.
-        try:  # the class of the outputs: that of the first Tensor argument (see Tensor._result_type)
-            make = args[0]._result_type
-        except AttributeError:  # a scalar first (2 - x), or cat's dim
-            make = _tensor_type(args)
+        make = None  # the class of the outputs: that of the first Tensor argument (see Tensor._result_type)
+        for a in args:
+            make = getattr(a, "_result_type", None)
+            if make is not None:
+                break
         needs = None
         if grad_mode._state.enabled:
             for a in args:
@@ -168,10 +169,10 @@ class Function:
         base = args[0] if cls.is_view else None
         if needs is None:
             if cls.forward_uses_ndarrays:
-                out = cls.forward(_null_ctx(len(args)), *args)
+                out = cls.forward(_NULL_CTXS[len(args)], *args)
             else:
                 with grad_mode.no_grad():
-                    out = cls.forward(_null_ctx(len(args)), *args)
+                    out = cls.forward(_NULL_CTXS[len(args)], *args)
             return _wrap_outputs(out, None, base, make)
         ctx = Node(cls, needs)
         ctx.next_functions = tuple([a._grad_edge() if n else (None, 0) for a, n in zip(args, needs)])
@@ -207,14 +208,15 @@ class _NullCtx:
         pass
 
 
-_NULL_CTXS: dict[int, _NullCtx] = {}
+class _NullCtxs(dict):
+    """The shared _NullCtx of each arity, made on first use: _NULL_CTXS[len(args)]."""
+
+    def __missing__(self, n_inputs: int) -> _NullCtx:
+        ctx = self[n_inputs] = _NullCtx(n_inputs)
+        return ctx
 
 
-def _null_ctx(n_inputs: int) -> _NullCtx:
-    ctx = _NULL_CTXS.get(n_inputs)
-    if ctx is None:
-        ctx = _NULL_CTXS[n_inputs] = _NullCtx(n_inputs)
-    return ctx
+_NULL_CTXS = _NullCtxs()
 
 
 def _wrap_outputs(out, ctx: Node | None, base, make: type | None):

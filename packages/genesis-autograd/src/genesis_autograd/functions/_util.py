@@ -1,9 +1,18 @@
-"""Helpers shared by the gradient rules."""
+"""Helpers shared by the gradient rules and the Tensor mixins of every family."""
 
 from __future__ import annotations
 
+from genesis_ndarray import NDArray
+
 from .. import grad_mode
 from ..function import Function
+
+
+class Primitive(Function):
+    """A built-in Function: forward computes on NDArrays (which record nothing), so it runs
+    without the no_grad() guard a user's Function gets."""
+
+    forward_uses_ndarrays = True
 
 
 def data(x):
@@ -14,6 +23,46 @@ def data(x):
 def meta(x):
     """(shape, dtype) of a tensor input; None for a scalar."""
     return (tuple(x.shape), x.dtype) if hasattr(x, "grad_fn") else None
+
+
+def wrap(like, array):
+    """``array`` (an NDArray) as a Tensor of the class that ops on ``like`` (a Tensor) produce.
+
+    Functions and mixins sit below tensor.py, which imports them: they make Tensors through their inputs.
+    """
+    return like._result_type(array)
+
+
+def is_tensor(x) -> bool:
+    return hasattr(x, "_result_type")
+
+
+def tensor_arg(self, x, op: str, name: str):
+    """An index / mask / source argument as a Tensor (an NDArray is wrapped), else torch's TypeError."""
+    if is_tensor(x):
+        return x
+    if isinstance(x, NDArray):
+        return wrap(self, x)
+    raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def plain(x):
+    """A Tensor argument's NDArray; a Python scalar (or an NDArray) unchanged."""
+    return x.data if is_tensor(x) else x
+
+
+def requires_grad(x) -> bool:
+    return is_tensor(x) and x.requires_grad
+
+
+class ValuesIndices(tuple):
+    """(values, indices) with names, like torch.return_types.max / sort / topk."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
 
 
 def reduce_to(grad, target):
@@ -35,14 +84,6 @@ def reduce_to(grad, target):
     return grad
 
 
-def wrap(like, array):
-    """``array`` (an NDArray) as a Tensor of the class that ops on ``like`` (a Tensor) produce.
-
-    Functions sit below tensor.py, which imports them: they make Tensors through their inputs.
-    """
-    return like._result_type(array)
-
-
 def saved_output(ctx, g, recompute):
     """The forward's output for a backward formula (``g``: the incoming gradient).
 
@@ -55,13 +96,6 @@ def saved_output(ctx, g, recompute):
     if grad_mode.is_grad_enabled():
         return recompute(ctx.saved_tensors[0])
     return wrap(g, ctx.out)
-
-
-class Primitive(Function):
-    """A built-in Function: forward computes on NDArrays (which record nothing), so it runs
-    without the no_grad() guard a user's Function gets."""
-
-    forward_uses_ndarrays = True
 
 
 def check_output_version(ctx) -> None:
