@@ -473,36 +473,51 @@ class ElementwiseMixin:
 
     # ------------------------------------------------------------- arithmetic operators
     def __add__(self, other):
-        other = self._operand(other)
-        return other if other is NotImplemented else Add.apply(self, other)
+        if other.__class__ is not self.__class__:  # a Tensor of this class, the common case, needs no check
+            other = self._operand(other)
+            if other is NotImplemented:
+                return other
+        return Add.apply(self, other)
 
     def __radd__(self, other):
         return Add.apply(other, self)
 
     def __sub__(self, other):
-        other = self._operand(other)
-        return other if other is NotImplemented else Sub.apply(self, other)
+        if other.__class__ is not self.__class__:  # a Tensor of this class, the common case, needs no check
+            other = self._operand(other)
+            if other is NotImplemented:
+                return other
+        return Sub.apply(self, other)
 
     def __rsub__(self, other):
         return Sub.apply(other, self)
 
     def __mul__(self, other):
-        other = self._operand(other)
-        return other if other is NotImplemented else Mul.apply(self, other)
+        if other.__class__ is not self.__class__:  # a Tensor of this class, the common case, needs no check
+            other = self._operand(other)
+            if other is NotImplemented:
+                return other
+        return Mul.apply(self, other)
 
     def __rmul__(self, other):
         return Mul.apply(other, self)
 
     def __truediv__(self, other):
-        other = self._operand(other)
-        return other if other is NotImplemented else Div.apply(self, other)
+        if other.__class__ is not self.__class__:  # a Tensor of this class, the common case, needs no check
+            other = self._operand(other)
+            if other is NotImplemented:
+                return other
+        return Div.apply(self, other)
 
     def __rtruediv__(self, other):
         return Div.apply(other, self)
 
     def __pow__(self, other):
-        other = self._operand(other)
-        return other if other is NotImplemented else Pow.apply(self, other)
+        if other.__class__ is not self.__class__:  # a Tensor of this class, the common case, needs no check
+            other = self._operand(other)
+            if other is NotImplemented:
+                return other
+        return Pow.apply(self, other)
 
     def __rpow__(self, other):
         return Pow.apply(other, self)
