@@ -472,8 +472,9 @@ class ElementwiseMixin:
         return NotImplemented
 
     # ------------------------------------------------------------- arithmetic operators
+    # The hot path of the framework: a Tensor of this class, the common operand, skips _operand's checks.
     def __add__(self, other):
-        if other.__class__ is not self.__class__:  # a Tensor of this class, the common case, needs no check
+        if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
@@ -483,7 +484,7 @@ class ElementwiseMixin:
         return Add.apply(other, self)
 
     def __sub__(self, other):
-        if other.__class__ is not self.__class__:  # a Tensor of this class, the common case, needs no check
+        if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
@@ -493,7 +494,7 @@ class ElementwiseMixin:
         return Sub.apply(other, self)
 
     def __mul__(self, other):
-        if other.__class__ is not self.__class__:  # a Tensor of this class, the common case, needs no check
+        if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
@@ -503,7 +504,7 @@ class ElementwiseMixin:
         return Mul.apply(other, self)
 
     def __truediv__(self, other):
-        if other.__class__ is not self.__class__:  # a Tensor of this class, the common case, needs no check
+        if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
@@ -513,7 +514,7 @@ class ElementwiseMixin:
         return Div.apply(other, self)
 
     def __pow__(self, other):
-        if other.__class__ is not self.__class__:  # a Tensor of this class, the common case, needs no check
+        if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other

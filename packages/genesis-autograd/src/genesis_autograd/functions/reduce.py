@@ -13,7 +13,7 @@ from genesis_ndarray import arange
 from genesis_ndarray.shape import normalize_dims
 
 from ._util import Primitive, ValuesIndices, check_output_version, saved_output, wrap
-from .scan import cast, exclusive_prod
+from .scan import exclusive_prod, to_dtype
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
@@ -76,7 +76,7 @@ class Prod(Primitive):
         dim, keepdim, dtype = ctx.args
         y = saved_output(ctx, g, lambda a: a.prod(dim, keepdim, dtype=dtype))
         (a,) = ctx.saved_tensors
-        x = cast(a, dtype)
+        x = to_dtype(a, dtype)
         if x.ndim == 0:
             return g.to(a.dtype), None, None, None
         if dim is None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
 
 
-def cast(t, dtype):
+def to_dtype(t, dtype):
     """t in ``dtype``; t itself for None."""
     return t if dtype is None else t.to(dtype)
 
@@ -83,7 +83,7 @@ class Cumprod(Primitive):
         (a,) = ctx.saved_tensors
         if g.ndim == 0:
             return g.to(a.dtype), None, None
-        x = cast(a, dtype)
+        x = to_dtype(a, dtype)
         zero = x == 0
         if not zero.any().item():
             grad = _reverse_cumsum(g * y, dim) / x
