@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .engine import run_backward
+from .factories import zeros_like
 from .tensor import Tensor
 
 
@@ -43,7 +44,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, c
     results = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs,
                            allow_unused=allow_unused or materialize_grads, accumulate=False)
     if materialize_grads:
-        from .factories import zeros_like
-
         results = [zeros_like(t) if r is None else r for r, t in zip(results, inputs)]
     return tuple(results) if not single else (results[0],)

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import genesis_ndarray as nd
+
 from . import grad_mode
 from .function import AccumulateGrad, Node
 
 
 def _roots(tensors, grad_tensors):
-    from .tensor import Tensor
-
+    # The engine sits below tensor.py (which imports it): a Tensor is known by its _result_type,
+    # the class it makes new Tensors with.
     roots = []
     for t, g in zip(tensors, grad_tensors):
-        if not isinstance(t, Tensor):
+        make = getattr(t, "_result_type", None)
+        if make is None:
             raise TypeError(f"backward expects Tensors, got {type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
@@ -25,13 +28,9 @@ def _roots(tensors, grad_tensors):
                     f"grad can be implicitly created only for scalar outputs (got a tensor of shape "
                     f"{list(t.shape)})"
                 )
-            from .factories import ones_like
-
-            g = ones_like(t)
-        elif not isinstance(g, Tensor):
-            from .factories import tensor as make
-
-            g = make(g, dtype=t.dtype, device=t.device)
+            g = make(nd.ones(*t.shape, dtype=t.dtype, device=t.device))
+        elif not isinstance(g, make):
+            g = make(nd.array(g, dtype=t.dtype, device=t.device))
         if tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[0] has a shape of {list(g.shape)} and output[0] has a shape "
@@ -145,9 +144,8 @@ def _materialize(node: Node, grads: list) -> list:
     if all(g is not None for g in grads) or not node.materialize_grads:
         return grads
     outputs = node.__dict__.get("_output_meta")
-    from .factories import zeros
-
+    make = next(g for g in grads if g is not None)._result_type
     return [
-        g if g is not None else zeros(*outputs[i][0], dtype=outputs[i][1], device=outputs[i][2])
+        g if g is not None else make(nd.zeros(*outputs[i][0], dtype=outputs[i][1], device=outputs[i][2]))
         for i, g in enumerate(grads)
     ]

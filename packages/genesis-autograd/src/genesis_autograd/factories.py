@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import genesis_ndarray as nd
 
-from . import grad_mode
+from . import functions as F
+from .functions.random import sample
 from .tensor import Tensor
 
 
@@ -108,7 +109,7 @@ def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None, requires_grad:
     shape = nd.shape.broadcast_shapes(mean.shape if isinstance(mean, Tensor) else (),
                                       std.shape if isinstance(std, Tensor) else ())
     values = nd.randn(*shape, dtype=like.dtype, device=like.device) * s + m
-    return _zero_grad_to(values.astype(like.dtype), mean, std)
+    return sample(values.astype(like.dtype), mean, std)
 
 
 def randperm(n: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -119,18 +120,7 @@ def randperm(n: int, dtype=None, device=None, requires_grad: bool = False) -> Te
 def bernoulli(input: Tensor, p=None) -> Tensor:
     """0 / 1 in input's dtype, each 1 with the probability at its place in ``input`` (or with ``p``);
     the gradient to ``input`` is zero, as torch's."""
-    return _zero_grad_to(input.data.bernoulli(p.data if isinstance(p, Tensor) else p), input)
-
-
-def _zero_grad_to(values: nd.NDArray, *inputs) -> Tensor:
-    """``values`` as a Tensor which, like torch's sampling functions, passes a zero gradient to ``inputs``."""
-    from . import functions as F
-
-    out = Tensor(values)
-    for x in inputs:
-        if isinstance(x, Tensor) and x.requires_grad and grad_mode.is_grad_enabled():
-            out = F.Copy.apply(x.expand(*values.shape), out)
-    return out
+    return input.bernoulli(p)
 
 
 def get_rng_state(device=None) -> Tensor:
@@ -183,8 +173,6 @@ def manual_seed(seed: int) -> None:
 
 
 def where(condition: Tensor, x, y) -> Tensor:
-    from . import functions as F
-
     if not isinstance(x, Tensor):
         if not isinstance(y, Tensor):
             raise TypeError("where(): expected at least one of x and y to be a Tensor")
@@ -193,8 +181,6 @@ def where(condition: Tensor, x, y) -> Tensor:
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
-    from . import functions as F
-
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from genesis_ndarray import NDArray
+
 from . import grad_mode
+
+_grad_state = grad_mode._state  # read on every apply: one lookup fewer (the object never changes)
 
 
 class Node:
@@ -52,7 +56,7 @@ class Node:
     # ------------------------------------------------------------ ctx API
     def save_for_backward(self, *tensors) -> None:
         self._saved = tensors
-        self._saved_versions = tuple(None if t is None else t._version[0] for t in tensors)
+        self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
 
     @property
     def saved_tensors(self) -> tuple:
@@ -153,9 +157,13 @@ class Function:
     @classmethod
     def apply(cls, *args):
         # This runs for every op of the framework: plain loops, no generators.
-        state = grad_mode._state
+        make = None  # the class of the outputs: that of the first Tensor argument (see Tensor._result_type)
+        for a in args:
+            make = getattr(a, "_result_type", None)
+            if make is not None:
+                break
         needs = None
-        if state.enabled:
+        if _grad_state.enabled:
             for a in args:
                 if getattr(a, "requires_grad", False):
                     needs = tuple([getattr(x, "requires_grad", False) is True for x in args])
@@ -163,11 +171,11 @@ class Function:
         base = args[0] if cls.is_view else None
         if needs is None:
             if cls.forward_uses_ndarrays:
-                out = cls.forward(_null_ctx(len(args)), *args)
+                out = cls.forward(_NULL_CTXS[len(args)], *args)
             else:
                 with grad_mode.no_grad():
-                    out = cls.forward(_null_ctx(len(args)), *args)
-            return _wrap_outputs(out, None, base)
+                    out = cls.forward(_NULL_CTXS[len(args)], *args)
+            return _wrap_outputs(out, None, base, make)
         ctx = Node(cls, needs)
         ctx.next_functions = tuple([a._grad_edge() if n else (None, 0) for a, n in zip(args, needs)])
         if cls.forward_uses_ndarrays:
@@ -175,7 +183,7 @@ class Function:
         else:
             with grad_mode.no_grad():
                 out = cls.forward(ctx, *args)
-        return _wrap_outputs(out, ctx, base)
+        return _wrap_outputs(out, ctx, base, make)
 
 
 class _NullCtx:
@@ -202,15 +210,78 @@ class _NullCtx:
         pass
 
 
-_NULL_CTXS: dict[int, _NullCtx] = {}
+class _NullCtxs(dict):
+    """The shared _NullCtx of each arity, made on first use: _NULL_CTXS[len(args)]."""
+
+    def __missing__(self, n_inputs: int) -> _NullCtx:
+        ctx = self[n_inputs] = _NullCtx(n_inputs)
+        return ctx
 
 
-def _null_ctx(n_inputs: int) -> _NullCtx:
-    ctx = _NULL_CTXS.get(n_inputs)
-    if ctx is None:
-        ctx = _NULL_CTXS[n_inputs] = _NullCtx(n_inputs)
-    return ctx
+_NULL_CTXS = _NullCtxs()
 
 
-def _wrap_outputs(out, ctx, base):  # replaced by tensor.py once Tensor exists
-    raise RuntimeError("genesis_autograd.tensor has not been imported")
+def _wrap_outputs(out, ctx: Node | None, base, make: type | None):
+    """Tensors of class ``make`` for a forward's outputs, linked to ``ctx`` when it records a graph.
+
+    ``make`` comes from the inputs, so that this module never imports tensor.py (which imports it).
+    """
+    if make is None:  # no Tensor among the inputs: a user forward that made its Tensors itself
+        make = _tensor_type(out if isinstance(out, tuple) else (out,))
+        if make is None:
+            raise TypeError("Function.apply needs a Tensor among its arguments or the outputs of its forward")
+    if ctx is None and out.__class__ is NDArray:  # the common no-grad case, kept short
+        t = make(out)
+        if base is not None:  # a view: a later in-place write through it must reach the base's history
+            t._version = base._version
+            t._base = base if base._base is None else base._base
+            t._view_version = base._version[0]
+        return t
+    if out.__class__ is NDArray and base is None and not ctx._non_differentiable:  # one recorded output
+        t = make(out)
+        if out.dtype.is_floating_point:
+            t.requires_grad = True
+            t.grad_fn = ctx
+            t._output_nr = 0
+        if "out" in ctx.__dict__:
+            ctx.out_version = (t._version, t._version[0])
+        ctx.num_outputs = 1
+        ctx._output_meta = [(out.shape, out.dtype, out.device)]
+        return t
+    single = not isinstance(out, tuple)
+    items = (out,) if single else out
+    tensors = []
+    non_diff = ctx._non_differentiable if ctx is not None else ()
+    # Outputs marked by position (built-in Functions) or by object (user Functions, as torch).
+    marked_positions = {n for n in non_diff if isinstance(n, int)}
+    marked_ids = {id(n.data if isinstance(n, make) else n) for n in non_diff if not isinstance(n, int)}
+    for i, item in enumerate(items):
+        if isinstance(item, make):
+            item = item.data
+        t = make(item)
+        if base is not None and i == 0:
+            t._version = base._version
+            t._base = base if base._base is None else base._base
+            t._view_version = base._version[0]
+        if ctx is not None and item.dtype.is_floating_point and i not in marked_positions \
+                and id(item) not in marked_ids:
+            t.requires_grad = True
+            t.grad_fn = ctx
+            t._output_nr = i
+        tensors.append(t)
+    if ctx is not None:
+        if "out" in ctx.__dict__:
+            # backward will read ctx.out: remember the output's version to catch in-place writes to it
+            ctx.out_version = (tensors[0]._version, tensors[0]._version[0])
+        ctx.num_outputs = len(tensors)
+        ctx._output_meta = [(tuple(t.shape), t.dtype, t.device) for t in tensors]
+    return tensors[0] if single else tuple(tensors)
+
+
+def _tensor_type(items) -> type | None:
+    """The _result_type of the first Tensor among ``items``; None if there is none."""
+    for item in items:
+        make = getattr(item, "_result_type", None)
+        if make is not None:
+            return make
+    return None

@@ -1,112 +1,113 @@
-"""The differentiable primitives, each a Function with forward and backward side by side.
+"""The differentiable primitives, one module per op family (the same names on every floor of Genesis).
 
-elementwise.py  arithmetic and math, one or two operands, with broadcasting
-reduce.py       sum, mean, max/min, var, logsumexp, vector norms
-shape.py        views and copies of layout: reshape, permute, expand, indexing, cat
-linalg.py       matmul, softmax, log_softmax
-convert.py      dtype casts and device moves
-views.py        diagonal, unfold, as_strided and in-place writes through views (CopySlices)
-indexing.py     gather/scatter/scatter_add, index_select/index_add, masked_fill/masked_select,
-                take_along_dim, sort/topk
-math.py         more unary math, atan2/remainder/fmod, lerp/addcmul/addcdiv, tensor clamp, prod, cumsum/cumprod,
-                tril/triu
+Each module holds the family's Functions, forward and backward side by side, and the Tensor mixin
+of the family (its Tensor methods); tensor.py puts the mixins together.
+
+elementwise.py  unary math (one table of derivative rules), arithmetic, comparisons, ternary ops, clamp
+reduce.py       sum, mean, prod, amax/amin, max/min, var/std, logsumexp, vector norms, any/all
+softmax.py      softmax, log_softmax
+matmul.py       matmul / @
+index.py        gather, scatter(_add), index_select, index_add, masked_fill, masked_select, take_along_dim
+getitem.py      x[index] and x[index] = value
+sort.py         sort, argsort, topk
+scan.py         cumsum, cumprod
+random.py       in-place random fills, bernoulli, the zero gradient of sampling
+creation.py     tril, triu
+views.py        reshape/view/permute/..., diagonal, unfold, as_strided, cat, in-place writes through views
+memory.py       dtype casts, device moves, clone, contiguous, fill_, copy_, item/tolist/numpy/DLPack
 """
 
-from .convert import Cast, Clone, Contiguous, Copy, Fill, ToDevice
+from .creation import Tril, Triu
 from .elementwise import (
     Abs,
     Add,
-    Clamp,
-    Cos,
-    Div,
-    Exp,
-    Log,
-    Maximum,
-    Minimum,
-    Mul,
-    Neg,
-    Pow,
-    ReLU,
-    Sigmoid,
-    Sin,
-    Sqrt,
-    Sub,
-    Tanh,
-    Unary,
-    Where,
-)
-from .indexing import (
-    Gather,
-    IndexAdd,
-    IndexSelect,
-    MaskedFill,
-    MaskedSelect,
-    Scatter,
-    ScatterAdd,
-    Sort,
-    TakeAlongDim,
-    TopK,
-)
-from .linalg import LogSoftmax, MatMul, Softmax
-from .math import (
     Addcdiv,
     Addcmul,
     Atan2,
+    Ceil,
+    Clamp,
     ClampTensor,
-    Cumprod,
-    Cumsum,
+    Cos,
+    Div,
     Erf,
+    Exp,
     Exp2,
     Expm1,
+    Floor,
     FloorDivide,
     Fmod,
     Gelu,
     GeluTanh,
     Lerp,
+    Log,
     Log1p,
     Log2,
     Log10,
-    Prod,
+    Maximum,
+    Minimum,
+    Mul,
+    Neg,
+    Pow,
     Reciprocal,
+    ReLU,
     Remainder,
+    Round,
     Rsqrt,
+    Sigmoid,
+    Sign,
     Silu,
+    Sin,
+    Sqrt,
     Square,
+    Sub,
     Tan,
-    Tril,
-    Triu,
+    Tanh,
+    Trunc,
+    Unary,
+    Where,
 )
-from .reduce import Amax, Amin, Logsumexp, MaxDim, Mean, MinDim, Sum, Var, VectorNorm
-from .shape import (
-    BasicGetItem,
+from .getitem import BasicGetItem, GetItem, SetItem
+from .index import Gather, IndexAdd, IndexSelect, MaskedFill, MaskedSelect, Scatter, ScatterAdd, TakeAlongDim
+from .matmul import MatMul
+from .memory import Cast, Clone, Contiguous, Copy, Fill, ToDevice
+from .reduce import Amax, Amin, Logsumexp, MaxDim, Mean, MinDim, Prod, Sum, Var, VectorNorm
+from .scan import Cumprod, Cumsum
+from .softmax import LogSoftmax, Softmax
+from .sort import Sort, TopK
+from .views import (
+    AsStrided,
     Cat,
+    CopySlices,
+    Diagonal,
+    DiagonalBackward,
     Expand,
     Flatten,
-    GetItem,
     Narrow,
     Permute,
     Reshape,
-    SetItem,
+    Restride,
     Squeeze,
     Transpose,
+    Unfold,
+    UnfoldBackward,
     Unsqueeze,
     View,
 )
-from .views import AsStrided, CopySlices, Diagonal, DiagonalBackward, Restride, Unfold, UnfoldBackward
 
 __all__ = [
-    "Abs", "Add", "Amax", "Amin", "AsStrided", "BasicGetItem", "Cast", "Cat", "Clamp", "Clone", "Contiguous", "Copy",
-    "CopySlices", "Cos", "Div", "Exp", "Expand", "Fill", "Flatten", "GetItem", "Log", "LogSoftmax", "Logsumexp",
-    "MatMul", "MaxDim", "Maximum", "Mean", "MinDim", "Minimum", "Mul", "Narrow", "Neg", "Permute", "Pow", "ReLU",
-    "Reshape", "SetItem", "Sigmoid", "Sin", "Softmax", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "ToDevice",
-    "Transpose", "Unary", "Unsqueeze", "Var", "VectorNorm", "View", "Where",
-    # math.py
-    "Addcdiv", "Addcmul", "Atan2", "ClampTensor", "Cumprod", "Cumsum", "Erf", "Exp2", "Expm1", "FloorDivide", "Fmod",
-    "Gelu", "GeluTanh", "Lerp", "Log1p", "Log2", "Log10", "Prod", "Reciprocal", "Remainder", "Rsqrt", "Silu",
-    "Square", "Tan", "Tril", "Triu",
-    # indexing.py
-    "Gather", "IndexAdd", "IndexSelect", "MaskedFill", "MaskedSelect", "Scatter", "ScatterAdd", "Sort",
-    "TakeAlongDim", "TopK",
-    # views.py
-    "Diagonal", "DiagonalBackward", "Restride", "Unfold", "UnfoldBackward",
+    # elementwise.py
+    "Abs", "Add", "Addcdiv", "Addcmul", "Atan2", "Ceil", "Clamp", "ClampTensor", "Cos", "Div", "Erf", "Exp",
+    "Exp2", "Expm1", "Floor", "FloorDivide", "Fmod", "Gelu", "GeluTanh", "Lerp", "Log", "Log1p", "Log2", "Log10",
+    "Maximum", "Minimum", "Mul", "Neg", "Pow", "ReLU", "Reciprocal", "Remainder", "Round", "Rsqrt", "Sigmoid",
+    "Sign", "Silu", "Sin", "Sqrt", "Square", "Sub", "Tan", "Tanh", "Trunc", "Unary", "Where",
+    # reduce.py, softmax.py, matmul.py
+    "Amax", "Amin", "Logsumexp", "MaxDim", "Mean", "MinDim", "Prod", "Sum", "Var", "VectorNorm",
+    "LogSoftmax", "Softmax", "MatMul",
+    # index.py, getitem.py, sort.py, scan.py, creation.py
+    "Gather", "IndexAdd", "IndexSelect", "MaskedFill", "MaskedSelect", "Scatter", "ScatterAdd", "TakeAlongDim",
+    "BasicGetItem", "GetItem", "SetItem", "Sort", "TopK", "Cumprod", "Cumsum", "Tril", "Triu",
+    # views.py, memory.py
+    "AsStrided", "Cat", "CopySlices", "Diagonal", "DiagonalBackward", "Expand", "Flatten", "Narrow", "Permute",
+    "Reshape", "Restride", "Squeeze", "Transpose", "Unfold", "UnfoldBackward", "Unsqueeze", "View",
+    "Cast", "Clone", "Contiguous", "Copy", "Fill", "ToDevice",
 ]

@@ -1,8 +1,18 @@
-"""Helpers shared by the gradient rules."""
+"""Helpers shared by the gradient rules and the Tensor mixins of every family."""
 
 from __future__ import annotations
 
+from genesis_ndarray import NDArray
+
+from .. import grad_mode
 from ..function import Function
+
+
+class Primitive(Function):
+    """A built-in Function: forward computes on NDArrays (which record nothing), so it runs
+    without the no_grad() guard a user's Function gets."""
+
+    forward_uses_ndarrays = True
 
 
 def data(x):
@@ -13,6 +23,46 @@ def data(x):
 def meta(x):
     """(shape, dtype) of a tensor input; None for a scalar."""
     return (tuple(x.shape), x.dtype) if hasattr(x, "grad_fn") else None
+
+
+def wrap(like, array):
+    """``array`` (an NDArray) as a Tensor of the class that ops on ``like`` (a Tensor) produce.
+
+    Functions and mixins sit below tensor.py, which imports them: they make Tensors through their inputs.
+    """
+    return like._result_type(array)
+
+
+def is_tensor(x) -> bool:
+    return hasattr(x, "_result_type")
+
+
+def tensor_arg(self, x, op: str, name: str):
+    """An index / mask / source argument as a Tensor (an NDArray is wrapped), else torch's TypeError."""
+    if is_tensor(x):
+        return x
+    if isinstance(x, NDArray):
+        return wrap(self, x)
+    raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def plain(x):
+    """A Tensor argument's NDArray; a Python scalar (or an NDArray) unchanged."""
+    return x.data if is_tensor(x) else x
+
+
+def requires_grad(x) -> bool:
+    return is_tensor(x) and x.requires_grad
+
+
+class ValuesIndices(tuple):
+    """(values, indices) with names, like torch.return_types.max / sort / topk."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
 
 
 def reduce_to(grad, target):
@@ -34,28 +84,18 @@ def reduce_to(grad, target):
     return grad
 
 
-def saved_output(ctx, recompute):
-    """The forward's output for a backward formula.
+def saved_output(ctx, g, recompute):
+    """The forward's output for a backward formula (``g``: the incoming gradient).
 
     Plain backward reuses the NDArray forward kept in ``ctx.out``. When the backward
     itself is being recorded (create_graph=True) the output is recomputed from the
     saved input with Tensor ops, so that second derivatives flow through it; keeping
     the output Tensor itself would tie it to its own grad_fn in a reference cycle.
     """
-    from .. import grad_mode
-    from ..tensor import Tensor
-
     check_output_version(ctx)
     if grad_mode.is_grad_enabled():
         return recompute(ctx.saved_tensors[0])
-    return Tensor(ctx.out)
-
-
-class Primitive(Function):
-    """A built-in Function: forward computes on NDArrays (which record nothing), so it runs
-    without the no_grad() guard a user's Function gets."""
-
-    forward_uses_ndarrays = True
+    return wrap(g, ctx.out)
 
 
 def check_output_version(ctx) -> None:

@@ -1,14 +1,120 @@
-"""Elementwise ops. Binary rules sum the gradient back over broadcast dims."""
+"""Elementwise ops: unary math (one table of derivative rules), binary arithmetic with broadcasting,
+comparisons, ternary ops and clamp; and ElementwiseMixin, their Tensor methods and operators.
+
+Binary rules sum the gradient back over broadcast dims. Every backward is written with Tensor
+ops, so it can itself be differentiated (create_graph=True). Formulas follow torch's derivatives.yaml.
+"""
 
 from __future__ import annotations
 
 import math
+from numbers import Number
+from typing import TYPE_CHECKING
 
-from genesis_ndarray import full
+from genesis_ndarray import NDArray, full
 
 from ._util import Primitive, data, meta, reduce_to, saved_output
 
+if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
+    from ..tensor import Tensor
 
+LN2 = math.log(2.0)
+LN10 = math.log(10.0)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+INV_SQRT2 = 1.0 / math.sqrt(2.0)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+GELU_TANH_C = 0.044715
+
+
+# ------------------------------------------------------------------ unary: one Function, a table of rules
+class Unary(Primitive):
+    """y = op(x), with the gradient ``rule(g, x, y)``. ``reads`` says what the rule needs: "x" (the
+    input, saved), "y" (the output, kept from forward and recomputed from x when the backward itself
+    is recorded) or "" (nothing). Each op is a subclass named after it (ExpBackward in a grad_fn)."""
+
+    op = ""
+    reads = ""
+
+    @staticmethod
+    def rule(g, x, y):
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, a):
+        out = a.data.unary(cls.op)
+        if ctx.records and cls.reads:
+            ctx.save_for_backward(a)
+            if cls.reads == "y":
+                ctx.out = out
+        return out
+
+    @classmethod
+    def backward(cls, ctx, g):
+        if cls.reads == "y":
+            return cls.rule(g, None, saved_output(ctx, g, cls.apply))
+        if cls.reads == "x":
+            return cls.rule(g, ctx.saved_tensors[0], None)
+        return cls.rule(g, None, None)
+
+
+def _unary(name: str, op: str, reads: str, rule) -> type[Unary]:
+    return type(name, (Unary,), {"op": op, "reads": reads, "rule": staticmethod(rule),
+                                 "__module__": __name__, "__qualname__": name})
+
+
+def _silu_grad(g, x, y):
+    s = x.sigmoid()
+    return g * (s * (1 + x * (1 - s)))
+
+
+def _gelu_grad(g, x, y):
+    """x * Phi(x): slope Phi(x) + x * phi(x)."""
+    cdf = ((x * INV_SQRT2).erf() + 1) * 0.5
+    pdf = (x * x * -0.5).exp() * INV_SQRT_2PI
+    return g * (cdf + x * pdf)
+
+
+def _gelu_tanh_grad(g, x, y):
+    """0.5 x (1 + tanh(k (x + c x^3))), torch's approximate="tanh"."""
+    x2 = x * x
+    t = ((x + x2 * x * GELU_TANH_C) * SQRT_2_OVER_PI).tanh()
+    return g * ((t + 1) * 0.5 + x * (1 - t * t) * (SQRT_2_OVER_PI * 0.5) * (x2 * (3 * GELU_TANH_C) + 1))
+
+
+# The table:  Function = _unary(name, op, what the rule reads, rule(g, x, y) -> the input's gradient)
+Neg = _unary("Neg", "neg", "", lambda g, x, y: -g)
+Exp = _unary("Exp", "exp", "y", lambda g, x, y: g * y)
+Exp2 = _unary("Exp2", "exp2", "y", lambda g, x, y: g * (y * LN2))
+Expm1 = _unary("Expm1", "expm1", "y", lambda g, x, y: g * (y + 1))
+Log = _unary("Log", "log", "x", lambda g, x, y: g / x)
+Log2 = _unary("Log2", "log2", "x", lambda g, x, y: g * (1 / (x * LN2)))
+Log10 = _unary("Log10", "log10", "x", lambda g, x, y: g * (1 / (x * LN10)))
+Log1p = _unary("Log1p", "log1p", "x", lambda g, x, y: g * (1 / (x + 1)))
+Sqrt = _unary("Sqrt", "sqrt", "y", lambda g, x, y: g / (y * 2))
+Rsqrt = _unary("Rsqrt", "rsqrt", "y", lambda g, x, y: g * (y * y * y * -0.5))
+Reciprocal = _unary("Reciprocal", "reciprocal", "y", lambda g, x, y: g * -(y * y))
+Square = _unary("Square", "square", "x", lambda g, x, y: g * (x * 2))
+Abs = _unary("Abs", "abs", "x", lambda g, x, y: g * x.sign())
+Sin = _unary("Sin", "sin", "x", lambda g, x, y: g * x.cos())
+Cos = _unary("Cos", "cos", "x", lambda g, x, y: -g * x.sin())
+Tan = _unary("Tan", "tan", "y", lambda g, x, y: g * (1 + y * y))
+Tanh = _unary("Tanh", "tanh", "y", lambda g, x, y: g * (1 - y * y))
+Sigmoid = _unary("Sigmoid", "sigmoid", "y", lambda g, x, y: g * y * (1 - y))
+ReLU = _unary("ReLU", "relu", "x", lambda g, x, y: g * (x > 0).to(g.dtype))
+Silu = _unary("Silu", "silu", "x", _silu_grad)
+Gelu = _unary("Gelu", "gelu", "x", _gelu_grad)
+GeluTanh = _unary("GeluTanh", "gelu_tanh", "x", _gelu_tanh_grad)
+Erf = _unary("Erf", "erf", "x", lambda g, x, y: g * ((-(x * x)).exp() * TWO_OVER_SQRT_PI))
+# piecewise constant: zero gradient, as torch
+Sign = _unary("Sign", "sign", "", lambda g, x, y: g * 0)
+Floor = _unary("Floor", "floor", "", lambda g, x, y: g * 0)
+Ceil = _unary("Ceil", "ceil", "", lambda g, x, y: g * 0)
+Round = _unary("Round", "round", "", lambda g, x, y: g * 0)
+Trunc = _unary("Trunc", "trunc", "", lambda g, x, y: g * 0)
+
+
+# ------------------------------------------------------------------ binary
 class Add(Primitive):
     @staticmethod
     def forward(ctx, a, b):
@@ -107,138 +213,6 @@ def _log(x):
     return x.log() if hasattr(x, "grad_fn") else math.log(x)
 
 
-class Neg(Primitive):
-    @staticmethod
-    def forward(ctx, a):
-        return -a.data
-
-    @staticmethod
-    def backward(ctx, g):
-        return -g
-
-
-class Exp(Primitive):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        ctx.out = a.data.exp()
-        return ctx.out
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * saved_output(ctx, lambda a: a.exp())
-
-
-class Log(Primitive):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return a.data.log()
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return g / a
-
-
-class Sqrt(Primitive):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        ctx.out = a.data.sqrt()
-        return ctx.out
-
-    @staticmethod
-    def backward(ctx, g):
-        return g / (saved_output(ctx, lambda a: a.sqrt()) * 2)
-
-
-class Tanh(Primitive):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        ctx.out = a.data.tanh()
-        return ctx.out
-
-    @staticmethod
-    def backward(ctx, g):
-        y = saved_output(ctx, lambda a: a.tanh())
-        return g * (1 - y * y)
-
-
-class Sigmoid(Primitive):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        ctx.out = a.data.sigmoid()
-        return ctx.out
-
-    @staticmethod
-    def backward(ctx, g):
-        y = saved_output(ctx, lambda a: a.sigmoid())
-        return g * y * (1 - y)
-
-
-class ReLU(Primitive):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return a.data.relu()
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return g * (a > 0).to(g.dtype)
-
-
-class Abs(Primitive):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return a.data.abs()
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return g * a.sign()
-
-
-class Sin(Primitive):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return a.data.sin()
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return g * a.cos()
-
-
-class Cos(Primitive):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return a.data.cos()
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return -g * a.sin()
-
-
-class Unary(Primitive):
-    """Piecewise-constant ops (sign, floor, ceil, round, trunc): zero gradient, as torch."""
-
-    @staticmethod
-    def forward(ctx, a, op):
-        return a.data.unary(op)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 0, None
-
-
 class _MaxMin(Primitive):
     """maximum / minimum: the pair share forward and backward, differing in the op and the comparison."""
 
@@ -275,26 +249,79 @@ class Minimum(_MaxMin):
     wins = staticmethod(lambda a, b: a < b)
 
 
-class Clamp(Primitive):
+class Atan2(Primitive):
     @staticmethod
-    def forward(ctx, a, lo, hi):
-        ctx.save_for_backward(a)
-        ctx.bounds = (lo, hi)
-        return a.data.clamp(lo, hi)
+    def forward(ctx, a, b):
+        if ctx.records:
+            ctx.metas = (meta(a), meta(b))
+            ctx.save_for_backward(a, b)
+        return a.data.atan2(b.data)
 
     @staticmethod
     def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        lo, hi = ctx.bounds
-        inside = None
-        if lo is not None:
-            inside = a >= lo
-        if hi is not None:
-            below = a <= hi
-            inside = below if inside is None else inside.logical_and(below)
-        return g * inside.to(g.dtype), None, None
+        a, b = ctx.saved_tensors
+        ma, mb = ctx.metas
+        scale = g / (a * a + b * b)
+        return (reduce_to(scale * b, ma) if ctx.needs_input_grad[0] else None,
+                reduce_to(-scale * a, mb) if ctx.needs_input_grad[1] else None)
 
 
+def _binary_data(op: str, a, b):
+    """``a op b`` on NDArrays, either operand possibly a Python scalar."""
+    if meta(a) is None:
+        return data(b)._binary(op, a, reverse=True)
+    return data(a)._binary(op, data(b))
+
+
+class _Rounded(Primitive):
+    """remainder / fmod: a - rounded(a / b) * b, so d/da = 1 and d/db = -rounded(a / b)."""
+
+    op = ""
+    rounding = ""
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        if ctx.records:
+            ctx.metas = (meta(a), meta(b))
+            ctx.save_for_backward(a if ctx.needs_input_grad[1] and meta(a) is not None else None,
+                                  b if ctx.needs_input_grad[1] and meta(b) is not None else None)
+            ctx.scalars = (a if meta(a) is None else None, b if meta(b) is None else None)
+        return _binary_data(cls.op, a, b)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        ma, mb = ctx.metas
+        ga = reduce_to(g, ma) if ctx.needs_input_grad[0] else None
+        gb = None
+        if ctx.needs_input_grad[1]:
+            a, b = ctx.saved_tensors
+            sa, _ = ctx.scalars
+            quotient = (a if a is not None else sa) / b
+            gb = reduce_to(-g * getattr(quotient, cls.rounding)(), mb)
+        return ga, gb
+
+
+class Remainder(_Rounded):
+    op, rounding = "remainder", "floor"
+
+
+class Fmod(_Rounded):
+    op, rounding = "fmod", "trunc"
+
+
+class FloorDivide(Primitive):
+    """torch records floor_divide but has no derivative for it: backward through it raises."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _binary_data("floor_divide", a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("the derivative for 'floor_divide' is not implemented.")
+
+
+# ------------------------------------------------------------------ ternary, clamp
 class Where(Primitive):
     @staticmethod
     def forward(ctx, cond, a, b):
@@ -315,3 +342,398 @@ class Where(Primitive):
 
 def _where_scalar_first(cond, a, b):
     return full((), a, dtype=b.dtype, device=b.device).where(cond, b)
+
+
+class Lerp(Primitive):
+    """a + w (b - a): d/da = 1 - w, d/db = w, d/dw = b - a. ``w`` a Tensor or a Python scalar."""
+
+    @staticmethod
+    def forward(ctx, a, b, w):
+        if ctx.records:
+            ctx.metas = (meta(a), meta(b), meta(w))
+            ctx.save_for_backward(a, b, w if meta(w) is not None else None)
+            ctx.weight = w if meta(w) is None else None
+        return a.data.lerp(b.data, data(w))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, w = ctx.saved_tensors
+        w = w if w is not None else ctx.weight
+        ma, mb, mw = ctx.metas
+        need = ctx.needs_input_grad
+        return (reduce_to(g * (1 - w), ma) if need[0] else None,
+                reduce_to(g * w, mb) if need[1] else None,
+                reduce_to(g * (b - a), mw) if need[2] else None)
+
+
+class Addcmul(Primitive):
+    @staticmethod
+    def forward(ctx, x, t1, t2, value):
+        if ctx.records:
+            ctx.metas = (meta(x), meta(t1), meta(t2))
+            ctx.value = value
+            ctx.save_for_backward(t1 if ctx.needs_input_grad[2] else None, t2 if ctx.needs_input_grad[1] else None)
+        return x.data.addcmul(t1.data, t2.data, value)
+
+    @staticmethod
+    def backward(ctx, g):
+        t1, t2 = ctx.saved_tensors
+        mx, m1, m2 = ctx.metas
+        need = ctx.needs_input_grad
+        return (reduce_to(g, mx) if need[0] else None,
+                reduce_to(g * t2 * ctx.value, m1) if need[1] else None,
+                reduce_to(g * t1 * ctx.value, m2) if need[2] else None,
+                None)
+
+
+class Addcdiv(Primitive):
+    @staticmethod
+    def forward(ctx, x, t1, t2, value):
+        if ctx.records:
+            ctx.metas = (meta(x), meta(t1), meta(t2))
+            ctx.value = value
+            ctx.save_for_backward(t1 if ctx.needs_input_grad[2] else None,
+                                  t2 if ctx.needs_input_grad[1] or ctx.needs_input_grad[2] else None)
+        return x.data.addcdiv(t1.data, t2.data, value)
+
+    @staticmethod
+    def backward(ctx, g):
+        t1, t2 = ctx.saved_tensors
+        mx, m1, m2 = ctx.metas
+        need = ctx.needs_input_grad
+        return (reduce_to(g, mx) if need[0] else None,
+                reduce_to(g * ctx.value / t2, m1) if need[1] else None,
+                reduce_to(-g * ctx.value * t1 / (t2 * t2), m2) if need[2] else None,
+                None)
+
+
+class Clamp(Primitive):
+    @staticmethod
+    def forward(ctx, a, lo, hi):
+        ctx.save_for_backward(a)
+        ctx.bounds = (lo, hi)
+        return a.data.clamp(lo, hi)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        lo, hi = ctx.bounds
+        inside = None
+        if lo is not None:
+            inside = a >= lo
+        if hi is not None:
+            below = a <= hi
+            inside = below if inside is None else inside.logical_and(below)
+        return g * inside.to(g.dtype), None, None
+
+
+class ClampTensor(Primitive):
+    """clamp with Tensor bounds (either may be None); the gradient goes to whichever of x, min, max
+    the output took its value from, as torch's clamp_backward_min_max."""
+
+    @staticmethod
+    def forward(ctx, a, lo, hi):
+        if ctx.records:
+            ctx.metas = (meta(a), meta(lo) if lo is not None else None, meta(hi) if hi is not None else None)
+            ctx.save_for_backward(a, lo, hi)
+        return a.data.clamp(None if lo is None else lo.data, None if hi is None else hi.data)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, lo, hi = ctx.saved_tensors
+        ma, ml, mh = ctx.metas
+        need = ctx.needs_input_grad
+        if lo is not None and hi is not None:
+            masks = ((a >= lo).logical_and(a <= hi), (a < lo).logical_and(lo < hi), (a > hi).logical_or(hi < lo))
+        elif lo is not None:
+            masks = (a >= lo, a < lo, None)
+        else:
+            masks = (a <= hi, None, a > hi)
+        zero = g * 0
+        return tuple(reduce_to(g.where(mask, zero), m) if n else None
+                     for mask, m, n in zip(masks, (ma, ml, mh), need))
+
+
+# ------------------------------------------------------------------ the Tensor methods
+class ElementwiseMixin:
+    """Tensor's elementwise methods and operators. Comparisons and logic have no gradient and go
+    straight to the NDArray. In-place forms go through Tensor._inplace (a graph node when gradients
+    flow) or Tensor._math_inplace (the out-of-place op written back, with torch's dtype and shape checks).
+    """
+
+    __slots__ = ()
+
+    def _operand(self, other):
+        """``other`` as a binary op's operand: a Tensor or a number (an NDArray is wrapped), else NotImplemented."""
+        if isinstance(other, self._result_type) or isinstance(other, Number):
+            return other
+        if isinstance(other, NDArray):
+            return self._result_type(other)
+        return NotImplemented
+
+    # ------------------------------------------------------------- arithmetic operators
+    # The hot path of the framework: a Tensor of this class, the common operand, skips _operand's checks.
+    def __add__(self, other):
+        if other.__class__ is not self.__class__:
+            other = self._operand(other)
+            if other is NotImplemented:
+                return other
+        return Add.apply(self, other)
+
+    def __radd__(self, other):
+        return Add.apply(other, self)
+
+    def __sub__(self, other):
+        if other.__class__ is not self.__class__:
+            other = self._operand(other)
+            if other is NotImplemented:
+                return other
+        return Sub.apply(self, other)
+
+    def __rsub__(self, other):
+        return Sub.apply(other, self)
+
+    def __mul__(self, other):
+        if other.__class__ is not self.__class__:
+            other = self._operand(other)
+            if other is NotImplemented:
+                return other
+        return Mul.apply(self, other)
+
+    def __rmul__(self, other):
+        return Mul.apply(other, self)
+
+    def __truediv__(self, other):
+        if other.__class__ is not self.__class__:
+            other = self._operand(other)
+            if other is NotImplemented:
+                return other
+        return Div.apply(self, other)
+
+    def __rtruediv__(self, other):
+        return Div.apply(other, self)
+
+    def __pow__(self, other):
+        if other.__class__ is not self.__class__:
+            other = self._operand(other)
+            if other is NotImplemented:
+                return other
+        return Pow.apply(self, other)
+
+    def __rpow__(self, other):
+        return Pow.apply(other, self)
+
+    def __neg__(self):
+        return Neg.apply(self)
+
+    def add(self, other, *, alpha=1): return self + (other * alpha if alpha != 1 else other)
+    def sub(self, other, *, alpha=1): return self - (other * alpha if alpha != 1 else other)
+    def mul(self, other): return self * other
+    def div(self, other): return self / other
+    def pow(self, exponent): return self ** exponent
+    def neg(self): return -self
+    def maximum(self, other): return Maximum.apply(self, other)
+    def minimum(self, other): return Minimum.apply(self, other)
+
+    # ------------------------------------------------------------- comparisons and logic: no gradient
+    def _no_grad_binary(self, op: str, other):
+        other = self._operand(other)
+        if other is NotImplemented:
+            return other
+        return self._result_type(self.data._binary(op, other.data if isinstance(other, self._result_type) else other))
+
+    def __eq__(self, other): return self._no_grad_binary("eq", other)  # type: ignore[override]
+    def __ne__(self, other): return self._no_grad_binary("ne", other)  # type: ignore[override]
+    def __lt__(self, other): return self._no_grad_binary("lt", other)
+    def __le__(self, other): return self._no_grad_binary("le", other)
+    def __gt__(self, other): return self._no_grad_binary("gt", other)
+    def __ge__(self, other): return self._no_grad_binary("ge", other)
+    def __and__(self, other): return self._no_grad_binary("bitwise_and", other)
+    def __or__(self, other): return self._no_grad_binary("bitwise_or", other)
+    def __xor__(self, other): return self._no_grad_binary("bitwise_xor", other)
+    def __invert__(self): return self._result_type(~self.data)
+
+    __hash__ = object.__hash__  # defining __eq__ would otherwise make Tensors unhashable
+
+    def eq(self, other): return self.__eq__(other)
+    def ne(self, other): return self.__ne__(other)
+    def lt(self, other): return self.__lt__(other)
+    def le(self, other): return self.__le__(other)
+    def gt(self, other): return self.__gt__(other)
+    def ge(self, other): return self.__ge__(other)
+
+    def logical_and(self, other): return self._no_grad_binary("logical_and", other)
+    def logical_or(self, other): return self._no_grad_binary("logical_or", other)
+    def logical_xor(self, other): return self._no_grad_binary("logical_xor", other)
+    def logical_not(self): return self._result_type(self.data.logical_not())
+    def isnan(self): return self._result_type(self.data.isnan())
+    def isinf(self): return self._result_type(self.data.isinf())
+    def isfinite(self): return self._result_type(self.data.isfinite())
+
+    # ------------------------------------------------------------- unary math
+    def exp(self): return Exp.apply(self)
+    def exp2(self): return Exp2.apply(self)
+    def expm1(self): return Expm1.apply(self)
+    def log(self): return Log.apply(self)
+    def log2(self): return Log2.apply(self)
+    def log10(self): return Log10.apply(self)
+    def log1p(self): return Log1p.apply(self)
+    def sqrt(self): return Sqrt.apply(self)
+    def rsqrt(self): return Rsqrt.apply(self)
+    def reciprocal(self): return Reciprocal.apply(self)
+    def square(self): return Square.apply(self)
+    def abs(self): return Abs.apply(self)
+    def sin(self): return Sin.apply(self)
+    def cos(self): return Cos.apply(self)
+    def tan(self): return Tan.apply(self)
+    def tanh(self): return Tanh.apply(self)
+    def sigmoid(self): return Sigmoid.apply(self)
+    def relu(self): return ReLU.apply(self)
+    def silu(self): return Silu.apply(self)
+    def erf(self): return Erf.apply(self)
+    def sign(self): return Sign.apply(self)
+    def floor(self): return Floor.apply(self)
+    def ceil(self): return Ceil.apply(self)
+    def round(self): return Round.apply(self)
+    def trunc(self): return Trunc.apply(self)
+
+    def gelu(self, approximate: str = "none"):
+        if approximate not in ("none", "tanh"):
+            raise RuntimeError("approximate argument must be either none or tanh.")
+        return Gelu.apply(self) if approximate == "none" else GeluTanh.apply(self)
+
+    # ------------------------------------------------------------- more binary math
+    def atan2(self, other: Tensor) -> Tensor:
+        if not isinstance(other, self._result_type):
+            raise TypeError(f"atan2(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        return Atan2.apply(self, other)
+
+    arctan2 = atan2
+
+    def remainder(self, other):
+        other = self._operand(other)
+        return other if other is NotImplemented else Remainder.apply(self, other)
+
+    def fmod(self, other):
+        other = self._operand(other)
+        return other if other is NotImplemented else Fmod.apply(self, other)
+
+    def floor_divide(self, other):
+        """Recorded like torch, which has no derivative for it: backward through it raises."""
+        other = self._operand(other)
+        return other if other is NotImplemented else FloorDivide.apply(self, other)
+
+    __mod__ = remainder
+    __floordiv__ = floor_divide
+
+    def __rmod__(self, other):
+        return Remainder.apply(other, self)
+
+    def __rfloordiv__(self, other):
+        return FloorDivide.apply(other, self)
+
+    # ------------------------------------------------------------- ternary, clamp
+    def where(self, condition: Tensor, other) -> Tensor:
+        """torch's x.where(condition, y): x where condition holds, else y."""
+        return Where.apply(condition, self, other)
+
+    def lerp(self, end: Tensor, weight) -> Tensor:
+        """self + weight * (end - self); weight a number or a Tensor (end and weight of self's dtype)."""
+        return Lerp.apply(self, end, weight)
+
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+        return Addcmul.apply(self, tensor1, tensor2, value)
+
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+        return Addcdiv.apply(self, tensor1, tensor2, value)
+
+    def clamp(self, min=None, max=None):
+        """Bounds both numbers (or None), or both Tensors (or None) that broadcast with self, as torch."""
+        if isinstance(min, self._result_type) or isinstance(max, self._result_type):
+            if isinstance(min, Number) or isinstance(max, Number):
+                raise TypeError("clamp() received an invalid combination of arguments: min and max must both be "
+                                "Tensors (or None) or both numbers (or None)")
+            if min is None and max is None:
+                raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+            return ClampTensor.apply(self, min, max)
+        return Clamp.apply(self, min, max)
+
+    clip = clamp
+
+    def clamp_min(self, min): return self.clamp(min=min)
+    def clamp_max(self, max): return self.clamp(max=max)
+
+    # ------------------------------------------------------------- in-place forms
+    def _binary_inplace(self, fn, op: str, other) -> Tensor:
+        if isinstance(other, NDArray):
+            other = self._result_type(other)
+        needs = isinstance(other, self._result_type) and other.requires_grad
+        return self._inplace(lambda: fn(self._snapshot(), other),
+                             lambda: getattr(self.data, f"{op}_")(other.data if isinstance(other, self._result_type)
+                                                                  else other),
+                             needs_graph=needs)
+
+    def add_(self, other, *, alpha=1):
+        return self._binary_inplace(Add.apply, "add", other * alpha if alpha != 1 else other)
+
+    def sub_(self, other, *, alpha=1):
+        return self._binary_inplace(Sub.apply, "sub", other * alpha if alpha != 1 else other)
+
+    def mul_(self, other):
+        return self._binary_inplace(Mul.apply, "mul", other)
+
+    def div_(self, other):
+        return self._binary_inplace(Div.apply, "div", other)
+
+    __iadd__ = add_
+    __isub__ = sub_
+    __imul__ = mul_
+    __itruediv__ = div_
+
+    def _unary_inplace(self, method: str) -> Tensor:
+        return self._inplace(lambda: getattr(self._snapshot(), method)(),
+                             lambda: self.data.copy_(getattr(self.data, method)()))
+
+    def exp_(self): return self._unary_inplace("exp")
+    def log_(self): return self._unary_inplace("log")
+    def sqrt_(self): return self._unary_inplace("sqrt")
+    def relu_(self): return self._unary_inplace("relu")
+    def sigmoid_(self): return self._unary_inplace("sigmoid")
+    def tanh_(self): return self._unary_inplace("tanh")
+    def neg_(self): return self._unary_inplace("neg")
+    def abs_(self): return self._unary_inplace("abs")
+
+    def exp2_(self): return self._math_inplace("exp2")
+    def expm1_(self): return self._math_inplace("expm1")
+    def log2_(self): return self._math_inplace("log2")
+    def log10_(self): return self._math_inplace("log10")
+    def log1p_(self): return self._math_inplace("log1p")
+    def sin_(self): return self._math_inplace("sin")
+    def cos_(self): return self._math_inplace("cos")
+    def tan_(self): return self._math_inplace("tan")
+    def rsqrt_(self): return self._math_inplace("rsqrt")
+    def reciprocal_(self): return self._math_inplace("reciprocal")
+    def square_(self): return self._math_inplace("square")
+    def erf_(self): return self._math_inplace("erf")
+    def sign_(self): return self._math_inplace("sign")
+    def floor_(self): return self._math_inplace("floor")
+    def ceil_(self): return self._math_inplace("ceil")
+    def round_(self): return self._math_inplace("round")
+    def trunc_(self): return self._math_inplace("trunc")
+    def atan2_(self, other): return self._math_inplace("atan2", other)
+    def remainder_(self, other): return self._math_inplace("remainder", other)
+    def fmod_(self, other): return self._math_inplace("fmod", other)
+    def floor_divide_(self, other): return self._math_inplace("floor_divide", other)
+    def lerp_(self, end, weight): return self._math_inplace("lerp", end, weight)
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self._math_inplace("addcmul", tensor1, tensor2, value=value)
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return self._math_inplace("addcdiv", tensor1, tensor2, value=value)
+
+    def clamp_(self, min=None, max=None): return self._math_inplace("clamp", min, max)
+    def clamp_min_(self, min): return self._math_inplace("clamp", min, None)
+    def clamp_max_(self, max): return self._math_inplace("clamp", None, max)
+
+    clip_ = clamp_

@@ -1,12 +1,22 @@
-"""Reductions. Each backward re-expands the gradient over the reduced dims."""
+"""Reductions: sum, mean, prod, amax/amin, max/min along a dim, var, logsumexp, vector norms; and
+ReduceMixin, their Tensor methods (with argmax/argmin/all/any, which have no gradient).
+
+Each backward re-expands the gradient over the reduced dims.
+"""
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
+from genesis_ndarray import arange
 from genesis_ndarray.shape import normalize_dims
 
-from ._util import Primitive, check_output_version, saved_output
+from ._util import Primitive, ValuesIndices, check_output_version, saved_output, wrap
+from .scan import exclusive_prod, to_dtype
+
+if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
+    from ..tensor import Tensor
 
 
 def _dims(a, dim) -> tuple[int, ...]:
@@ -47,6 +57,40 @@ class Mean(Primitive):
         return (_expand_back(g, shape, dims, keepdim) / ctx.count).to(dtype), None, None, None
 
 
+class Prod(Primitive):
+    """prod over one dim (or all). Without zeros the gradient is prod / x; with zeros (found with one
+    read-back, as torch does) it is the product of the other elements, as exclusive products from both
+    ends: exact, and itself differentiable."""
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim, dtype):
+        out = a.data.prod(dim, keepdim, dtype)
+        if ctx.records:
+            ctx.save_for_backward(a)
+            ctx.args = (dim, keepdim, dtype)
+            ctx.out = out
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        dim, keepdim, dtype = ctx.args
+        y = saved_output(ctx, g, lambda a: a.prod(dim, keepdim, dtype=dtype))
+        (a,) = ctx.saved_tensors
+        x = to_dtype(a, dtype)
+        if x.ndim == 0:
+            return g.to(a.dtype), None, None, None
+        if dim is None:
+            x, dim, g, y = x.reshape(-1), 0, g.reshape(1), y.reshape(1)
+        elif not keepdim:
+            g, y = g.unsqueeze(dim), y.unsqueeze(dim)
+        dim %= x.ndim
+        if (x == 0).any().item():
+            grad = g * exclusive_prod(x, dim, reverse=False) * exclusive_prod(x, dim, reverse=True)
+        else:
+            grad = g * y / x
+        return grad.reshape(*a.shape).to(a.dtype), None, None, None
+
+
 class _Extreme(Primitive):
     """amax / amin: the gradient is shared evenly among tied extremes, as torch."""
 
@@ -61,12 +105,10 @@ class _Extreme(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        from ..tensor import Tensor
-
         (a,) = ctx.saved_tensors
         shape, dims, keepdim = ctx.geometry
         check_output_version(ctx)
-        out = _expand_back(Tensor(ctx.out), shape, dims, keepdim)
+        out = _expand_back(wrap(g, ctx.out), shape, dims, keepdim)
         hit = (a == out).to(g.dtype)
         count = hit.sum(dims, keepdim=True) if dims else hit
         return _expand_back(g, shape, dims, keepdim) * hit / count, None, None
@@ -96,10 +138,6 @@ class _ExtremeDim(Primitive):
 
     @staticmethod
     def backward(ctx, g, _g_indices):
-        from genesis_ndarray import arange
-
-        from ..tensor import Tensor
-
         shape, dim, keepdim, dtype, device = ctx.geometry
         if not shape:
             return g, None, None
@@ -107,7 +145,7 @@ class _ExtremeDim(Primitive):
         positions = arange(shape[dim], device=device).reshape(
             *[shape[dim] if i == dim else 1 for i in range(len(shape))]
         )
-        one_hot = Tensor((positions == index).astype(dtype))
+        one_hot = wrap(g, (positions == index).astype(dtype))
         return _expand_back(g, shape, (dim,), keepdim) * one_hot, None, None
 
 
@@ -167,7 +205,7 @@ class VectorNorm(Primitive):
         shape, dims, keepdim, ord = ctx.geometry
         if ord == 0:  # a count of non-zeros: torch leaves the input's gradient undefined
             return None, None, None, None
-        norm = _expand_back(saved_output(ctx, lambda x: x.vector_norm(ord, dims, keepdim)), shape, dims, keepdim)
+        norm = _expand_back(saved_output(ctx, g, lambda x: x.vector_norm(ord, dims, keepdim)), shape, dims, keepdim)
         g = _expand_back(g, shape, dims, keepdim)
         if ord == 1:
             return g * a.sign(), None, None, None
@@ -181,3 +219,76 @@ class VectorNorm(Primitive):
         else:  # sign(x) |x|^(ord-1), with 0 at x = 0 (|0|^(ord-1) is inf for ord < 1)
             scaled = a.sign() * a.abs().masked_fill(a == 0, 1) ** (ord - 1)
         return (g * scaled / safe).masked_fill(norm == 0, 0), None, None, None
+
+
+class ReduceMixin:
+    """Tensor's reductions. max / min with a dim give (values, indices), named as torch.return_types."""
+
+    __slots__ = ()
+
+    def sum(self, dim=None, keepdim: bool = False, dtype=None):
+        return Sum.apply(self, dim, keepdim, dtype)
+
+    def mean(self, dim=None, keepdim: bool = False, dtype=None):
+        return Mean.apply(self, dim, keepdim, dtype)
+
+    def prod(self, dim: int | None = None, keepdim: bool = False, dtype=None) -> Tensor:
+        if dim is not None and not isinstance(dim, int):
+            raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+        return Prod.apply(self, dim, keepdim, dtype)
+
+    def amax(self, dim=None, keepdim: bool = False):
+        return Amax.apply(self, dim, keepdim)
+
+    def amin(self, dim=None, keepdim: bool = False):
+        return Amin.apply(self, dim, keepdim)
+
+    def max(self, dim=None, keepdim: bool = False):
+        if isinstance(dim, self._result_type):
+            return self.maximum(dim)
+        if dim is None:
+            return Amax.apply(self, None, False)
+        return ValuesIndices(*MaxDim.apply(self, dim, keepdim))
+
+    def min(self, dim=None, keepdim: bool = False):
+        if isinstance(dim, self._result_type):
+            return self.minimum(dim)
+        if dim is None:
+            return Amin.apply(self, None, False)
+        return ValuesIndices(*MinDim.apply(self, dim, keepdim))
+
+    def argmax(self, dim=None, keepdim: bool = False):
+        return self._result_type(self.data.argmax(dim, keepdim))
+
+    def argmin(self, dim=None, keepdim: bool = False):
+        return self._result_type(self.data.argmin(dim, keepdim))
+
+    def var(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+        if correction is None:
+            correction = 1 if unbiased is None or unbiased else 0
+        return Var.apply(self, dim, correction, keepdim)
+
+    def std(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+
+    def vector_norm(self, ord: float = 2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+        """torch.linalg.vector_norm: ``sum(|x|^ord)^(1/ord)`` over ``dim`` (inf / -inf: max / min of |x|)."""
+        x = self if dtype is None else self.to(dtype=dtype)
+        return VectorNorm.apply(x, float(ord), dim, keepdim)
+
+    def norm(self, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+        """torch.norm for vector norms: ``p`` a number, inf or "fro" (the 2-norm over ``dim``)."""
+        if isinstance(p, str):
+            if p != "fro":
+                raise RuntimeError(f"norm: the {p!r} norm is a matrix norm, which genesis does not implement")
+            p = 2
+        return self.vector_norm(p, dim, keepdim, dtype=dtype)
+
+    def logsumexp(self, dim, keepdim: bool = False):
+        return Logsumexp.apply(self, dim, keepdim)
+
+    def all(self, dim=None, keepdim: bool = False):
+        return self._result_type(self.data.all(dim, keepdim))
+
+    def any(self, dim=None, keepdim: bool = False):
+        return self._result_type(self.data.any(dim, keepdim))

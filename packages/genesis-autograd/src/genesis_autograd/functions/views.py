@@ -1,26 +1,202 @@
-"""Views beyond reshape and permute: diagonal, unfold, as_strided, and the record of an
-in-place write through a view (CopySlices).
+"""Views and layout: reshape/view/permute/transpose/expand/squeeze/unsqueeze/flatten/narrow,
+diagonal, unfold, as_strided, cat (and stack, built on it), the record of an in-place write
+through a view (CopySlices); and ViewsMixin, their Tensor methods.
 
-diagonal and unfold share memory with their input (``is_view``). Their backward is a
-Function of its own whose backward is the view again (torch's diagonal_backward and
-unfold_backward), so second derivatives flow. as_strided and CopySlices work on the
-memory the views describe: a gradient is written into a zero "storage" through one
-geometry (shape, strides, offset), adding where that geometry repeats an element,
-and read back through another (``Restride``), as torch's as_strided_backward does.
-That is what makes them right for any layout of the base: transposed, sliced,
-overlapping windows.
+Views share their input's memory and version counter (``is_view``); their backward maps the
+gradient back through the inverse layout. diagonal's and unfold's backward is a Function of
+its own whose backward is the view again (torch's diagonal_backward and unfold_backward), so
+second derivatives flow. as_strided and CopySlices work on the memory the views describe: a
+gradient is written into a zero "storage" through one geometry (shape, strides, offset),
+adding where that geometry repeats an element, and read back through another (``Restride``),
+as torch's as_strided_backward does. That is what makes them right for any layout of the
+base: transposed, sliced, overlapping windows.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from genesis_ndarray import arange, ones, zeros
-from genesis_ndarray.shape import normalize_dim
+from genesis_ndarray import arange, empty, ones, promote_types, zeros
+from genesis_ndarray.shape import movedim_order, normalize_dim, unflatten_shape
 
-from ._util import Primitive
+from .. import grad_mode
+from ._util import Primitive, meta, reduce_to
+from .getitem import scatter_into_zeros
+
+if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
+    from ..tensor import Tensor
 
 
+# ---------------------------------------------------------------- layout
+class Reshape(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.in_shape = tuple(a.shape)
+        return a.data.reshape(*shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(*ctx.in_shape), None
+
+
+class View(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.in_shape = tuple(a.shape)
+        return a.data.view(*shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(*ctx.in_shape), None
+
+
+class Permute(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, dims):
+        nd = a.ndim
+        ctx.dims = tuple(normalize_dim(d, nd) for d in dims)
+        return a.data.permute(*dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        inverse = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):
+            inverse[d] = i
+        return g.permute(*inverse), None
+
+
+class Transpose(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, d0, d1):
+        ctx.dims = (d0, d1)
+        return a.data.transpose(d0, d1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.transpose(*ctx.dims), None, None
+
+
+class Expand(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.target = meta(a)
+        return a.data.expand(*shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return reduce_to(g, ctx.target), None
+
+
+class Squeeze(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.in_shape = tuple(a.shape)
+        return a.data.squeeze(dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(*ctx.in_shape), None
+
+
+class Unsqueeze(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.in_shape = tuple(a.shape)
+        return a.data.unsqueeze(dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(*ctx.in_shape), None
+
+
+class Flatten(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, start, end):
+        ctx.in_shape = tuple(a.shape)
+        return a.data.flatten(start, end)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(*ctx.in_shape), None, None
+
+
+class Narrow(Primitive):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, dim, start, length):
+        ctx.saved_meta = (tuple(a.shape), a.dtype, a.device)
+        ctx.args = (normalize_dim(dim, a.ndim), start, length)
+        return a.data.narrow(dim, start, length)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dtype, device = ctx.saved_meta
+        dim, start, length = ctx.args
+        index = (slice(None),) * dim + (slice(start, start + length),)
+        return scatter_into_zeros(g, shape, dtype, device, index), None, None, None
+
+
+class Cat(Primitive):
+    @staticmethod
+    def forward(ctx, dim, *tensors):
+        first = tensors[0]
+        dim = normalize_dim(dim, first.ndim)
+        for t in tensors[1:]:
+            if t.ndim != first.ndim or any(
+                s != f for i, (s, f) in enumerate(zip(t.shape, first.shape)) if i != dim
+            ):
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                    f"{list(first.shape)} but got size {list(t.shape)} for a tensor in the list"
+                )
+            if t.device != first.device:
+                raise RuntimeError(
+                    "Expected all tensors to be on the same device, but found at least two devices, "
+                    f"{first.device} and {t.device}!"
+                )
+        sizes = [t.shape[dim] for t in tensors]
+        shape = list(first.shape)
+        shape[dim] = sum(sizes)
+        dtype = first.dtype
+        for t in tensors[1:]:
+            dtype = promote_types(dtype, t.dtype)
+        out = empty(*shape, dtype=dtype, device=first.device)
+        start = 0
+        for t, size in zip(tensors, sizes):
+            out[(slice(None),) * dim + (slice(start, start + size),)] = t.data
+            start += size
+        ctx.split = (dim, sizes, [t.dtype for t in tensors])
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        dim, sizes, dtypes = ctx.split
+        grads, start = [None], 0
+        for size, dtype in zip(sizes, dtypes):
+            grads.append(g.narrow(dim, start, size).to(dtype))
+            start += size
+        return tuple(grads)
+
+
+# ---------------------------------------------------------------- diagonal and unfold
 class Diagonal(Primitive):
     is_view = True
 
@@ -217,3 +393,145 @@ class CopySlices(Primitive):
         if ctx.needs_input_grad[1]:
             g_value = Restride.apply(g, base, region, size, None)
         return g_base, g_value, None
+
+# ---------------------------------------------------------------- the Tensor methods
+def _shape(args) -> tuple[int, ...]:
+    """view(2, 3) and view((2, 3)) alike."""
+    if len(args) == 1 and isinstance(args[0], tuple | list):
+        args = args[0]
+    return tuple(int(a) for a in args)
+
+
+class ViewsMixin:
+    """Tensor's layout methods, and how a view follows in-place writes to its base's memory."""
+
+    __slots__ = ()
+
+    def reshape(self, *shape) -> Tensor:
+        return Reshape.apply(self, _shape(shape))
+
+    def view(self, *shape) -> Tensor:
+        return View.apply(self, _shape(shape))
+
+    def view_as(self, other: Tensor) -> Tensor:
+        return self.view(*other.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        return self.reshape(*other.shape)
+
+    def permute(self, *dims) -> Tensor:
+        return Permute.apply(self, _shape(dims))
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        return Transpose.apply(self, dim0, dim1)
+
+    def t(self) -> Tensor:
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self):
+        if self.ndim < 2:
+            if self.ndim == 0:
+                return self  # torch: deprecated, the identity
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+        return self.transpose(-2, -1)
+
+    def expand(self, *shape) -> Tensor:
+        return Expand.apply(self, _shape(shape))
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return self.expand(*other.shape)
+
+    def broadcast_to(self, shape) -> Tensor:
+        return self.expand(*shape)
+
+    def squeeze(self, dim=None) -> Tensor:
+        return Squeeze.apply(self, dim)
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        return Unsqueeze.apply(self, dim)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        return Flatten.apply(self, start_dim, end_dim)
+
+    # unflatten, movedim and swapaxes are view / permute / transpose, their geometry worked out in
+    # genesis_ndarray.shape.
+    def unflatten(self, dim: int, sizes) -> Tensor:
+        return self.view(*unflatten_shape(self.shape, dim, sizes))
+
+    def movedim(self, source, destination) -> Tensor:
+        return self.permute(*movedim_order(self.ndim, source, destination))
+
+    moveaxis = movedim
+
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        return self.transpose(axis0, axis1)
+
+    swapdims = swapaxes
+
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        return Narrow.apply(self, dim, start, length)
+
+    def split(self, split_size, dim: int = 0) -> tuple[Tensor, ...]:
+        size = self.shape[dim]
+        if isinstance(split_size, int):
+            sizes = [min(split_size, size - i) for i in range(0, size, split_size)] or [0]
+        else:
+            sizes = list(split_size)
+            if sum(sizes) != size:
+                raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
+                                   f"tensor's size at dimension {dim}), but got split_sizes={sizes}")
+        out, start = [], 0
+        for s in sizes:
+            out.append(self.narrow(dim, start, s))
+            start += s
+        return tuple(out)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        size = self.shape[dim]
+        return self.split(max(1, -(-size // chunks)), dim)
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        return Diagonal.apply(self, offset, dim1, dim2)
+
+    def unfold(self, dimension: int, size: int, step: int) -> Tensor:
+        return Unfold.apply(self, dimension, size, step)
+
+    def as_strided(self, size, stride, storage_offset: int | None = None) -> Tensor:
+        """A view of this tensor's memory; ``storage_offset`` counts from the storage's start, as torch."""
+        rel = 0 if storage_offset is None else storage_offset - self.data.storage_offset()
+        return AsStrided.apply(self, (tuple(size), tuple(stride), rel))
+
+    # ------------------------------------------------------------- views and in-place writes
+    # Tensor._inplace calls these for a tensor that is a view (``_base`` set).
+    def _view_region(self) -> tuple:
+        """(shape, strides, offset from the base's offset): where this view lies in its base's memory."""
+        return (tuple(self.shape), tuple(self.stride()), self.data.storage_offset() - self._base.data.storage_offset())
+
+    def _refresh_view(self) -> None:
+        """A view whose base was written in place (through the base or another view) since this view's
+        grad_fn was recorded reads the base's new history: its grad_fn becomes an AsStrided view of the
+        base, as torch regenerates it."""
+        self._view_version = self._version[0]
+        base = self._base
+        if base.requires_grad:
+            with grad_mode.enable_grad():
+                view = AsStrided.apply(base, self._view_region())
+            self.grad_fn, self._output_nr, self.requires_grad = view.grad_fn, 0, True
+
+    def _rebase_view(self, result: Tensor) -> None:
+        """After an in-place op wrote ``result`` through this view, give the base the new
+        history (its old value with the view's region replaced by ``result``) and make
+        this view a view of that new history, as torch does."""
+        base = self._base
+        region = self._view_region()
+        new_base = CopySlices.apply(base, result, region)
+        base.grad_fn, base._output_nr, base.requires_grad = new_base.grad_fn, 0, new_base.requires_grad
+        view = AsStrided.apply(base, region)
+        self.grad_fn, self._output_nr, self.requires_grad = view.grad_fn, 0, view.requires_grad

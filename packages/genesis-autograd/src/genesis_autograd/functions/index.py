@@ -1,25 +1,31 @@
-"""Indexing, selection and sorting. Each backward sends the gradient back through the same
-indices with the dual op (gather <-> scatter_add, index_select <-> index_add, masked_select ->
-a masked write into zeros, sort / topk -> a scatter), written with Tensor ops so that it can
-itself be differentiated. Index tensors, masks and sort indices carry no gradient; they are
-saved with save_for_backward, so an in-place change to them before backward raises."""
+"""Index ops: gather, scatter, scatter_add, index_select, index_add, masked_fill, masked_select,
+take_along_dim (nonzero has no gradient); and IndexMixin, their Tensor methods and in-place forms.
+
+Each backward sends the gradient back through the same indices with the dual op (gather <->
+scatter_add, index_select <-> index_add, masked_select -> a masked write into zeros), written
+with Tensor ops so that it can itself be differentiated. Index tensors and masks carry no
+gradient; they are saved with save_for_backward, so an in-place change to them before backward
+raises. Index and mask arguments are Tensors on the indexed tensor's device.
+"""
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from genesis_ndarray import zeros
+from genesis_ndarray import NDArray, zeros
 from genesis_ndarray.shape import broadcast_shapes, normalize_dim
 
-from ._util import Primitive, data, meta, reduce_to
+from ._util import Primitive, data, meta, plain, reduce_to, requires_grad, tensor_arg, wrap
 
-
-def _zeros(target, device):
-    """A zero Tensor of an input's (shape, dtype), outside the graph."""
+if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
 
+
+def zeros_like_input(like, target, device):
+    """A zero Tensor (of ``like``'s class) of an input's (shape, dtype), outside the graph."""
     shape, dtype = target
-    return Tensor(zeros(*shape, dtype=dtype, device=device))
+    return wrap(like, zeros(*shape, dtype=dtype, device=device))
 
 
 def _src_grad(g, dim, index, target):
@@ -31,7 +37,7 @@ def _src_grad(g, dim, index, target):
         if got.numel() == math.prod(shape):  # a 0-d src with a one-element index
             got = got.reshape(shape)
         else:
-            pad = _zeros(target, g.device)
+            pad = zeros_like_input(g, target, g.device)
             pad[tuple(slice(0, s) for s in got.shape)] = got
             got = pad
     return reduce_to(got, target)
@@ -51,7 +57,7 @@ class Gather(Primitive):
     def backward(ctx, g):
         target, device, dim = ctx.geometry
         (index,) = ctx.saved_tensors
-        return ScatterAdd.apply(_zeros(target, device), dim, index, g), None, None
+        return ScatterAdd.apply(zeros_like_input(g, target, device), dim, index, g), None, None
 
 
 class Scatter(Primitive):
@@ -106,7 +112,7 @@ class IndexSelect(Primitive):
     def backward(ctx, g):
         target, device, dim = ctx.geometry
         (index,) = ctx.saved_tensors
-        return IndexAdd.apply(_zeros(target, device), dim, index, g, 1), None, None
+        return IndexAdd.apply(zeros_like_input(g, target, device), dim, index, g, 1), None, None
 
 
 class IndexAdd(Primitive):
@@ -171,7 +177,7 @@ class MaskedSelect(Primitive):
     def backward(ctx, g):
         target, device, shape = ctx.geometry
         (mask,) = ctx.saved_tensors
-        out = _zeros((shape, target[1]), device)
+        out = zeros_like_input(g, (shape, target[1]), device)
         out[mask.expand(*shape)] = g  # row-major, the order masked_select read in
         return reduce_to(out, target), None
 
@@ -189,50 +195,92 @@ class TakeAlongDim(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        from ..tensor import Tensor
-
         target, device, dim = ctx.geometry
         (indices,) = ctx.saved_tensors
         shape = target[0]
         if dim is None or not shape:
-            flat = _zeros(((math.prod(shape),), target[1]), device)
+            flat = zeros_like_input(g, ((math.prod(shape),), target[1]), device)
             return ScatterAdd.apply(flat, 0, indices.reshape(-1), g.reshape(-1)).reshape(shape), None, None
         # the broadcast shapes of the forward's gather: g's, with dim's size of a and of indices
         broadcast = tuple(g.shape[:dim]) + (shape[dim],) + tuple(g.shape[dim + 1:])
-        index = Tensor(indices.data.expand(*g.shape))
-        grad = ScatterAdd.apply(_zeros((broadcast, target[1]), device), dim, index, g)
+        index = wrap(g, indices.data.expand(*g.shape))
+        grad = ScatterAdd.apply(zeros_like_input(g, (broadcast, target[1]), device), dim, index, g)
         return reduce_to(grad, target), None, None
 
 
-class _Selection(Primitive):
-    """sort / topk: (values, indices); each value's gradient goes back to where it came from."""
-
-    @staticmethod
-    def backward(ctx, g, _g_indices):
-        from ..tensor import Tensor
-
-        target, device, dim = ctx.geometry
-        grad = Scatter.apply(_zeros(target, device), dim, Tensor(ctx.indices), g)
-        return (grad,) + (None,) * ctx.n_args
+def _scatter_src(self, src, value, reduce):
+    """scatter's source: ``src`` (a Tensor or a scalar) or ``value=`` (a scalar)."""
+    if reduce is not None:
+        raise NotImplementedError("scatter with reduce= is not supported (use scatter_add)")
+    if (src is None) == (value is None):
+        raise TypeError("scatter() needs exactly one of src and value")
+    src = value if src is None else src
+    return self._result_type(src) if isinstance(src, NDArray) else src
 
 
-class Sort(_Selection):
-    @staticmethod
-    def forward(ctx, a, dim, descending, stable):
-        values, indices = a.data.sort(dim, descending, stable)
-        if ctx.records:
-            ctx.geometry = (meta(a), a.device, normalize_dim(dim, a.ndim))
-            ctx.indices, ctx.n_args = indices, 3
-        ctx.mark_non_differentiable(1)
-        return values, indices
+def _fill_value(self, value):
+    """masked_fill's value: a number, or a 0-d Tensor (an NDArray is wrapped), which then gets a gradient."""
+    return self._result_type(value) if isinstance(value, NDArray) else value
 
 
-class TopK(_Selection):
-    @staticmethod
-    def forward(ctx, a, k, dim, largest, sorted):
-        values, indices = a.data.topk(k, dim, largest, sorted)
-        if ctx.records:
-            ctx.geometry = (meta(a), a.device, normalize_dim(dim, a.ndim))
-            ctx.indices, ctx.n_args = indices, 4
-        ctx.mark_non_differentiable(1)
-        return values, indices
+class IndexMixin:
+    """Tensor's index ops. In-place forms go through Tensor._inplace like add_."""
+
+    __slots__ = ()
+
+    def gather(self, dim: int, index: Tensor) -> Tensor:
+        return Gather.apply(self, dim, tensor_arg(self, index, "gather", "index"))
+
+    def scatter(self, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
+        return Scatter.apply(self, dim, tensor_arg(self, index, "scatter", "index"),
+                             _scatter_src(self, src, value, reduce))
+
+    def scatter_(self, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
+        index, src = tensor_arg(self, index, "scatter_", "index"), _scatter_src(self, src, value, reduce)
+        return self._inplace(lambda: Scatter.apply(self._snapshot(), dim, index, src),
+                             lambda: self.data.scatter_(dim, index.data, plain(src)),
+                             needs_graph=requires_grad(src))
+
+    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        return ScatterAdd.apply(self, dim, tensor_arg(self, index, "scatter_add", "index"),
+                                tensor_arg(self, src, "scatter_add", "src"))
+
+    def scatter_add_(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        index, src = tensor_arg(self, index, "scatter_add_", "index"), tensor_arg(self, src, "scatter_add_", "src")
+        return self._inplace(lambda: ScatterAdd.apply(self._snapshot(), dim, index, src),
+                             lambda: self.data.scatter_add_(dim, index.data, src.data),
+                             needs_graph=src.requires_grad)
+
+    def index_select(self, dim: int, index: Tensor) -> Tensor:
+        return IndexSelect.apply(self, dim, tensor_arg(self, index, "index_select", "index"))
+
+    def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+        return IndexAdd.apply(self, dim, tensor_arg(self, index, "index_add", "index"),
+                              tensor_arg(self, source, "index_add", "source"), alpha)
+
+    def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+        index = tensor_arg(self, index, "index_add_", "index")
+        source = tensor_arg(self, source, "index_add_", "source")
+        return self._inplace(lambda: IndexAdd.apply(self._snapshot(), dim, index, source, alpha),
+                             lambda: self.data.index_add_(dim, index.data, source.data, alpha),
+                             needs_graph=source.requires_grad)
+
+    def masked_fill(self, mask: Tensor, value) -> Tensor:
+        """``value`` (a scalar or a 0-d Tensor, which then gets a gradient) where mask holds."""
+        return MaskedFill.apply(self, tensor_arg(self, mask, "masked_fill", "mask"), _fill_value(self, value), False)
+
+    def masked_fill_(self, mask: Tensor, value) -> Tensor:
+        mask, value = tensor_arg(self, mask, "masked_fill_", "mask"), _fill_value(self, value)
+        return self._inplace(lambda: MaskedFill.apply(self._snapshot(), mask, value, True),
+                             lambda: self.data.masked_fill_(mask.data, plain(value)),
+                             needs_graph=requires_grad(value))
+
+    def masked_select(self, mask: Tensor) -> Tensor:
+        return MaskedSelect.apply(self, tensor_arg(self, mask, "masked_select", "mask"))
+
+    def nonzero(self, *, as_tuple: bool = False):
+        out = self.data.nonzero(as_tuple)
+        return tuple(self._result_type(o) for o in out) if as_tuple else self._result_type(out)
+
+    def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
+        return TakeAlongDim.apply(self, tensor_arg(self, indices, "take_along_dim", "indices"), dim)

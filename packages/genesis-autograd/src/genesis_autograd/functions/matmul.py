@@ -1,8 +1,13 @@
-"""matmul, softmax and log_softmax."""
+"""matmul (mm, bmm, batched and broadcast, 1-d operands as torch), and MatmulMixin, its Tensor methods."""
 
 from __future__ import annotations
 
-from ._util import Primitive, check_output_version, saved_output
+from typing import TYPE_CHECKING
+
+from ._util import Primitive
+
+if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
+    from ..tensor import Tensor
 
 
 class MatMul(Primitive):
@@ -49,45 +54,16 @@ def _batch_sum_to(grad, shape):
     return grad.reshape(*shape) if tuple(grad.shape) != tuple(shape) else grad
 
 
-class Softmax(Primitive):
-    @staticmethod
-    def forward(ctx, a, dim):
-        ctx.save_for_backward(a)
-        ctx.dim = dim
-        ctx.out = a.data.softmax(dim)
-        return ctx.out
+class MatmulMixin:
+    __slots__ = ()
 
-    @staticmethod
-    def backward(ctx, g):
-        from ..tensor import Tensor
+    def matmul(self, other: Tensor) -> Tensor:
+        if not isinstance(other, self._result_type):
+            raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}")
+        return MatMul.apply(self, other)
 
-        if g.requires_grad or _recording():
-            y = saved_output(ctx, lambda a: a.softmax(ctx.dim))
-            return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None
-        check_output_version(ctx)
-        return Tensor(ctx.out.softmax_backward(g.data, ctx.dim, log=False)), None
+    def __matmul__(self, other):
+        return self.matmul(other)
 
-
-class LogSoftmax(Primitive):
-    @staticmethod
-    def forward(ctx, a, dim):
-        ctx.save_for_backward(a)
-        ctx.dim = dim
-        ctx.out = a.data.log_softmax(dim)
-        return ctx.out
-
-    @staticmethod
-    def backward(ctx, g):
-        from ..tensor import Tensor
-
-        if g.requires_grad or _recording():
-            y = saved_output(ctx, lambda a: a.log_softmax(ctx.dim))
-            return g - y.exp() * g.sum(ctx.dim, keepdim=True), None
-        check_output_version(ctx)
-        return Tensor(ctx.out.softmax_backward(g.data, ctx.dim, log=True)), None
-
-
-def _recording() -> bool:
-    from .. import grad_mode
-
-    return grad_mode.is_grad_enabled()
+    def __rmatmul__(self, other):
+        return other.matmul(self)

@@ -1,42 +1,17 @@
-"""Gradients of gather / scatter / scatter_add / index_select / index_add / masked_fill / masked_select /
-take_along_dim / sort / topk (and their in-place forms) against torch in float64, on every device;
-gradcheck / gradgradcheck of each; non-differentiable nonzero / argsort / indices; version checks; and
-cuda tensors indexed by cpu index tensors."""
+"""Index ops (functions/index.py): gradients of gather / scatter / scatter_add / index_select / index_add /
+masked_fill / masked_select / take_along_dim (and their in-place forms) against torch in float64, on every
+device; gradcheck / gradgradcheck of each; non-differentiable nonzero; version checks; and cuda tensors
+indexed by cpu index tensors."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from ag_helpers import assert_close, to_genesis, values
+from ag_helpers import assert_close, compare, index_tensor, to_genesis, values
 
 import genesis
 from device_support import requires_cuda
 from genesis.autograd import gradcheck, gradgradcheck
-
-
-def _const(t: torch.Tensor, device) -> genesis.Tensor:
-    """An index / mask tensor (no grad) with t's values."""
-    return genesis.tensor(t.numpy(), device=device)
-
-
-def _compare(device, fn, leaves, consts=(), genesis_fn=None):
-    """fn(*leaves, *consts) in torch and in genesis (or ``genesis_fn`` there): the forward values and every
-    leaf's gradient agree (a leaf that does not require grad gets none). Tuple results: their first item."""
-    t_leaves = [x.detach().clone().requires_grad_(x.requires_grad) for x in leaves]
-    g_leaves = [to_genesis(x, device, requires_grad=x.requires_grad) for x in leaves]
-    yt = fn(*t_leaves, *consts)
-    yg = (genesis_fn or fn)(*g_leaves, *[_const(c, device) for c in consts])
-    yt, yg = (yt[0], yg[0]) if isinstance(yt, tuple) else (yt, yg)
-    assert_close(yg, yt)
-    gt = values(tuple(yt.shape))
-    yt.backward(gt)
-    yg.backward(to_genesis(gt, device))
-    for xt, xg in zip(t_leaves, g_leaves):
-        if xt.grad is not None:
-            assert_close(xg.grad, xt.grad)
-        else:  # not requiring grad, or not used
-            assert xg.grad is None
-    return yg
 
 
 def _index(shape, high):
@@ -59,20 +34,20 @@ def test_gather_grad_repeated_indices_accumulate(device, dim):
     shape = [4, 5, 6]
     shape[dim] = 9
     index = _index(tuple(shape), x.shape[dim])
-    _compare(device, lambda x, i: x.gather(dim, i), [x], [index])
+    compare(device, lambda x, i: x.gather(dim, i), [x], [index])
 
 
 def test_gather_grad_transposed_input(device):
     x = _grad(values((5, 4)))
     index = _index((3, 6), 4)
-    _compare(device, lambda x, i: x.t().gather(0, i.t()), [x], [index])
+    compare(device, lambda x, i: x.t().gather(0, i.t()), [x], [index])
 
 
 @pytest.mark.parametrize("dim", [None, 2, -2])
 def test_take_along_dim_grad_broadcast(device, dim):
     x = _grad(values((1, 4, 5)))  # broadcast against the index over dim 0 (and dim 1 for dim=2)
     index = {None: _index((8,), 20), 2: _index((3, 1, 7), 5), -2: _index((3, 6, 5), 4)}[dim]
-    _compare(device, lambda x, i: x.take_along_dim(i, dim), [x], [index])
+    compare(device, lambda x, i: x.take_along_dim(i, dim), [x], [index])
 
 
 # ------------------------------------------------------------------ scatter / scatter_add
@@ -83,7 +58,7 @@ def test_scatter_grads(device, dim, needs):
     index = _unique_index((3, 4), dim % 2, x.shape[dim])
     x.requires_grad_(needs in ("both", "self"))
     src.requires_grad_(needs in ("both", "src"))
-    _compare(device, lambda x, s, i: x.scatter(dim, i, s) * 1.5, [x, src], [index])
+    compare(device, lambda x, s, i: x.scatter(dim, i, s) * 1.5, [x, src], [index])
 
 
 @pytest.mark.parametrize("op", ["scatter", "scatter_add"])
@@ -92,14 +67,14 @@ def test_scatter_src_larger_than_index_grad(device, op):
     # backward refuses this case (gradient of index's shape), so torch runs on the block itself.
     x, src = values((4, 6)), _grad(values((4, 5)))
     index = _unique_index((3, 4), 1, 6)
-    _compare(device, lambda x, s, i: getattr(x, op)(1, i, s[:3, :4]), [x, src], [index],
+    compare(device, lambda x, s, i: getattr(x, op)(1, i, s[:3, :4]), [x, src], [index],
              genesis_fn=lambda x, s, i: getattr(x, op)(1, i, s))
 
 
 def test_scatter_scalar_grad(device):
     x = _grad(values((4, 6)))
     index = _unique_index((4, 3), 1, 6)
-    _compare(device, lambda x, i: x.scatter(1, i, 2.0), [x], [index])
+    compare(device, lambda x, i: x.scatter(1, i, 2.0), [x], [index])
 
 
 @pytest.mark.parametrize("dim", [0, 1])
@@ -109,7 +84,7 @@ def test_scatter_add_grads_repeated_indices(device, dim, needs):
     index = _index((3, 5), x.shape[dim])
     x.requires_grad_(needs == "both")
     src.requires_grad_(True)
-    _compare(device, lambda x, s, i: x.scatter_add(dim, i, s), [x, src], [index])
+    compare(device, lambda x, s, i: x.scatter_add(dim, i, s), [x, src], [index])
 
 
 # ------------------------------------------------------------------ index_select / index_add
@@ -117,12 +92,12 @@ def test_scatter_add_grads_repeated_indices(device, dim, needs):
 def test_index_select_grad_repeated_indices_accumulate(device, dim):
     x = _grad(values((4, 5, 3)))
     index = torch.tensor([2, 0, 2, 2, 1])
-    _compare(device, lambda x, i: x.index_select(dim, i), [x], [index])
+    compare(device, lambda x, i: x.index_select(dim, i), [x], [index])
 
 
 def test_index_select_grad_zero_d_index_and_zero_d_input(device):
-    _compare(device, lambda x, i: x.index_select(1, i), [_grad(values((3, 4)))], [torch.tensor(2)])
-    _compare(device, lambda x, i: x.index_select(0, i), [_grad(values(()))], [torch.tensor([0])])
+    compare(device, lambda x, i: x.index_select(1, i), [_grad(values((3, 4)))], [torch.tensor(2)])
+    compare(device, lambda x, i: x.index_select(0, i), [_grad(values(()))], [torch.tensor([0])])
 
 
 @pytest.mark.parametrize("alpha", [1, -0.5])
@@ -132,20 +107,20 @@ def test_index_add_grads(device, alpha, needs):
     x.requires_grad_(needs in ("both", "self"))
     src.requires_grad_(needs in ("both", "source"))
     index = torch.tensor([4, 1, 4, 0])
-    _compare(device, lambda x, s, i: x.index_add(0, i, s, alpha=alpha), [x, src], [index])
+    compare(device, lambda x, s, i: x.index_add(0, i, s, alpha=alpha), [x, src], [index])
 
 
 def test_index_add_grad_transposed_source(device):
     x, src = _grad(values((3, 5))), _grad(values((4, 3)))
     index = torch.tensor([4, 1, 4, 0])
-    _compare(device, lambda x, s, i: x.index_add(-1, i, s.t()), [x, src], [index])
+    compare(device, lambda x, s, i: x.index_add(-1, i, s.t()), [x, src], [index])
 
 
 # ------------------------------------------------------------------ masked_fill / masked_select
 def test_masked_fill_grad(device):
     x = _grad(values((4, 5)))
     mask = torch.rand(4, 5) > 0.5
-    _compare(device, lambda x, m: x.masked_fill(m, 3.0), [x], [mask])
+    compare(device, lambda x, m: x.masked_fill(m, 3.0), [x], [mask])
 
 
 @pytest.mark.parametrize("needs", ["both", "value"])
@@ -155,60 +130,34 @@ def test_masked_fill_value_tensor_grad(device, needs):
     v.requires_grad_(True)
     mask = torch.rand(5) > 0.5  # broadcast over rows: each True column adds 4 slots to v's gradient
     mask[0] = True
-    _compare(device, lambda x, v, m: x.masked_fill(m, v), [x, v], [mask])
+    compare(device, lambda x, v, m: x.masked_fill(m, v), [x, v], [mask])
 
 
 def test_masked_fill_grad_broadcast_self(device):
     x = _grad(values((5,)))
     mask = torch.rand(3, 5) > 0.5
-    _compare(device, lambda x, m: x.masked_fill(m, -1.0), [x], [mask])
+    compare(device, lambda x, m: x.masked_fill(m, -1.0), [x], [mask])
 
 
 def test_masked_select_grad_broadcast(device):
     x = _grad(values((4, 5)))
-    _compare(device, lambda x, m: x.masked_select(m), [x], [torch.rand(4, 5) > 0.5])
-    _compare(device, lambda x, m: x.masked_select(m), [x], [torch.rand(5) > 0.3])
-    _compare(device, lambda x, m: x.masked_select(m), [_grad(values((5,)))], [torch.rand(3, 5) > 0.3])
+    compare(device, lambda x, m: x.masked_select(m), [x], [torch.rand(4, 5) > 0.5])
+    compare(device, lambda x, m: x.masked_select(m), [x], [torch.rand(5) > 0.3])
+    compare(device, lambda x, m: x.masked_select(m), [_grad(values((5,)))], [torch.rand(3, 5) > 0.3])
 
 
 def test_masked_select_grad_zero_d_and_empty(device):
-    _compare(device, lambda x, m: x.masked_select(m), [_grad(values(()))], [torch.tensor(True)])
-    _compare(device, lambda x, m: (x.masked_select(m) * 2).sum(), [_grad(values((3, 2)))],
+    compare(device, lambda x, m: x.masked_select(m), [_grad(values(()))], [torch.tensor(True)])
+    compare(device, lambda x, m: (x.masked_select(m) * 2).sum(), [_grad(values((3, 2)))],
              [torch.zeros(3, 2, dtype=torch.bool)])
 
 
-# ------------------------------------------------------------------ sort / topk
-@pytest.mark.parametrize("dim", [0, -1])
-@pytest.mark.parametrize("descending", [False, True])
-def test_sort_grad(device, dim, descending):
-    x = _grad(values((4, 6)))
-    _compare(device, lambda x: x.sort(dim, descending), [x])
-
-
-def test_sort_grad_zero_d_and_empty(device):
-    _compare(device, lambda x: x.sort(0), [_grad(values(()))])
-    _compare(device, lambda x: x.sort(-1)[0].sum(), [_grad(values((0, 3)))])
-
-
-@pytest.mark.parametrize("k", [1, 3, 6])
-@pytest.mark.parametrize("largest", [True, False])
-def test_topk_grad(device, k, largest):
-    x = _grad(values((4, 6)))
-    _compare(device, lambda x: x.topk(k, -1, largest), [x])
-    _compare(device, lambda x: x.t().topk(2, 0, largest), [x])  # a transposed input, along dim 0
-
-
-def test_indices_and_index_results_have_no_grad(device):
+# ------------------------------------------------------------------ nonzero
+def test_nonzero_has_no_grad(device):
     x = genesis.randn(4, 5, dtype="float64", device=device, requires_grad=True)
-    values_, indices = x.sort(1)
-    assert values_.requires_grad and not indices.requires_grad and indices.dtype == genesis.int64
-    top = x.topk(2)
-    assert top.values.requires_grad and not top.indices.requires_grad
-    assert not x.argsort(0).requires_grad
     assert not x.nonzero().requires_grad
     assert all(not t.requires_grad for t in x.nonzero(as_tuple=True))
     xt = torch.tensor(x.detach().numpy())
-    assert_close(x.argsort(0), xt.argsort(0))
     assert_close(x.nonzero(), xt.nonzero())
 
 
@@ -240,7 +189,7 @@ def test_inplace_grads(device, case):
         assert out is y
         return y * y
 
-    _compare(device, fn, [x, src], [index, mask])
+    compare(device, fn, [x, src], [index, mask])
 
 
 @pytest.mark.parametrize("case", INPLACE, ids=[c[0] for c in INPLACE])
@@ -255,7 +204,7 @@ def test_inplace_on_a_view_of_a_non_leaf(device, case):
         op(y[1], s, i, m)  # writes through the view into y
         return y
 
-    _compare(device, fn, [x, src], [index, mask])
+    compare(device, fn, [x, src], [index, mask])
 
 
 @pytest.mark.parametrize("case", INPLACE, ids=[c[0] for c in INPLACE])
@@ -263,8 +212,8 @@ def test_inplace_on_a_leaf_that_requires_grad_raises(device, case):
     _, op = case
     x = genesis.randn(3, 4, dtype="float64", device=device, requires_grad=True)
     src = genesis.randn(3, 4, dtype="float64", device=device)
-    index = _const(_unique_index((3, 2), 1, 4), device)
-    mask = _const(torch.rand(3, 4) > 0.5, device)
+    index = index_tensor(_unique_index((3, 2), 1, 4), device)
+    mask = index_tensor(torch.rand(3, 4) > 0.5, device)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         op(x, src, index, mask)
     with genesis.no_grad():  # allowed without grad recording
@@ -276,7 +225,7 @@ def test_inplace_bumps_version_and_saved_input_check(device):
     y = x * 1.0
     z = y * y  # saves y for backward
     before = y._version_counter
-    y.masked_fill_(_const(torch.rand(3, 4) > 0.5, device), 0.0)
+    y.masked_fill_(index_tensor(torch.rand(3, 4) > 0.5, device), 0.0)
     assert y._version_counter == before + 1
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.sum().backward()
@@ -290,7 +239,7 @@ def test_modified_index_before_backward_raises(device):
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         yt.sum().backward()
     x = to_genesis(xt, device, requires_grad=True)
-    i = _const(torch.tensor([[0, 1], [2, 3], [1, 1]]), device)
+    i = index_tensor(torch.tensor([[0, 1], [2, 3], [1, 1]]), device)
     y = x.gather(1, i)
     i.add_(0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
@@ -311,19 +260,17 @@ def _gradcheck_cases():
     i_uni = torch.tensor([[0, 2], [3, 1], [1, 0]])
     mask = torch.tensor([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
     return [
-        ("gather", lambda x, s, v, d: x.gather(1, _const(i_rep, d)), (0,)),
-        ("gather_t", lambda x, s, v, d: x.t().gather(0, _const(i_rep.t().contiguous(), d)), (0,)),
-        ("scatter", lambda x, s, v, d: x.scatter(-1, _const(i_uni, d), s[:, :2]), (0, 1)),
-        ("scatter_add", lambda x, s, v, d: x.scatter_add(1, _const(i_rep, d), s), (0, 1)),
-        ("index_select", lambda x, s, v, d: x.index_select(1, _const(torch.tensor([3, 0, 3]), d)), (0,)),
-        ("index_add", lambda x, s, v, d: x.index_add(1, _const(torch.tensor([3, 0, 3, 3]), d), s, alpha=0.5),
+        ("gather", lambda x, s, v, d: x.gather(1, index_tensor(i_rep, d)), (0,)),
+        ("gather_t", lambda x, s, v, d: x.t().gather(0, index_tensor(i_rep.t().contiguous(), d)), (0,)),
+        ("scatter", lambda x, s, v, d: x.scatter(-1, index_tensor(i_uni, d), s[:, :2]), (0, 1)),
+        ("scatter_add", lambda x, s, v, d: x.scatter_add(1, index_tensor(i_rep, d), s), (0, 1)),
+        ("index_select", lambda x, s, v, d: x.index_select(1, index_tensor(torch.tensor([3, 0, 3]), d)), (0,)),
+        ("index_add", lambda x, s, v, d: x.index_add(1, index_tensor(torch.tensor([3, 0, 3, 3]), d), s, alpha=0.5),
          (0, 1)),
-        ("masked_fill", lambda x, s, v, d: x.masked_fill(_const(mask, d), v), (0, 2)),
-        ("masked_select", lambda x, s, v, d: x.masked_select(_const(mask, d)), (0,)),
-        ("take_along_dim", lambda x, s, v, d: x.take_along_dim(_const(i_rep, d), -1), (0,)),
-        ("take_along_dim_flat", lambda x, s, v, d: x.take_along_dim(_const(torch.tensor([11, 0, 11]), d)), (0,)),
-        ("sort", lambda x, s, v, d: x.sort(0, descending=True)[0], (0,)),
-        ("topk", lambda x, s, v, d: x.topk(2, dim=1, largest=False)[0], (0,)),
+        ("masked_fill", lambda x, s, v, d: x.masked_fill(index_tensor(mask, d), v), (0, 2)),
+        ("masked_select", lambda x, s, v, d: x.masked_select(index_tensor(mask, d)), (0,)),
+        ("take_along_dim", lambda x, s, v, d: x.take_along_dim(index_tensor(i_rep, d), -1), (0,)),
+        ("take_along_dim_flat", lambda x, s, v, d: x.take_along_dim(index_tensor(torch.tensor([11, 0, 11]), d)), (0,)),
     ]
 
 
@@ -356,7 +303,7 @@ def test_gradcheck_catches_a_wrong_scatter_rule(device):
     # shows that gradcheck here does look at the src gradient.
     x = to_genesis(values((3, 4)), device, requires_grad=True)
     s = to_genesis(values((3, 4)), device, requires_grad=True)
-    i = _const(torch.tensor([[0, 0], [1, 1], [2, 2]]), device)
+    i = index_tensor(torch.tensor([[0, 0], [1, 1], [2, 2]]), device)
     assert not gradcheck(lambda x, s: x.scatter(1, i, s[:, :2]), [x, s], raise_exception=False)
 
 
@@ -399,7 +346,7 @@ def test_masked_fill_of_a_cuda_tensor_with_a_cpu_value_tensor(device):
     mask = torch.rand(3, 4) > 0.5
     mask[0, 0] = True
     v = to_genesis(vt, "cpu", requires_grad=True)
-    y = to_genesis(xt, device).masked_fill(_const(mask, device), v)
+    y = to_genesis(xt, device).masked_fill(index_tensor(mask, device), v)
     yt = xt.masked_fill(mask, vt)
     assert_close(y, yt)
     g = values((3, 4))

@@ -1,0 +1,59 @@
+"""softmax and log_softmax, and SoftmaxMixin, their Tensor methods.
+
+The plain backward is one fused NDArray op (softmax_backward); a backward that is itself recorded
+(create_graph=True, or a gradient that requires grad) is written with Tensor ops instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import grad_mode
+from ._util import Primitive, check_output_version, saved_output, wrap
+
+if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
+    from ..tensor import Tensor
+
+
+class Softmax(Primitive):
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.save_for_backward(a)
+        ctx.dim = dim
+        ctx.out = a.data.softmax(dim)
+        return ctx.out
+
+    @staticmethod
+    def backward(ctx, g):
+        if g.requires_grad or grad_mode.is_grad_enabled():
+            y = saved_output(ctx, g, lambda a: a.softmax(ctx.dim))
+            return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None
+        check_output_version(ctx)
+        return wrap(g, ctx.out.softmax_backward(g.data, ctx.dim, log=False)), None
+
+
+class LogSoftmax(Primitive):
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.save_for_backward(a)
+        ctx.dim = dim
+        ctx.out = a.data.log_softmax(dim)
+        return ctx.out
+
+    @staticmethod
+    def backward(ctx, g):
+        if g.requires_grad or grad_mode.is_grad_enabled():
+            y = saved_output(ctx, g, lambda a: a.log_softmax(ctx.dim))
+            return g - y.exp() * g.sum(ctx.dim, keepdim=True), None
+        check_output_version(ctx)
+        return wrap(g, ctx.out.softmax_backward(g.data, ctx.dim, log=True)), None
+
+
+class SoftmaxMixin:
+    __slots__ = ()
+
+    def softmax(self, dim: int) -> Tensor:
+        return Softmax.apply(self, dim)
+
+    def log_softmax(self, dim: int) -> Tensor:
+        return LogSoftmax.apply(self, dim)
