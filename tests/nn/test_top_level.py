@@ -232,7 +232,7 @@ def test_functions_are_exported_and_keep_gradients():
 
 def test_matmul_runs_in_the_autocast_dtype():
     a, b = g(_x(3, 4, dtype=torch.float32), "cpu"), g(_x(4, 2, dtype=torch.float32), "cpu")
-    with genesis.amp.autocast(dtype=genesis.bfloat16):
+    with genesis.amp.autocast("cpu", dtype=genesis.bfloat16):
         assert genesis.matmul(a, b).dtype == genesis.bfloat16
     assert genesis.matmul(a, b).dtype == genesis.float32
 

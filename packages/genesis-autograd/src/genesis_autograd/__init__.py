@@ -30,6 +30,7 @@ from genesis_ndarray import (
 )
 
 from . import cuda, functions
+from .autocast import autocast, autocast_policy, get_autocast_dtype, is_autocast_enabled
 from .autograd_api import backward, grad
 from .factories import (
     arange,
@@ -90,6 +91,7 @@ def _read_version() -> str:
 __version__ = _read_version()
 
 __all__ = [
+    "autocast", "autocast_policy", "get_autocast_dtype", "is_autocast_enabled",
     "ALL_DTYPES", "DType", "Device", "Function", "GradcheckError", "NDArray", "Node", "Tensor", "arange",
     "as_device", "as_dtype", "as_tensor", "backward", "bfloat16", "bool_", "cat", "cuda", "empty",
     "empty_like", "enable_grad", "eye", "float16", "float32", "float64", "from_dlpack", "from_numpy", "full",

@@ -13,6 +13,8 @@ from typing import Any
 from genesis_ndarray import NDArray
 
 from . import grad_mode
+from .autocast import _state as _autocast_state
+from .autocast import cast_inputs, policy_of
 
 _grad_state = grad_mode._state  # read on every apply: one lookup fewer (the object never changes)
 
@@ -157,6 +159,10 @@ class Function:
     @classmethod
     def apply(cls, *args):
         # This runs for every op of the framework: plain loops, no generators.
+        if _autocast_state.active:  # inside an autocast region: cast the inputs by the op's policy
+            policy = policy_of(cls)
+            if policy is not None:
+                args = cast_inputs(policy, args)
         make = None  # the class of the outputs: that of the first Tensor argument (see Tensor._result_type)
         for a in args:
             make = getattr(a, "_result_type", None)

@@ -13,6 +13,7 @@ from genesis_autograd import (
     Tensor,
     arange,
     as_tensor,
+    autocast,
     bfloat16,
     cat,
     empty,
@@ -26,6 +27,7 @@ from genesis_autograd import (
     from_numpy,
     full,
     full_like,
+    get_autocast_dtype,
     get_default_dtype,
     get_rng_state,
     inference_mode,
@@ -34,18 +36,15 @@ from genesis_autograd import (
     int16,
     int32,
     int64,
+    is_autocast_enabled,
     is_grad_enabled,
     linspace,
     manual_seed,
     no_grad,
-    normal,
     ones,
     ones_like,
     promote_types,
-    rand,
     rand_like,
-    randint,
-    randn,
     randn_like,
     seed,
     set_default_dtype,
@@ -68,6 +67,7 @@ from genesis_autograd import int64 as long
 
 from . import _torch_functions, amp, autograd, cuda, linalg, nn, optim, utils
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
+from .random import normal, rand, randint, randn, randperm
 from .serialization import load, save
 from .utils.data.generator import Generator
 
@@ -85,6 +85,8 @@ def _read_version() -> str:
 __version__ = _read_version()
 
 __all__ = [
+    "randperm",
+    "autocast", "get_autocast_dtype", "is_autocast_enabled",
     "DType", "Function", "Tensor", "amp", "arange", "as_tensor", "autograd", "bfloat16", "bool", "cat", "cuda",
     "device", "double", "empty", "empty_like", "enable_grad", "eye", "float", "float16", "float32", "float64",
     "from_dlpack", "from_numpy", "full", "full_like", "get_default_dtype", "half", "inference_mode", "int", "int8",

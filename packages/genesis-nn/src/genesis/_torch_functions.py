@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import genesis_autograd as _ag
 from genesis_autograd import Tensor
-
-from . import amp
 
 Number = int | float | bool
 Dims = int | Sequence[int] | None
@@ -163,8 +160,8 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor: return input.cump
 
 # ------------------------------------------------------------------ linear algebra
 def matmul(input: Tensor, other: Tensor) -> Tensor:
-    """Under amp.autocast the product runs in the autocast dtype."""
-    input, other = amp.cast_for_matmul(input, other)
+    """The matrix product of ``input`` and ``other`` (torch.matmul's broadcasting); under autocast,
+    in the autocast dtype."""
     return input.matmul(other)
 
 
@@ -270,13 +267,6 @@ def bernoulli(input: Tensor, p: float | None = None) -> Tensor:
     return input.bernoulli() if p is None else input.bernoulli(p)
 
 
-def randperm(n: int, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A random permutation of 0..n-1 (int64 by default), from genesis_autograd's factory."""
-    kwargs = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
-    out = _ag.randperm(n, **kwargs)
-    return out.requires_grad_() if requires_grad else out
-
-
 __all__ = [
     "abs", "add", "addcdiv", "addcmul", "all", "amax", "amin", "any", "arctan2", "argmax", "argmin", "argsort",
     "atan2", "bernoulli", "ceil", "chunk", "clamp", "clamp_max", "clamp_min", "clip", "clone", "cos", "cumprod",
@@ -285,7 +275,7 @@ __all__ = [
     "isfinite", "isinf", "isnan", "le", "lerp", "log", "log1p", "log2", "log10", "log_softmax", "logical_and",
     "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "masked_select", "matmul", "max",
     "maximum", "mean", "min", "minimum", "movedim", "mul", "multiply", "narrow", "ne", "neg", "negative", "nonzero",
-    "numel", "permute", "pow", "prod", "randperm", "reciprocal", "relu", "remainder", "reshape", "round", "rsqrt",
+    "numel", "permute", "pow", "prod", "reciprocal", "relu", "remainder", "reshape", "round", "rsqrt",
     "scatter", "scatter_add", "sigmoid", "sign", "sin", "softmax", "sort", "split", "sqrt", "square", "squeeze",
     "std", "sub", "subtract", "sum", "swapaxes", "swapdims", "t", "take_along_dim", "tan", "tanh", "topk",
     "transpose", "tril", "triu", "true_divide", "trunc", "unflatten", "unsqueeze", "var",

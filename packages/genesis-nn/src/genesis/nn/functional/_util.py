@@ -7,8 +7,7 @@ import warnings
 from collections.abc import Sequence
 
 from genesis_autograd import Tensor
-
-from ...amp import cast_for_matmul
+from genesis_autograd.autocast import cast_inputs
 
 __all__ = ["cast_for_matmul", "legacy_reduction", "ntuple", "reduce", "torch_type_name"]
 
@@ -55,3 +54,8 @@ def ntuple(value, n: int, name: str = "argument") -> tuple:
             raise RuntimeError(f"{name} must be a single value or a sequence of {n} values, got {list(value)}")
         return value
     return (value,) * n
+
+
+def cast_for_matmul(*tensors: Tensor | None) -> tuple:
+    """The operands of a matrix product (and its bias) in the autocast dtype, inside an autocast region."""
+    return cast_inputs("lower", tensors)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 
-from genesis_autograd import Tensor, is_grad_enabled
+from genesis_autograd import Tensor, autocast_policy, is_grad_enabled
 
 __all__ = [
     "gelu", "glu", "hardtanh", "leaky_relu", "log_softmax", "logsigmoid", "mish", "relu", "relu6", "sigmoid",
@@ -53,6 +53,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     return _apply(Tensor.silu, input, inplace)
 
 
+@autocast_policy("float32")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (torch's rule). The exp sees
     the input clamped at the threshold, so the branch not taken never overflows (no inf * 0 in backward)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 
-from genesis_autograd import Function, Tensor
+from genesis_autograd import Function, Tensor, autocast_policy, is_autocast_enabled
 
 from ._util import legacy_reduction, torch_type_name
 from ._util import reduce as _reduce
@@ -67,6 +67,7 @@ def _picked(input: Tensor, target: Tensor, ignore_index: int) -> tuple[Tensor, T
     return picked, valid, safe
 
 
+@autocast_policy("float32")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
              ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """-input[n, target[n], ...] (times weight[target]); "mean" divides by the kept positions' total weight."""
@@ -83,6 +84,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return loss.sum() if reduction == "sum" else loss
 
 
+@autocast_policy("float32")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
                   ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
@@ -154,6 +156,7 @@ def _weighted(loss: Tensor, weight: Tensor | None) -> Tensor:
     return loss if weight is None else loss * weight
 
 
+@autocast_policy("float32")
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -163,6 +166,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, re
     return _reduce(_weighted(diff * diff, weight), reduction)
 
 
+@autocast_policy("float32")
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -171,6 +175,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, red
     return _reduce(_weighted((input - target).abs(), weight), reduction)
 
 
+@autocast_policy("float32")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; plain L1 at beta = 0."""
@@ -185,6 +190,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
     return _reduce((d * d * (0.5 / beta)).where(d < beta, d - 0.5 * beta), reduction)
 
 
+@autocast_policy("float32")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
@@ -253,6 +259,13 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
     """-(t log x + (1 - t) log(1 - x)), each log clamped at -100 as torch's."""
+    if is_autocast_enabled(input.device.type):
+        raise RuntimeError(
+            "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+            "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+            "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+            "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+            "safe to autocast.")
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -263,6 +276,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce(_weighted(_BinaryCrossEntropy.apply(input, target), weight), reduction)
 
 
+@autocast_policy("float32")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      size_average: bool | None = None, reduce: bool | None = None,
                                      reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
@@ -276,6 +290,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     return _reduce(_weighted(loss, weight), reduction)
 
 
+@autocast_policy("float32")
 def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """Pointwise t (log t - input) (input holds log-probabilities; 0 where t = 0), or with log_target

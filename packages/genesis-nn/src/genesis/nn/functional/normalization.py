@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from genesis_autograd import Tensor, no_grad
+from genesis_autograd import Tensor, autocast_policy, no_grad
 
 __all__ = ["batch_norm", "group_norm", "layer_norm", "normalize", "rms_norm"]
 
@@ -22,6 +22,7 @@ def _last_dims(input: Tensor, normalized_shape: Sequence[int] | int) -> tuple[in
     return tuple(range(input.ndim - n, input.ndim))
 
 
+@autocast_policy("float32")
 def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) over the trailing ``normalized_shape`` dims (biased variance)."""
@@ -36,6 +37,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Ten
     return out
 
 
+@autocast_policy("float32")
 def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x^2) + eps) over the trailing dims; eps defaults to the dtype's machine epsilon."""
@@ -51,6 +53,7 @@ def _channel_shape(input: Tensor) -> tuple[int, ...]:
     return (1, input.shape[1]) + (1,) * (input.ndim - 2)
 
 
+@autocast_policy("float32")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
     if input.ndim < 2:

@@ -1,0 +1,189 @@
+"""Autocast: mixed precision as a dispatch rule, beside grad mode.
+
+Inside ``autocast(device_type, dtype)`` every op that runs through ``Function.apply``
+on a tensor of that device type has its floating inputs cast by the op's policy, as
+torch's autocast does:
+
+* ``"lower"`` ops (matrix products, linear, convolution, attention) run in the autocast
+  dtype (float16 or bfloat16);
+* ``"float32"`` ops (softmax, exp / log / pow, sums and norms, the losses and norms of
+  nn.functional) run in float32 however low their inputs are;
+* ``"promote"`` ops (cat, stack, addcmul, ...) run in the widest floating dtype among
+  their inputs;
+* every other op runs in its inputs' dtype.
+
+Casts go through the differentiable cast, so gradients come back in each input's own
+dtype. The state is per thread and nests; ``Function.apply`` reads one flag when no
+autocast region is open. Composite functions (nn.functional's layer_norm, say) take a
+policy with :func:`autocast_policy`.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from genesis_ndarray import DType, as_dtype, bfloat16, float16, float32, promote_types
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The dtypes each device type's autocast accepts, the first being its default (torch's).
+SUPPORTED: dict[str, tuple[DType, ...]] = {"cuda": (float16, bfloat16), "cpu": (bfloat16, float16)}
+
+# Op policies by Function class name (torch's autocast op lists, for the ops genesis has).
+POLICIES: dict[str, str] = {
+    **dict.fromkeys(("MatMul", "Linear", "Conv", "ScaledDotProductAttention"), "lower"),
+    **dict.fromkeys((
+        "Softmax", "LogSoftmax", "Exp", "Expm1", "Log", "Log1p", "Log2", "Log10", "Pow", "Reciprocal",
+        "Rsqrt", "Tan", "Acos", "Asin", "Cosh", "Sinh", "Sum", "Prod", "Cumsum", "Cumprod", "VectorNorm",
+        "Logsumexp", "Var", "Std",
+    ), "float32"),
+    **dict.fromkeys(("Cat", "Stack", "Addcmul", "Addcdiv", "Atan2", "IndexPut", "ScatterAdd", "IndexAdd"),
+                    "promote"),
+}
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.dtypes: dict[str, DType] = {}  # device type -> autocast dtype, for the enabled ones
+        self.active = False  # any device type enabled: the one check Function.apply makes
+
+
+_state = _State()
+
+
+def is_autocast_enabled(device_type: str = "cuda") -> bool:
+    """True inside an enabled ``autocast`` region for ``device_type`` on this thread."""
+    return device_type in _state.dtypes
+
+
+def get_autocast_dtype(device_type: str = "cuda") -> DType:
+    """The dtype that ``autocast`` lowers to on ``device_type`` (its default outside a region)."""
+    found = _state.dtypes.get(device_type)
+    return found if found is not None else _supported(device_type)[0]
+
+
+def _supported(device_type: str) -> tuple[DType, ...]:
+    found = SUPPORTED.get(device_type)
+    if found is None:
+        raise RuntimeError(
+            f"User specified an unsupported autocast device_type '{device_type}'; genesis supports "
+            f"{', '.join(repr(d) for d in SUPPORTED)}")
+    return found
+
+
+class autocast:
+    """Context manager and decorator: ops on ``device_type`` tensors run in mixed precision.
+
+    Args:
+        device_type: ``"cuda"`` or ``"cpu"``.
+        dtype: the low-precision dtype, ``genesis.float16`` or ``genesis.bfloat16`` (default:
+            float16 on cuda, bfloat16 on cpu, as torch).
+        enabled: ``False`` turns autocast off inside the region (nested regions restore it).
+        cache_enabled: accepted for torch compatibility; genesis does not cache casts.
+    """
+
+    def __init__(self, device_type: str, dtype: Any = None, enabled: bool = True,
+                 cache_enabled: bool | None = None) -> None:
+        allowed = _supported(device_type)
+        self.device_type = device_type
+        self.fast_dtype = allowed[0] if dtype is None else as_dtype(dtype)
+        self.enabled = bool(enabled)
+        if self.enabled and self.fast_dtype not in allowed:
+            warnings.warn(
+                f"In {device_type} autocast, but the target dtype {self.fast_dtype.name} is not supported "
+                f"(supported: {', '.join(d.name for d in allowed)}). Disabling autocast.", stacklevel=2)
+            self.enabled = False
+        self._previous: list[DType | None] = []
+
+    def __enter__(self) -> autocast:
+        self._previous.append(_state.dtypes.get(self.device_type))
+        if self.enabled:
+            _state.dtypes[self.device_type] = self.fast_dtype
+        else:
+            _state.dtypes.pop(self.device_type, None)
+        _state.active = bool(_state.dtypes)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        previous = self._previous.pop()
+        if previous is None:
+            _state.dtypes.pop(self.device_type, None)
+        else:
+            _state.dtypes[self.device_type] = previous
+        _state.active = bool(_state.dtypes)
+
+    def __call__(self, fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with autocast(self.device_type, self.fast_dtype, self.enabled):
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+def _target(policy: str, args: tuple, device_type: str) -> DType | None:
+    if policy == "lower":
+        return _state.dtypes[device_type]
+    if policy == "float32":
+        return float32
+    widest = None  # "promote": torch's promotion over the floating inputs (float16 with bfloat16 -> float32)
+    for a in args:
+        if getattr(a, "_result_type", None) is not None and a.dtype.is_floating_point:
+            widest = a.dtype if widest is None else promote_types(widest, a.dtype)
+    return widest
+
+
+def cast_inputs(policy: str, args: tuple) -> tuple:
+    """``args`` with their floating tensors cast as ``policy`` says, when autocast is on for their device."""
+    device_type = None
+    for a in args:
+        if getattr(a, "_result_type", None) is not None:
+            device_type = a.device.type
+            break
+    if device_type is None or device_type not in _state.dtypes:
+        return args
+    target = _target(policy, args, device_type)
+    if target is None:
+        return args
+    out = []
+    for a in args:
+        if getattr(a, "_result_type", None) is not None and a.dtype.is_floating_point and a.dtype != target \
+                and not (policy == "lower" and a.dtype.itemsize > 4):  # torch leaves float64 alone
+            a = a.to(dtype=target)
+        out.append(a)
+    return tuple(out)
+
+
+def policy_of(function_class: type) -> str | None:
+    """The autocast policy of a Function class: its ``autocast_policy`` attribute, else the table's."""
+    declared = getattr(function_class, "autocast_policy", None)
+    return declared if declared is not None else POLICIES.get(function_class.__name__)
+
+
+def autocast_policy(policy: str) -> Callable[[F], F]:
+    """Decorator for composite functions: cast their tensor arguments by ``policy`` under autocast.
+
+    ``@autocast_policy("float32")`` on nn.functional.layer_norm makes it compute in float32
+    inside an autocast region, as torch's layer_norm does; outside one it costs one flag check.
+    """
+    if policy not in ("lower", "float32", "promote"):
+        raise ValueError(f"autocast policy must be 'lower', 'float32' or 'promote', not {policy!r}")
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _state.active:
+                args = cast_inputs(policy, args)
+                if kwargs:
+                    keys = list(kwargs)
+                    values = cast_inputs(policy, tuple(kwargs.values()))
+                    kwargs = dict(zip(keys, values))
+            return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,129 @@
+"""Autocast as a dispatch rule: each op's inputs are cast by torch's policy; state nests per thread."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import genesis_autograd as ag
+from device_support import HAS_CUDA, NO_CUDA_REASON
+
+LOW = [("bfloat16", torch.bfloat16), ("float16", torch.float16)]
+
+
+def pair(shape, device, dtype="float32", seed=0):
+    data = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return ag.tensor(data, device=device).to(dtype=dtype), torch.tensor(data).to(getattr(torch, dtype))
+
+
+@pytest.mark.parametrize(("low", "torch_low"), LOW)
+def test_op_policies_follow_torchs_cuda_lists(device: str, low: str, torch_low) -> None:
+    """torch's CUDA autocast lists, on every device (torch's own CPU lists are shorter)."""
+    a, ta = pair((4, 5), device, seed=1)
+    b, tb = pair((5, 3), device, seed=2)
+    h, th = pair((4, 5), device, low, seed=3)
+    with ag.autocast(device, dtype=low):
+        cases = {  # name: (ours, the reference computed as torch's CUDA autocast would, expected dtype)
+            "matmul": (a @ b, ta.to(torch_low) @ tb.to(torch_low), low),  # lower
+            "softmax": (h.softmax(-1), th.float().softmax(-1), "float32"),  # float32
+            "exp": (h.exp(), th.float().exp(), "float32"),
+            "sum": (h.sum(), th.float().sum(), "float32"),
+            "add": (h + h, th + th, low),  # no policy: the inputs' dtype
+            "mixed add": (h + a, th + ta, "float32"),  # ordinary promotion
+            "cat": (ag.cat([h, a]), torch.cat([th.float(), ta]), "float32"),  # promote to the widest
+            "relu": (h.relu(), th.relu(), low),
+        }
+    for name, (ours, theirs, expected) in cases.items():
+        assert ours.dtype.name == expected, name
+        np.testing.assert_allclose(ours.float().cpu().numpy(), theirs.float().numpy(), rtol=1e-2, atol=1e-2,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize(("low", "torch_low"), LOW)
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAS_CUDA, reason=NO_CUDA_REASON)
+def test_dtypes_equal_torch_cuda_autocast(low: str, torch_low) -> None:
+    a, ta = pair((4, 5), "cuda", seed=1)
+    h, th = pair((4, 5), "cuda", low, seed=3)
+    ta, th = ta.cuda(), th.cuda()
+    with ag.autocast("cuda", dtype=low), torch.autocast("cuda", dtype=torch_low):
+        pairs = [(a @ a.T, ta @ ta.T), (h.softmax(-1), th.softmax(-1)), (h.exp(), th.exp()), (h.sum(), th.sum()),
+                 (ag.cat([h, a]), torch.cat([th, ta])), (h.log_softmax(-1), th.log_softmax(-1))]
+    for ours, theirs in pairs:
+        assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+
+
+def test_gradients_come_back_in_each_inputs_own_dtype(device: str) -> None:
+    a, _ = pair((4, 5), device, seed=4)
+    w, _ = pair((5, 3), device, seed=5)
+    a.requires_grad_()
+    w.requires_grad_()
+    with ag.autocast(device, dtype="bfloat16"):
+        out = a @ w
+    assert out.dtype == ag.bfloat16
+    out.float().sum().backward()
+    assert a.grad.dtype == ag.float32 and w.grad.dtype == ag.float32
+    expected = np.ones((4, 3), np.float32) @ w.detach().cpu().numpy().T
+    np.testing.assert_allclose(a.grad.cpu().numpy(), expected, rtol=2e-2, atol=2e-2)
+
+
+def test_float64_is_left_alone_by_lower_ops(device: str) -> None:
+    a = ag.randn(3, 3, dtype="float64", device=device)
+    with ag.autocast(device, dtype="bfloat16"):
+        assert (a @ a).dtype == ag.float64
+
+
+def test_regions_nest_restore_and_disable(device: str) -> None:
+    a, _ = pair((2, 2), device)
+    assert not ag.is_autocast_enabled(device)
+    with ag.autocast(device, dtype="bfloat16"):
+        assert (a @ a).dtype == ag.bfloat16 and ag.get_autocast_dtype(device) == ag.bfloat16
+        with ag.autocast(device, enabled=False):
+            assert not ag.is_autocast_enabled(device)
+            assert (a @ a).dtype == ag.float32
+        with ag.autocast(device, dtype="float16"):
+            assert (a @ a).dtype == ag.float16
+        assert (a @ a).dtype == ag.bfloat16
+    assert not ag.is_autocast_enabled(device) and (a @ a).dtype == ag.float32
+
+
+def test_decorator_form(device: str) -> None:
+    a, _ = pair((2, 2), device)
+
+    @ag.autocast(device, dtype="bfloat16")
+    def product(x):
+        return x @ x
+
+    assert product(a).dtype == ag.bfloat16
+    assert (a @ a).dtype == ag.float32
+
+
+def test_state_is_per_thread() -> None:
+    seen = []
+    with ag.autocast("cpu", dtype="bfloat16"):
+        worker = threading.Thread(target=lambda: seen.append(ag.is_autocast_enabled("cpu")))
+        worker.start()
+        worker.join()
+        assert ag.is_autocast_enabled("cpu")
+    assert seen == [False]
+
+
+def test_other_device_types_are_untouched() -> None:
+    a, _ = pair((2, 2), "cpu")
+    with ag.autocast("cuda", dtype="bfloat16"):
+        assert (a @ a).dtype == ag.float32
+
+
+def test_bad_arguments_say_so() -> None:
+    with pytest.raises(RuntimeError, match="unsupported autocast device_type 'tpu'"):
+        ag.autocast("tpu")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        region = ag.autocast("cpu", dtype="float64")
+    assert not region.enabled and "not supported" in str(caught[0].message)
+    with pytest.raises(ValueError, match="policy"):
+        ag.autocast_policy("fast")
