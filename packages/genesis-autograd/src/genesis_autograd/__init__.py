@@ -75,6 +75,7 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .size import Size
 from .tensor import Tensor
 
 
@@ -91,6 +92,7 @@ def _read_version() -> str:
 __version__ = _read_version()
 
 __all__ = [
+    "Size",
     "autocast", "autocast_policy", "get_autocast_dtype", "is_autocast_enabled",
     "ALL_DTYPES", "DType", "Device", "Function", "GradcheckError", "NDArray", "Node", "Tensor", "arange",
     "as_device", "as_dtype", "as_tensor", "backward", "bfloat16", "bool_", "cat", "cuda", "empty",

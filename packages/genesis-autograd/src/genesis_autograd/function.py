@@ -90,7 +90,8 @@ class Node:
 
     # ------------------------------------------------------------ graph API
     def name(self) -> str:
-        return f"{self._fn.__name__}Backward"
+        """torch's name for this node's class, e.g. ``MulBackward0``."""
+        return torch_node_name(self._fn.__name__)
 
     def register_hook(self, hook) -> None:
         """hook(grad_inputs, grad_outputs) -> new grad_inputs or None, after backward runs."""
@@ -113,6 +114,20 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
+
+
+# Function class -> the op name torch gives its backward node, where the two differ.
+_TORCH_OP_NAMES = {
+    "ReLU": "Relu", "MatMul": "Mm", "Cast": "ToCopy", "ToDevice": "ToCopy", "Contiguous": "Clone",
+    "GetItem": "Index", "BasicGetItem": "Slice", "SetItem": "CopySlices", "GeluTanh": "Gelu", "MaxDim": "Max",
+    "MinDim": "Min", "VectorNorm": "LinalgVectorNorm", "ClampTensor": "Clamp", "Restride": "AsStrided",
+}
+
+
+def torch_node_name(function_name: str) -> str:
+    """``Mul`` -> ``MulBackward0``, ``ReLU`` -> ``ReluBackward0``: the names torch's grad_fn objects carry."""
+    name = _TORCH_OP_NAMES.get(function_name, function_name)
+    return name if name == "CopySlices" else f"{name}Backward0"
 
 
 class AccumulateGrad:

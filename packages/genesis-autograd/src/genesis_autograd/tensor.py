@@ -26,6 +26,7 @@ from .functions.softmax import SoftmaxMixin
 from .functions.sort import SortMixin
 from .functions.views import ViewsMixin
 from .printing import tensor_repr
+from .size import Size
 
 
 class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixin, GetitemMixin, SortMixin,
@@ -54,7 +55,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
         self._view_version = 0  # for a view: the version its grad_fn was recorded at (see _refresh_view)
 
     # ------------------------------------------------------------- metadata
-    shape = property(lambda self: self.data.shape)
+    shape = property(lambda self: Size(self.data.shape))
     dtype = property(lambda self: self.data.dtype)
     device = property(lambda self: self.data.device)
     ndim = property(lambda self: self.data.ndim)
@@ -65,7 +66,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
         return self.data.ndim
 
     def size(self, dim: int | None = None):
-        return self.data.size(dim)
+        return Size(self.data.shape) if dim is None else self.data.size(dim)
 
     def numel(self) -> int:
         return self.data.numel()

@@ -10,6 +10,7 @@ from pathlib import Path as _Path
 from genesis_autograd import (
     DType,
     Function,
+    Size,
     Tensor,
     arange,
     as_tensor,
@@ -85,6 +86,7 @@ def _read_version() -> str:
 __version__ = _read_version()
 
 __all__ = [
+    "Size",
     "randperm",
     "autocast", "get_autocast_dtype", "is_autocast_enabled",
     "DType", "Function", "Tensor", "amp", "arange", "as_tensor", "autograd", "bfloat16", "bool", "cat", "cuda",
