@@ -43,6 +43,9 @@ def reduce(b) -> None:  # type: ignore[no-untyped-def]
     gk.reduce("sum", b((64, 32, 16)), b((32,)), (0, 2))
     gk.var(b((4096, 512)), b((512,)), (0,))
     gk.logsumexp(b((4096, 512)), b((4096,)), (1,))
+    for dt in ("float32", "bfloat16", "int32", "bool"):
+        for op in ("max", "min"):
+            gk.arg_reduce(op, b((1024, 1000), dt), b((1024,), dt), b((1024,), "int64"), 1)
 
 
 def softmax(b) -> None:  # type: ignore[no-untyped-def]
@@ -68,16 +71,8 @@ def random(b) -> None:  # type: ignore[no-untyped-def]
     gk.bernoulli(0.5, b((4096,), "bool"), 1, 0)
     gk.bernoulli(b((4096,)), b((4096,)), 1, 0)
     gk.dropout(b((4096,), "bfloat16"), b((4096,), "bfloat16"), 0.1, 1, 0)
+    gk.dropout(b((4096,)), b((4096,)), 0.1, 1, 0, mask=b((4096,), "bool"))
     gk.rand(b((64, 64), "float32", (1, 64)), 1, 0)
-
-
-def extras(b) -> None:  # type: ignore[no-untyped-def]
-    for dt in ("float32", "bfloat16", "int32", "bool"):
-        for op in ("max", "min"):
-            gk.arg_reduce(op, b((1024, 1000), dt), b((1024,), dt), b((1024,), "int64"), 1)
-    for dt in ("float32", "int64", "bfloat16"):
-        gk.arange(b((1000,), dt), 0, 1)
-    gk.linspace(b((1000,)), 0.0, 1.0)
 
 
 def index(b) -> None:  # type: ignore[no-untyped-def]
@@ -91,10 +86,6 @@ def index(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "float64", "int32", "int64", "bfloat16", "float16", "int8"):
         gk.scatter_add(b((64, 64), dt), 0, b((64, 64), "int64"), b((64, 64), dt))
         gk.index_add(b((64, 64), dt), 0, b((64,), "int64"), b((64, 64), dt), alpha=2)
-    for k in (1, 2, 4):
-        gk.index_put(b((8, 8, 8, 8, 16)), tuple(b((32,), "int64") for _ in range(k)), b((32,) + (8,) * (4 - k) + (16,)),
-                     accumulate=k == 2)
-    gk.index_put(b((64, 64), "bfloat16"), (b((64,), "int64"),), 0.0)
     gk.embedding(b((1000, 512), "bfloat16"), b((8, 128), "int64"), b((8, 128, 512), "bfloat16"))
     gk.embedding_backward(b((8, 128, 512)), b((8, 128), "int64"), b((1000, 512)), padding_idx=0)
     gk.embedding_backward(b((8, 128, 512), "bfloat16"), b((8, 128), "int32"), b((1000, 512), "bfloat16"))
@@ -124,6 +115,19 @@ def scan(b) -> None:  # type: ignore[no-untyped-def]
             op(b((64, 1000), dt), b((64, 1000), odt), 1)
             op(b((1000, 64), dt), b((1000, 64), odt), 0)
             op(b((1 << 20,), dt), b((1 << 20,), odt), 0)  # the split path
+
+
+def getitem(b) -> None:  # type: ignore[no-untyped-def]
+    for k in (1, 2, 4):
+        gk.index_put(b((8, 8, 8, 8, 16)), tuple(b((32,), "int64") for _ in range(k)), b((32,) + (8,) * (4 - k) + (16,)),
+                     accumulate=k == 2)
+    gk.index_put(b((64, 64), "bfloat16"), (b((64,), "int64"),), 0.0)
+
+
+def creation(b) -> None:  # type: ignore[no-untyped-def]
+    for dt in ("float32", "int64", "bfloat16"):
+        gk.arange(b((1000,), dt), 0, 1)
+        gk.linspace(b((1000,), dt), 0, 1)
     gk.eye(b((100, 100)))
     for dt in ("float32", "bfloat16", "int64", "bool"):
         gk.triu(b((4, 100, 100), dt), b((4, 100, 100), dt), 1)

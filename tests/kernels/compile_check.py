@@ -40,9 +40,9 @@ runtime.Kernel._compiled = _compile_only  # type: ignore[method-assign]
 runtime._sm_count = 132
 runtime.scratch = lambda nbytes, stream: 1 << 20  # type: ignore[assignment]  # nothing runs
 sys.modules["genesis_kernels.reduce"].scratch = runtime.scratch  # type: ignore[attr-defined]
-# Index kernels' error block and read-backs (bounds flags, nonzero counts): nothing ran, nothing to read.
-sys.modules["genesis_kernels.index"]._error_block = lambda stream: (1 << 20, 0)  # type: ignore[attr-defined]
-sys.modules["genesis_kernels.index"]._raise_if_bad = lambda host, dims, stream: None  # type: ignore[attr-defined]
+# The indexed kernel's error block and read-backs (bounds flags, nonzero counts): nothing ran, nothing to read.
+sys.modules["genesis_kernels.indexed"]._error_block = lambda stream: (1 << 20, 0)  # type: ignore[attr-defined]
+sys.modules["genesis_kernels.indexed"]._raise_if_bad = lambda host, dims, stream: None  # type: ignore[attr-defined]
 runtime.read_int32 = lambda ptr, count, stream: [0] * count  # type: ignore[assignment]
 
 

@@ -1,4 +1,4 @@
-"""Indexing kernels against torch: gather/scatter, index_select/add/put, embedding, masked ops, nonzero."""
+"""Indexing kernels against torch: gather/scatter, index_select/add, embedding, masked ops, nonzero."""
 
 from __future__ import annotations
 
@@ -100,27 +100,6 @@ def test_index_add(device: str, dtype: str) -> None:
     assert_close(out, expect.to(out.dtype), dtype)
 
 
-@pytest.mark.parametrize("accumulate", [False, True])
-@pytest.mark.parametrize("dtype", ["float32", "float16", "int64"])
-def test_index_put(device: str, accumulate: bool, dtype: str) -> None:
-    out = make((4, 5, 3), dtype, device)
-    ref = out.clone()
-    i0 = torch.tensor([[0], [-1], [2]], device=device).expand(3, 4)  # broadcast, negative
-    i1 = torch.tensor([1, -5, 4, 1], device=device).expand(3, 4)
-    if not accumulate:  # unique positions only (torch leaves duplicates unspecified)
-        i1 = torch.tensor([1, -5, 4, 2], device=device).expand(3, 4)
-    values = make((3, 4, 3), dtype, device)
-    gk.index_put(buf(out), (buf(i0), buf(i1)), buf(values), accumulate=accumulate)
-    ref.index_put_((i0, i1), values, accumulate=accumulate)
-    sync(device)
-    assert_close(out, ref, dtype)
-    col = i0[:, :1].contiguous()
-    gk.index_put(buf(out), (buf(col),), 7)
-    ref.index_put_((col,), torch.tensor(7, dtype=ref.dtype, device=device))
-    sync(device)
-    assert_close(out, ref, dtype)
-
-
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_embedding(device: str, dtype: str) -> None:
     weight = make((11, 6), dtype, device)
@@ -194,13 +173,6 @@ def test_out_of_range_raises_then_recovers(device: str, case: str) -> None:
     second = run(good)
     sync(device)
     assert_close(first, second)
-
-
-def test_index_put_reports_the_right_dim(device: str) -> None:
-    out = make((4, 3), "float32", device)
-    i0, i1 = torch.tensor([0, 1], device=device), torch.tensor([2, 3], device=device)
-    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 1 with size 3"):
-        gk.index_put(buf(out), (buf(i0), buf(i1)), 0.0)
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "broadcast_mask", "transposed"])

@@ -77,8 +77,28 @@ def test_dropout_mask_recomputed(device: str, p: float) -> None:
     sync(device)
     kept = out != 0
     assert torch.equal(kept, gx != 0)
+    mask = torch.empty(50, 82, dtype=torch.bool, device=device)[:, ::2]  # the keep-mask, written through strides
+    again = torch.empty_like(x)
+    gk.dropout(buf(x), buf(again), p, seed=11, offset=100, mask=buf(mask))
+    sync(device)
+    assert torch.equal(again, out) and torch.equal(mask, kept)
     if p < 1.0:
         torch.testing.assert_close(out[kept], x[kept] / (1 - p))
         assert abs((~kept).float().mean().item() - p) < 0.03
     else:
         assert not kept.any()
+
+
+# The interpreter computes with numpy, which warns on the 0 * inf this test is about.
+@pytest.mark.filterwarnings("ignore:invalid value encountered in multiply:RuntimeWarning")
+@pytest.mark.parametrize("p", [0.5, 1.0])
+def test_dropout_is_x_times_mask_times_scale(device: str, p: float) -> None:
+    """As torch's x * mask * scale: a dropped inf or NaN gives NaN (0 * inf), not 0; a kept one stays."""
+    x = torch.tensor([float("inf"), float("nan"), -float("inf"), 1.0] * 256, device=device)
+    out = torch.empty_like(x)
+    keep = torch.empty(x.shape, dtype=torch.uint8, device=device)
+    gk.dropout(buf(x), buf(out), p, seed=5, offset=0, mask=buf(keep))
+    sync(device)
+    scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+    torch.testing.assert_close(out, x * keep * scale, equal_nan=True)
+    assert 0 < keep.sum().item() < x.numel() if p < 1.0 else keep.sum().item() == 0

@@ -73,23 +73,3 @@ def test_scan_in_place(device: str) -> None:
     gk.cumsum(buf(x), buf(x), 1)
     sync(device)
     assert_close(x, ref.float(), rtol=1e-5, atol=1e-5)
-
-
-def test_eye_triu_tril(device: str) -> None:
-    for shape in ((1, 1), (5, 7), (7, 5), (0, 3)):
-        out = torch.empty(shape, device=device)
-        gk.eye(buf(out))
-        sync(device)
-        assert_close(out, torch.eye(*shape, device=device))
-    x = make((3, 6, 37), "bfloat16", device).transpose(1, 2)
-    for diagonal in (-3, 0, 2, 40):
-        for name in ("triu", "tril"):
-            out = torch.empty(x.shape, dtype=x.dtype, device=device)
-            getattr(gk, name)(buf(x), buf(out), diagonal)
-            sync(device)
-            assert_close(out, getattr(torch, name)(x, diagonal))
-    y = make((5, 5), "int64", device)
-    ref = torch.triu(y, 1)
-    gk.triu(buf(y), buf(y), 1)  # in place
-    sync(device)
-    assert_close(y, ref)

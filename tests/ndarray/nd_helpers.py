@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import genesis_ndarray as nd
@@ -62,3 +63,16 @@ def assert_same(actual: nd.NDArray, expected: torch.Tensor, exact_dtype: bool = 
     torch.testing.assert_close(got, expected, equal_nan=True, check_dtype=exact_dtype, **tol)
 
 
+def transposed(t: torch.Tensor, device) -> nd.NDArray:
+    """A non-contiguous NDArray equal to t (2-d): t.T stored contiguously, viewed back through .T."""
+    a = from_torch(t.T.contiguous(), device).T
+    assert not a.is_contiguous()
+    return a
+
+
+def raises_like(torch_fn, fn, match=None) -> None:
+    """fn raises the exception class that torch_fn raises."""
+    with pytest.raises(Exception) as expected:
+        torch_fn()
+    with pytest.raises(type(expected.value), match=match):
+        fn()

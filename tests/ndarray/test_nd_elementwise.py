@@ -1,4 +1,6 @@
-"""Elementwise unary and binary ops against torch: values, result dtypes, broadcasting, scalars."""
+"""Elementwise ops against torch: unary and binary math (operators and named methods), in-place binary,
+where, clamp (scalar and array bounds), lerp, addcmul, addcdiv. Values, result dtypes, broadcasting,
+scalars, strided inputs and the errors torch raises."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import operator
 
 import pytest
 import torch
-from nd_helpers import assert_same, from_torch, random_tensor
+from nd_helpers import assert_same, from_torch, random_tensor, transposed
 
 import genesis_ndarray as nd
 
@@ -204,3 +206,204 @@ def test_where_broadcasts_and_promotes(device, shapes, dtypes):
 def test_clamp(device, lo, hi, dtype):
     t = random_tensor((4, 5), dtype) * (3 if dtype.is_floating_point else 1)
     assert_same(from_torch(t, device).clamp(lo, hi), torch.clamp(t, lo, hi))
+
+
+# ------------------------------------------------------------------ more unary names, gelu
+MORE_UNARY = {
+    # op -> (torch function, input domain, dtypes)
+    "expm1": (torch.expm1, "any", FLOATS + [I32, I64]),
+    "log10": (torch.log10, "pos", FLOATS + [I64]),
+    "erf": (torch.erf, "any", FLOATS + [I32]),
+    "square": (torch.square, "any", FLOATS + [I32, I64]),
+    "exp2": (torch.exp2, "any", FLOATS + [I32]),
+    "log2": (torch.log2, "pos", FLOATS + [I64]),
+    "log1p": (torch.log1p, "pos", FLOATS + [I32]),
+    "tan": (torch.tan, "small", FLOATS),
+    "rsqrt": (torch.rsqrt, "pos", FLOATS + [I64]),
+    "reciprocal": (torch.reciprocal, "any", FLOATS + [I32]),
+    "silu": (torch.nn.functional.silu, "any", FLOATS),
+}
+MORE_UNARY_CASES = [(op, dt) for op, (_, _, dts) in MORE_UNARY.items() for dt in dts]
+
+
+def _more_unary_input(domain, dtype, shape=(4, 6)):
+    if domain == "pos":
+        return random_tensor(shape, dtype, low=0.5, high=3) if dtype.is_floating_point else \
+            random_tensor(shape, dtype, low=1, high=20)
+    if domain == "small":
+        return random_tensor(shape, dtype, low=-1.2, high=1.2)
+    return random_tensor(shape, dtype, nonzero=True, low=None if dtype.is_floating_point else -4,
+                         high=None if dtype.is_floating_point else 5)
+
+
+@pytest.mark.parametrize("op,dtype", MORE_UNARY_CASES, ids=[f"{o}-{str(d)[6:]}" for o, d in MORE_UNARY_CASES])
+def test_more_unary_names_match_torch(device, op, dtype):
+    fn, domain, _ = MORE_UNARY[op]
+    t = _more_unary_input(domain, dtype)
+    assert_same(getattr(from_torch(t, device), op)(), fn(t))
+
+
+@pytest.mark.parametrize("op", sorted(MORE_UNARY))
+def test_unary_on_a_transposed_input(device, op):
+    fn, domain, _ = MORE_UNARY[op]
+    t = _more_unary_input(domain, F32, (6, 4))
+    assert_same(getattr(transposed(t, device), op)(), fn(t))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gelu_matches_torch(device, approximate, dtype):
+    t = random_tensor((5, 7), dtype) * 3
+    expected = torch.nn.functional.gelu(t, approximate=approximate)
+    assert_same(from_torch(t, device).gelu(approximate), expected)
+    assert_same(transposed(t, device).gelu(approximate), expected)
+
+
+def test_gelu_refuses_an_unknown_approximation(device):
+    with pytest.raises(RuntimeError, match="approximate"):
+        from_torch(random_tensor((3,)), device).gelu("erf")
+
+
+# ------------------------------------------------------------------ binary methods
+BINARY_METHODS = ["atan2", "floor_divide", "remainder", "fmod"]
+METHOD_DTYPES = [(F32, F32), (F64, F32), (F16, F16), (BF16, F32), (I32, I32), (I64, I32), (I32, F32)]
+
+
+@pytest.mark.parametrize("op", BINARY_METHODS)
+@pytest.mark.parametrize("da,db", METHOD_DTYPES, ids=[f"{str(a)[6:]}-{str(b)[6:]}" for a, b in METHOD_DTYPES])
+def test_binary_methods_match_torch(device, op, da, db):
+    ta = random_tensor((2, 3, 4), da, nonzero=True) * (3 if da.is_floating_point else 1)
+    tb = random_tensor((3, 1), db, nonzero=True) * (2 if db.is_floating_point else 1)
+    expected = getattr(torch, op)(ta, tb)
+    got = getattr(from_torch(ta, device), op)(from_torch(tb, device))
+    assert_same(got, expected)  # remainder / fmod are exact fmod-based, as torch's
+
+
+@pytest.mark.parametrize("op", ["floor_divide", "remainder", "fmod"])
+def test_binary_methods_take_scalars(device, op):
+    t = random_tensor((3, 5), F32) * 4
+    assert_same(getattr(from_torch(t, device), op)(1.5), getattr(torch, op)(t, 1.5))
+    ti = random_tensor((3, 5), I64) * 3
+    assert_same(getattr(from_torch(ti, device), op)(4), getattr(torch, op)(ti, 4))
+
+
+def test_reflected_modulo_and_floor_division(device):
+    t = random_tensor((3, 5), F32, nonzero=True)
+    assert_same(7.5 % from_torch(t, device), 7.5 % t)
+    assert_same(7.5 // from_torch(t, device), 7.5 // t)
+
+
+def test_binary_methods_on_strided_inputs(device):
+    ta, tb = random_tensor((4, 5), F32) * 3, random_tensor((4, 5), F32, nonzero=True)
+    a, b = transposed(ta, device), transposed(tb, device)
+    for op in BINARY_METHODS:
+        assert_same(getattr(a, op)(b), getattr(torch, op)(ta, tb))
+
+
+def test_binary_methods_refuse_mismatched_shapes(device):
+    a, b = from_torch(random_tensor((3, 4)), device), from_torch(random_tensor((3, 5)), device)
+    for op in BINARY_METHODS:
+        with pytest.raises(RuntimeError, match="must match the size"):
+            getattr(a, op)(b)
+
+
+# ------------------------------------------------------------------ lerp, addcmul, addcdiv
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_lerp_with_scalar_and_array_weights(device, dtype):
+    ta, tb = random_tensor((3, 4), dtype), random_tensor((4,), dtype)
+    tw = random_tensor((2, 1, 4), dtype, low=-0.5, high=1.5)
+    a, b, w = from_torch(ta, device), from_torch(tb, device), from_torch(tw, device)
+    for weight in (0.3, 0.8):
+        assert_same(a.lerp(b, weight), torch.lerp(ta, tb, weight))
+    assert_same(a.lerp(b, w), torch.lerp(ta, tb, tw))
+
+
+def test_lerp_on_strided_inputs(device):
+    ta, tb, tw = random_tensor((4, 5)), random_tensor((4, 5)), random_tensor((4, 5), low=0, high=1)
+    got = transposed(ta, device).lerp(from_torch(tb, device), transposed(tw, device))
+    assert_same(got, torch.lerp(ta, tb, tw))
+
+
+def test_lerp_errors_match_torch(device):
+    a, b = from_torch(random_tensor((3,)), device), from_torch(random_tensor((3,), F64), device)
+    with pytest.raises(RuntimeError, match="expected dtype"):
+        a.lerp(b, 0.5)
+    with pytest.raises(RuntimeError, match="expected dtype"):
+        a.lerp(a, b)
+    with pytest.raises(RuntimeError, match="must match the size"):
+        a.lerp(from_torch(random_tensor((4,)), device), 0.5)
+    ints = from_torch(random_tensor((3,), I64), device)
+    with pytest.raises(NotImplementedError):
+        ints.lerp(ints, 0.5)
+
+
+ADDC_DTYPES = [(F32, F32, F32), (F16, F16, F16), (BF16, BF16, BF16), (F64, F32, F32), (I32, F32, F16),
+               (I32, I64, I32), (F16, F32, F32)]
+
+
+# Integer addcdiv is an error in torch (test_addc_errors_match_torch), so it is not a case here.
+ADDC_CASES = [(op, *ds) for op in ("addcmul", "addcdiv") for ds in ADDC_DTYPES
+              if op == "addcmul" or ds[1].is_floating_point or ds[2].is_floating_point]
+
+
+@pytest.mark.parametrize("op,dx,d1,d2", ADDC_CASES,
+                         ids=[f"{c[0]}-" + "-".join(str(d)[6:] for d in c[1:]) for c in ADDC_CASES])
+def test_addcmul_addcdiv_match_torch(device, op, dx, d1, d2):
+    tx, t1 = random_tensor((2, 3, 4), dx), random_tensor((3, 1), d1)
+    t2 = random_tensor((4,), d2, nonzero=True)
+    value = 2 if not torch.promote_types(torch.promote_types(dx, d1), d2).is_floating_point else -0.75
+    expected = getattr(torch, op)(tx, t1, t2, value=value)
+    got = getattr(from_torch(tx, device), op)(from_torch(t1, device), from_torch(t2, device), value=value)
+    tol = {F16: dict(rtol=4e-3, atol=2e-3), BF16: dict(rtol=3.2e-2, atol=1.6e-2)}.get(expected.dtype, {})
+    assert_same(got, expected, **tol)
+
+
+@pytest.mark.parametrize("op", ["addcmul", "addcdiv"])
+def test_addc_with_zero_dim_operands_promotes_as_torch(device, op):
+    tx, t1, t2 = random_tensor((3, 4), F16), random_tensor((), F64), random_tensor((3, 4), F16, nonzero=True)
+    expected = getattr(torch, op)(tx, t1, t2)
+    assert expected.dtype == F16
+    assert_same(getattr(from_torch(tx, device), op)(from_torch(t1, device), from_torch(t2, device)), expected)
+
+
+@pytest.mark.parametrize("op", ["addcmul", "addcdiv"])
+def test_addc_on_strided_inputs(device, op):
+    tx, t1, t2 = random_tensor((5, 4)), random_tensor((5, 4)), random_tensor((5, 4), nonzero=True)
+    got = getattr(transposed(tx, device), op)(from_torch(t1, device), transposed(t2, device), value=0.5)
+    assert_same(got, getattr(torch, op)(tx, t1, t2, value=0.5))
+
+
+def test_addc_errors_match_torch(device):
+    x = from_torch(random_tensor((3,)), device)
+    ints = from_torch(random_tensor((3,), I32, nonzero=True), device)
+    with pytest.raises(RuntimeError, match="Integer division"):
+        x.addcdiv(ints, ints)
+    with pytest.raises(RuntimeError, match="must match the size"):
+        x.addcmul(x, from_torch(random_tensor((4,)), device))
+
+
+# ------------------------------------------------------------------ clamp with array bounds
+CLAMP_DTYPES = [(F32, F32), (F32, F64), (I64, F32), (I32, I32), (F16, F16), (BF16, BF16)]
+
+
+@pytest.mark.parametrize("dx,db", CLAMP_DTYPES, ids=[f"{str(a)[6:]}-{str(b)[6:]}" for a, b in CLAMP_DTYPES])
+def test_clamp_with_array_bounds(device, dx, db):
+    tx = random_tensor((2, 3, 4), dx) * (2 if dx.is_floating_point else 1)
+    lo = random_tensor((3, 1), db, low=-1, high=0) if db.is_floating_point else random_tensor((3, 1), db, -3, 0)
+    hi = random_tensor((4,), db, low=0, high=1) if db.is_floating_point else random_tensor((4,), db, 0, 3)
+    x, a_lo, a_hi = from_torch(tx, device), from_torch(lo, device), from_torch(hi, device)
+    assert_same(x.clamp(a_lo, a_hi), torch.clamp(tx, lo, hi))
+    assert_same(x.clamp(a_lo, None), torch.clamp(tx, min=lo))
+    assert_same(x.clamp(None, a_hi), torch.clamp(tx, max=hi))
+
+
+def test_clamp_bounds_broadcast_the_result(device):
+    tx, lo = random_tensor((4,)), random_tensor((3, 1), low=-0.5, high=0.0)
+    assert_same(from_torch(tx, device).clamp(from_torch(lo, device), None), torch.clamp(tx, min=lo))
+    tt, hi = random_tensor((4, 3)), random_tensor((4, 1), low=0.0, high=0.5)
+    assert_same(transposed(tt, device).clamp(None, from_torch(hi, device)), torch.clamp(tt, max=hi))
+
+
+def test_clamp_with_mismatched_bounds_raises(device):
+    with pytest.raises(RuntimeError, match="must match the size"):
+        from_torch(random_tensor((3, 4)), device).clamp(from_torch(random_tensor((5,)), device), None)

@@ -1,13 +1,12 @@
 """Views share storage: shape, strides and storage_offset equal torch's, and writes reach the base.
-Also contiguous, astype, copy_ / fill_ / setitem and transfers between devices."""
+Every view op (reshape / view / permute / transpose / expand / squeeze / unsqueeze / flatten / unflatten /
+narrow / diagonal / unfold / movedim / as_strided / basic indexing) and torch's errors for bad arguments."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from nd_helpers import assert_same, from_torch, random_tensor, to_torch
-
-import genesis_ndarray as nd
 
 F32, F16, BF16, F64, I32, I64, U8, BOOL = (torch.float32, torch.float16, torch.bfloat16, torch.float64,
                                            torch.int32, torch.int64, torch.uint8, torch.bool)
@@ -116,121 +115,124 @@ def test_negative_step_is_refused_like_torch(device):
         a[::-1]
 
 
-def test_contiguous(device):
-    tb = random_tensor((3, 4, 5), F32)
-    base = from_torch(tb, device)
-    assert base.contiguous().data_ptr() == base.data_ptr()
-    v = base.permute(2, 0, 1)[:, 1:]
-    c = v.contiguous()
-    assert c.is_contiguous() and c.stride() == tb.permute(2, 0, 1)[:, 1:].contiguous().stride()
-    assert_same(c, tb.permute(2, 0, 1)[:, 1:])
-    c.fill_(0.25)
-    assert_same(base, tb)
+def _layout_base(layout: str, device):
+    """A (4, 5, 6) base as a torch tensor and an NDArray of the same values and layout."""
+    if layout == "contiguous":
+        t = random_tensor((4, 5, 6), F32)
+        return t, from_torch(t, device)
+    full = random_tensor((6, 7, 4), F32)  # permuted and sliced: strides (1, 4, 28), offset 4 + 28
+    return full.permute(2, 1, 0)[:, 1:6], from_torch(full, device).permute(2, 1, 0)[:, 1:6]
 
 
-CASTS = [(F32, F64), (F64, F32), (F32, F16), (F32, BF16), (BF16, F32), (F32, I32), (F64, I64), (I32, F32),
-         (F32, BOOL), (BOOL, F32), (I64, U8), (F16, I32), (I32, BOOL), (I64, I32)]
-
-
-@pytest.mark.parametrize("src,dst", CASTS, ids=[f"{str(a)[6:]}->{str(b)[6:]}" for a, b in CASTS])
-def test_astype_and_to_dtype(device, src, dst):
-    if src.is_floating_point:
-        t = (random_tensor((4, 5), F64) * 5).to(src)
-        if dst in (U8,):
-            t = t.abs()
-    else:
-        t = random_tensor((4, 5), src, low=0 if dst == U8 else None, high=100 if dst == U8 else None)
-    a = from_torch(t, device)
-    assert_same(a.astype(nd.as_dtype(dst)), t.to(dst), rtol=0, atol=0)
-    assert_same(a.to(dtype=dst), t.to(dst), rtol=0, atol=0)
-    assert_same(a.T.astype(nd.as_dtype(dst)), t.T.to(dst), rtol=0, atol=0)
-    assert a.astype(nd.as_dtype(src)) is a
-
-
-@pytest.mark.parametrize("dst_shape,src_shape,dst_dtype,src_dtype",
-                         [((3, 4), (3, 4), F32, F32), ((3, 4), (4,), F32, F64), ((2, 3, 4), (3, 1), F64, F32),
-                          ((3, 4), (1, 4), F16, F32), ((3, 4), (3, 4), I32, I64)])
-def test_copy_broadcasts_and_casts(device, dst_shape, src_shape, dst_dtype, src_dtype):
-    td, ts = random_tensor(dst_shape, dst_dtype), random_tensor(src_shape, src_dtype)
-    d = from_torch(td, device)
-    ptr = d.data_ptr()
-    assert d.copy_(from_torch(ts, device)) is d
-    td.copy_(ts)
-    assert d.data_ptr() == ptr
-    assert_same(d, td)
-
-
-def test_copy_into_a_strided_view(device):
-    tb = random_tensor((4, 6), F32)
-    base = from_torch(tb, device)
-    src = random_tensor((6, 2), F32)
-    base.T[:, ::2].copy_(from_torch(src, device))
-    tb.T[:, ::2].copy_(src)
-    assert_same(base, tb)
-
-
-def test_copy_refuses_a_shape_that_does_not_broadcast(device):
-    d = from_torch(random_tensor((3, 4), F32), device)
-    with pytest.raises(RuntimeError, match=r"3, 4|\(5\)"):
-        d.copy_(from_torch(random_tensor((5,), F32), device))
-
-
-@pytest.mark.parametrize("value", [2.5, -1, True])
-@pytest.mark.parametrize("dtype", [F32, I32, F16])
-def test_fill_and_zero(device, value, dtype):
-    t = random_tensor((3, 4), dtype)
-    a = from_torch(t, device)
-    a[1:].fill_(value)
-    t[1:].fill_(value)
-    assert_same(a, t)
-    a.T[::2].zero_()
-    t.T[::2].zero_()
-    assert_same(a, t)
-
-
-SETITEMS = [
-    ("int-scalar", lambda: 1, lambda: 4.5),
-    ("slice-scalar", lambda: (slice(1, 3),), lambda: -2.0),
-    ("step-tensor", lambda: (slice(None, None, 2), slice(1, None, 2)), lambda: random_tensor((2, 1, 4), F32)),
-    ("broadcast-row", lambda: (Ellipsis, 1), lambda: random_tensor((3,), F32)),
-    ("none-ellipsis", lambda: (None, 0, Ellipsis, -1), lambda: random_tensor((1, 3), F32)),
-    ("full", lambda: (Ellipsis,), lambda: random_tensor((4,), F64)),
+DERIVED_VIEWS = [
+    ("diagonal", lambda x: x.diagonal()),
+    ("diagonal-offset", lambda x: x.diagonal(2)),
+    ("diagonal-neg-offset", lambda x: x.diagonal(-1, 0, 2)),
+    ("diagonal-dims", lambda x: x.diagonal(1, 2, 0)),
+    ("diagonal-neg-dims", lambda x: x.diagonal(0, -1, -2)),
+    ("diagonal-off-the-end", lambda x: x.diagonal(9)),
+    ("diagonal-of-slice", lambda x: x[1:, ::2].diagonal(-1, 1, 0)),
+    ("unfold", lambda x: x.unfold(2, 2, 2)),
+    ("unfold-gaps", lambda x: x.unfold(1, 2, 3)),
+    ("unfold-neg-dim", lambda x: x.unfold(-3, 3, 4)),
+    ("unfold-whole", lambda x: x.unfold(0, 4, 1)),
+    ("unflatten", lambda x: x.unflatten(2, (2, 3))),
+    ("unflatten-infer", lambda x: x.unflatten(-1, (3, -1))),
+    ("unflatten-ones", lambda x: x.unflatten(0, (1, 4, 1))),
+    ("movedim", lambda x: x.movedim(0, 2)),
+    ("movedim-many", lambda x: x.movedim((0, -1), (1, 0))),
+    ("moveaxis", lambda x: x.moveaxis(-1, 0)),
+    ("swapaxes", lambda x: x.swapaxes(0, 2)),
+    ("swapdims", lambda x: x.swapdims(-1, 1)),
+    ("mT", lambda x: x.mT),
+    ("T", lambda x: x[1].T),
+    ("as_strided", lambda x: x.as_strided((3, 4), (2, 7), x.storage_offset() + 1)),
+    ("chain", lambda x: x.swapaxes(0, 1).diagonal(1, 1, 2).unfold(0, 2, 2)),
 ]
 
 
-@pytest.mark.parametrize("index,value", [(i, v) for _, i, v in SETITEMS], ids=[n for n, _, _ in SETITEMS])
-def test_setitem_basic_index(device, index, value):
-    t = random_tensor((3, 3, 4), F32)
+@pytest.mark.parametrize("layout", ["contiguous", "permuted"])
+@pytest.mark.parametrize("fn", [f for _, f in DERIVED_VIEWS], ids=[n for n, _ in DERIVED_VIEWS])
+def test_derived_view_geometry_and_write_through(device, fn, layout):
+    tb, base = _layout_base(layout, device)
+    tv, v = fn(tb), fn(base)
+    assert v.shape == tuple(tv.shape)
+    assert v.stride() == tv.stride()
+    assert v.storage_offset() == tv.storage_offset()
+    if tv.numel():  # torch reports 0 as the data_ptr of an empty tensor
+        assert v.data_ptr() - base.data_ptr() == tv.data_ptr() - tb.data_ptr()
+    assert v.is_contiguous() == tv.is_contiguous()
+    assert_same(v, tv)
+    if tv.numel():
+        src = random_tensor(tuple(tv.shape), F32)
+        tv.copy_(src)
+        v.copy_(from_torch(src, device))
+        assert_same(base, tb)  # the write went through the view into the base
+
+
+def test_overlapping_unfold_windows_share_memory(device):
+    tb = random_tensor((7,), F32)
+    base = from_torch(tb, device)
+    tv, v = tb.unfold(0, 3, 1), base.unfold(0, 3, 1)
+    assert (v.shape, v.stride(), v.storage_offset()) == (tuple(tv.shape), tv.stride(), tv.storage_offset())
+    assert_same(v, tv)
+    base[3] = 100.0  # one element of the base is in three windows
+    tb[3] = 100.0
+    assert_same(v, tv)
+    got = to_torch(v)
+    assert (got == 100.0).sum() == 3
+
+
+@pytest.mark.parametrize("size", [0, 1])
+def test_unfold_of_a_0d_array(device, size):
+    t = torch.tensor(2.5)
     a = from_torch(t, device)
-    idx, val = index(), value()
-    t[idx] = val
-    a[idx] = from_torch(val, device) if isinstance(val, torch.Tensor) else val
-    assert_same(a, t)
+    tv, v = t.unfold(0, size, 1), a.unfold(0, size, 1)
+    assert (v.shape, v.stride(), v.storage_offset()) == (tuple(tv.shape), tv.stride(), tv.storage_offset())
+    assert_same(v, tv)
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 1 but size is 2"):
+        a.unfold(0, 2, 1)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        a.unfold(1, 1, 1)
 
 
-@pytest.mark.parametrize("dtype", [F32, BF16, F16, F64, I64, BOOL])
-def test_to_device_round_trip(device, dtype):
-    t = random_tensor((3, 5), dtype)
-    a = nd.from_torch(t.clone(), "cpu")
-    there = a.to(device)
-    assert there.device == nd.as_device(device) and there.dtype is a.dtype
-    back = there.to("cpu")
-    assert back.device == nd.as_device("cpu")
-    assert torch.equal(back.native, t)
-    assert torch.equal(there.T.to("cpu").native, t.T)  # a strided array moves too
-    assert there.cpu().shape == (3, 5)
-    if dtype != BF16:
-        assert (there.numpy() == t.numpy()).all()
-    assert there.tolist() == t.tolist()
+def test_movedim_and_mT_of_small_arrays(device):
+    t0 = torch.tensor(1.5)
+    a0 = from_torch(t0, device)
+    assert a0.movedim(0, 0).shape == () and a0.mT.shape == ()
+    a1 = from_torch(random_tensor((3,), F32), device)
+    with pytest.raises(RuntimeError, match="mT is only supported on matrices"):
+        _ = a1.mT
+    with pytest.raises(RuntimeError, match="mT is only supported on matrices"):
+        _ = torch.zeros(3).mT
 
 
-def test_numpy_is_zero_copy_on_cpu_and_item():
-    a = nd.from_torch(random_tensor((2, 3), F32))
-    arr = a.numpy()
-    arr[0, 0] = 11.0
-    assert a[0, 0].item() == 11.0
-    assert isinstance(a[1, 2].item(), float)
-    with pytest.raises(RuntimeError, match="6 elements"):
-        a.item()
-    with pytest.raises(TypeError, match="bfloat16"):
-        nd.from_torch(random_tensor((2,), BF16)).numpy()
+# (call, expected error type, pattern): each checked on torch too, so the class is torch's.
+BAD_VIEWS = [
+    (lambda x: x.diagonal(0, 1, 1), RuntimeError, "diagonal dimensions cannot be identical"),
+    (lambda x: x.diagonal(0, 0, 3), IndexError, "Dimension out of range"),
+    (lambda x: x.diagonal(0, -4, 1), IndexError, "Dimension out of range"),
+    (lambda x: x.unfold(3, 2, 1), IndexError, "Dimension out of range"),
+    (lambda x: x.unfold(1, 6, 1), RuntimeError, "maximum size for tensor at dimension 1 is 5 but size is 6"),
+    (lambda x: x.unfold(1, 2, 0), RuntimeError, "step is 0 but must be > 0"),
+    (lambda x: x.unfold(1, -1, 1), RuntimeError, "size is -1 but must be >= 0"),
+    (lambda x: x.unflatten(1, (2, 2)), RuntimeError, r"Provided sizes \[2, 2\] don't multiply up to the size of dim 1"),
+    (lambda x: x.unflatten(1, ()), RuntimeError, "sizes must be non-empty"),
+    (lambda x: x.unflatten(1, (-1, 3)), RuntimeError, "don't multiply up"),
+    (lambda x: x.unflatten(1, (-1, -1)), RuntimeError, "only one dimension can be inferred"),
+    (lambda x: x.unflatten(3, (1, -1)), IndexError, "Dimension out of range"),
+    (lambda x: x.movedim((0, 1), (1,)), RuntimeError, "should contain the same number of dims"),
+    (lambda x: x.movedim((0, 0), (1, 2)), RuntimeError, "repeated dim in `source`"),
+    (lambda x: x.movedim((0, 1), (2, -1)), RuntimeError, "repeated dim in `destination`"),
+    (lambda x: x.movedim(3, 0), IndexError, "Dimension out of range"),
+    (lambda x: x.swapaxes(0, 3), IndexError, "Dimension out of range"),
+]
+
+
+@pytest.mark.parametrize("call,error,pattern", BAD_VIEWS, ids=[str(i) for i in range(len(BAD_VIEWS))])
+def test_bad_view_arguments_raise_torch_errors(device, call, error, pattern):
+    t = random_tensor((4, 5, 6), F32)
+    with pytest.raises(error):
+        call(t)
+    with pytest.raises(error, match=pattern):
+        call(from_torch(t, device))

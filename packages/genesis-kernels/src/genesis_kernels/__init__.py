@@ -10,12 +10,12 @@ from pathlib import Path as _Path
 from .buffer import DTYPES, Buffer, BufferLike
 from .creation import arange, eye, linspace, tril, triu
 from .elementwise import addcdiv, addcmul, binary, clamp, copy, fill, lerp, unary, where
+from .getitem import index_put
 from .index import (
     embedding,
     embedding_backward,
     gather,
     index_add,
-    index_put,
     index_select,
     masked_fill,
     masked_select,

@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 import triton.language as tl
 
+from genesis_storage import contiguous_strides
+
 MAX_RANK = 8
 INT32_LIMIT = 2**31 - 1
 
@@ -92,15 +94,6 @@ def accumulate_dtype(name: str) -> str:
     if name == "float64":
         return "float64"
     return "int64"
-
-
-def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides = []
-    acc = 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
 
 
 def numel(shape: tuple[int, ...]) -> int:

@@ -3,12 +3,15 @@
 ``out[i] = start + i * step`` computed in float32 for float32/half outputs (as torch's
 CUDA arange), float64 for float64, int64 for integers; linspace fills the two halves
 from both ends (``start + i*step`` and ``end - (n-1-i)*step``) exactly as torch does,
-so the last element is ``end``. ``eye``/``triu``/``tril`` walk (row tile, column tile, batch)
-of the last two dims; batch dims are collapsed and read through their strides.
+so the last element is ``end``, with torch's step: computed in float32 for float32/half
+outputs and in float64 for float64 and integer outputs (which truncate, as torch's CPU).
+``eye``/``triu``/``tril`` walk (row tile, column tile, batch) of the last two dims; batch
+dims are collapsed and read through their strides.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import triton
 import triton.language as tl
 
@@ -44,8 +47,7 @@ def _launch(out: BufferLike, start: float, step: float, end: float, linspace: bo
     n = out.shape[0]
     if n == 0:
         return
-    info = dtype_info(out.dtype)
-    cdt = "float64" if out.dtype == "float64" else ("float32" if info.is_float else "int64")
+    cdt = _compute_dtype(out.dtype, linspace)
     scalar = "fp64" if dtype_info(cdt).is_float else "i64"
     key = (out.dtype, cdt, linspace)
     fn = _RANGE.cache.get(key)
@@ -60,6 +62,12 @@ def _launch(out: BufferLike, start: float, step: float, end: float, linspace: bo
        (out.ptr, conv(start), conv(step), conv(end), n, out.strides[0], *fn._consts))  # type: ignore[attr-defined]
 
 
+def _compute_dtype(dtype: str, linspace: bool) -> str:
+    if dtype == "float64" or (linspace and not dtype_info(dtype).is_float):
+        return "float64"
+    return "float32" if dtype_info(dtype).is_float else "int64"
+
+
 def arange(out: BufferLike, start: float, step: float, *, stream: int = 0) -> None:
     """``out[i] = start + i * step`` for ``i < len(out)``."""
     _launch(out, start, step, 0, False, stream)
@@ -68,8 +76,15 @@ def arange(out: BufferLike, start: float, step: float, *, stream: int = 0) -> No
 def linspace(out: BufferLike, start: float, end: float, *, stream: int = 0) -> None:
     """``len(out)`` evenly spaced values from ``start`` to ``end`` inclusive."""
     n = out.shape[0] if len(out.shape) == 1 else 0
-    step = (end - start) / (n - 1) if n > 1 else 0.0
-    _launch(out, start, step, end if n > 1 else start, True, stream)
+    if n <= 1:
+        _launch(out, start, 0.0, start, True, stream)
+        return
+    if _compute_dtype(out.dtype, True) == "float32":  # torch's float32 step: each operation rounded to float32
+        f32 = np.float32
+        step = float((f32(end) - f32(start)) / f32(n - 1))
+    else:
+        step = (end - start) / (n - 1)
+    _launch(out, start, step, end, True, stream)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from .buffer import INT32_LIMIT, BufferLike, accumulate_dtype, check_same_shape, contiguous_strides, dtype_info, numel
+from genesis_storage import contiguous_strides
+
+from .buffer import INT32_LIMIT, BufferLike, accumulate_dtype, check_same_shape, dtype_info, numel
 from .mathlib import lib
 from .runtime import INTERPRET, Kernel, cdiv, ptr_type
 from .strided import layout, offset_of, size_types, stride_types

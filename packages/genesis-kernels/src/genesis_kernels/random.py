@@ -3,9 +3,9 @@
 Element ``i`` of ``out`` (its row-major logical index, whatever the strides) draws
 from counter ``offset + i`` under key ``seed``; the 64-bit counter is split into
 two 32-bit Philox words. So a result depends only on (seed, offset, shape), never
-on block sizes or grids, and dropout's mask is recomputed in backward from the same
-seed and offset instead of being stored. The caller advances ``offset`` by
-``numel`` after each draw.
+on block sizes or grids: dropout can write its keep-mask (as torch's native_dropout
+returns it) or have it recomputed from the same seed and offset. The caller advances
+``offset`` by ``numel`` after each draw.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ def _philox(seed, ctr):
 
 
 @triton.jit
-def _random_kernel(x, out, p0, p1, seed, offset, n, S1, S2, S3, S4, S5, S6, S7,
+def _random_kernel(x, out, keep_out, p0, p1, seed, offset, n, S1, S2, S3, S4, S5, S6, S7,
                    x0, x1, x2, x3, x4, x5, x6, x7, o0, o1, o2, o3, o4, o5, o6, o7,
-                   DIST: tl.constexpr, X_SCALAR: tl.constexpr, RANK: tl.constexpr, CONTIG: tl.constexpr,
-                   BLOCK: tl.constexpr):
+                   k0, k1, k2, k3, k4, k5, k6, k7,
+                   DIST: tl.constexpr, X_SCALAR: tl.constexpr, KEEP: tl.constexpr, RANK: tl.constexpr,
+                   CONTIG: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
     r0, r1, _, _ = _philox(seed, offset + i)
@@ -41,9 +42,11 @@ def _random_kernel(x, out, p0, p1, seed, offset, n, S1, S2, S3, S4, S5, S6, S7,
     if CONTIG:
         io = i
         ix = i
+        ik = i
     else:
         io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
         ix = offset_of(i, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, RANK)
+        ik = offset_of(i, S1, S2, S3, S4, S5, S6, S7, k0, k1, k2, k3, k4, k5, k6, k7, RANK)
     if DIST == "uniform":  # p0 + (p1 - p0) * u
         v = p0 + (p1 - p0) * u.to(tl.float64)
     elif DIST == "normal":  # mean p0, std p1 (Box-Muller on two words)
@@ -63,7 +66,10 @@ def _random_kernel(x, out, p0, p1, seed, offset, n, S1, S2, S3, S4, S5, S6, S7,
     else:  # dropout: keep with probability 1 - p0, scaled by p1 = 1 / (1 - p0)
         xv = tl.load(x + ix, mask=mask, other=0).to(tl.float32)
         keep = u >= p0
-        v = tl.where(keep, xv * p1.to(tl.float32), 0.0)
+        # x * mask * scale, as torch: a dropped NaN or inf stays NaN (0 * inf), it is not zeroed.
+        v = xv * (keep.to(tl.float32) * p1.to(tl.float32))
+        if KEEP:
+            tl.store(keep_out + ik, cast_to(keep, keep_out.dtype.element_ty), mask=mask)
     tl.store(out + io, cast_to(v, out.dtype.element_ty), mask=mask)
 
 
@@ -71,29 +77,36 @@ _RANDOM = Kernel(_random_kernel)
 
 
 def _launch(dist: str, x: BufferLike | None, out: BufferLike, p0: float | int, p1: float | int, seed: int,
-            offset: int, stream: int) -> None:
+            offset: int, stream: int, keep: BufferLike | None = None) -> None:
     strides = [out.strides] if x is None else [out.strides, x.strides]
-    if x is not None and tuple(x.shape) != tuple(out.shape):
-        raise ValueError(f"shape mismatch: {tuple(x.shape)} vs {tuple(out.shape)}")
+    for other in (x, keep):
+        if other is not None and tuple(other.shape) != tuple(out.shape):
+            raise ValueError(f"shape mismatch: {tuple(other.shape)} vs {tuple(out.shape)}")
+    if keep is not None:
+        strides.append(keep.strides)
     lay = layout(out.shape, strides, reorder=False)
     if lay.n == 0:
         return
     x_scalar = x is None
     pt = "i64" if dist == "randint" else "fp64"
-    key = (dist, out.dtype, None if x is None else x.dtype, lay.rank, lay.contiguous)
+    key = (dist, out.dtype, None if x is None else x.dtype, None if keep is None else keep.dtype, lay.rank,
+           lay.contiguous)
     fn = _RANDOM.cache.get(key)
     if fn is None:
         it = "i64"
-        types = {"x": "i64" if x_scalar else ptr_type(x.dtype), "out": ptr_type(out.dtype), "p0": pt, "p1": pt,
+        types = {"x": "i64" if x_scalar else ptr_type(x.dtype), "out": ptr_type(out.dtype),
+                 "keep_out": "i64" if keep is None else ptr_type(keep.dtype), "p0": pt, "p1": pt,
                  "seed": "i64", "offset": "i64", "n": it, **size_types(it), **stride_types("x", it),
-                 **stride_types("o", it)}
-        consts = dict(DIST=dist, X_SCALAR=x_scalar, RANK=lay.rank, CONTIG=lay.contiguous, BLOCK=_BLOCK)
+                 **stride_types("o", it), **stride_types("k", it)}
+        consts = dict(DIST=dist, X_SCALAR=x_scalar, KEEP=keep is not None, RANK=lay.rank, CONTIG=lay.contiguous,
+                      BLOCK=_BLOCK)
         fn = _RANDOM.build(key, types, consts, (), num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     xs = lay.strides[1] if x is not None else (0,) * 8
+    ks = lay.strides[-1] if keep is not None else (0,) * 8
     fn((cdiv(lay.n, _BLOCK), 1, 1), stream,
-       (0 if x is None else x.ptr, out.ptr, p0, p1, seed & (2**63 - 1), offset, lay.n, *lay.sizes, *xs,
-        *lay.strides[0], *fn._consts))  # type: ignore[attr-defined]
+       (0 if x is None else x.ptr, out.ptr, 0 if keep is None else keep.ptr, p0, p1, seed & (2**63 - 1), offset,
+        lay.n, *lay.sizes, *xs, *lay.strides[0], *ks, *fn._consts))  # type: ignore[attr-defined]
 
 
 def rand(out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0) -> None:
@@ -131,10 +144,12 @@ def bernoulli(p: BufferLike | float, out: BufferLike, seed: int, offset: int = 0
         _launch("bernoulli", p, out, 0.0, 0.0, seed, offset, stream)
 
 
-def dropout(x: BufferLike, out: BufferLike, p: float, seed: int, offset: int = 0, *, stream: int = 0) -> None:
-    """``out = x * mask / (1 - p)`` with ``mask = rand >= p``; call again with the same seed/offset for
-    the backward (with ``x`` = the incoming gradient): the mask is recomputed, not stored."""
+def dropout(x: BufferLike, out: BufferLike, p: float, seed: int, offset: int = 0, *, mask: BufferLike | None = None,
+            stream: int = 0) -> None:
+    """``out = x * keep / (1 - p)`` with ``keep = rand >= p`` (``out = x * 0`` for p = 1); ``mask``, if given, gets
+    ``keep`` (in its dtype: bool for torch's native_dropout mask). Calling again with the same seed and offset
+    recomputes the same ``keep``, so a backward may redraw the mask instead of storing it."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
-    _launch("dropout", x, out, float(p), scale, seed, offset, stream)
+    _launch("dropout", x, out, float(p), scale, seed, offset, stream, keep=mask)

@@ -24,8 +24,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, contiguous_strides, dtype_info, extent, numel
-from .elementwise import cast_to, div_rn, fill
+from genesis_storage import contiguous_strides
+
+from .buffer import INT32_LIMIT, MAX_RANK, Buffer, BufferLike, collapse, dtype_info, extent, numel
+from .elementwise import cast_to, div_rn, fill, unary
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch, sm_count
 from .strided import offset_of, stride_types
@@ -411,8 +413,6 @@ def var(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = Non
 def std(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, correction: int = 1, *,
         stream: int = 0) -> None:
     """Standard deviation: ``var`` then a square root in place."""
-    from .elementwise import unary
-
     _two_pass("var", x, out, dims, correction, stream)
     unary("sqrt", out, out, stream=stream)
 
@@ -424,8 +424,6 @@ def logsumexp(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None
 
 
 def _two_pass(kind: str, x: BufferLike, out: BufferLike, dims, correction: int, stream: int) -> None:  # type: ignore[no-untyped-def]
-    from .buffer import Buffer
-
     dims = _normalize_dims(dims, len(x.shape))
     if numel(tuple(out.shape)) == 0:
         return

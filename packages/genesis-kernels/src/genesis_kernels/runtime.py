@@ -22,6 +22,7 @@ kernels run on host memory through Triton's numpy interpreter.
 from __future__ import annotations
 
 import ctypes
+import inspect
 import os
 import threading
 from collections.abc import Iterable
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .buffer import dtype_info
 from .launch_abi import Grid, LaunchFn, make_launch
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
@@ -96,8 +98,6 @@ class Kernel:
     def __init__(self, fn: Any) -> None:
         self.fn = fn
         self.arg_names: list[str] = list(fn.arg_names)
-        import inspect
-
         # Read constexpr-ness off the annotations, which works for both JITFunction and the
         # interpreter's InterpretedFunction.
         params = inspect.signature(fn.fn).parameters.values()
@@ -167,8 +167,6 @@ class Kernel:
 
 
 def ptr_type(dtype: str) -> str:
-    from .buffer import dtype_info
-
     return "*" + dtype_info(dtype).triton
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, extent, numel
+from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel
 from .elementwise import cast_to, div_rn
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type
@@ -241,6 +241,4 @@ def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool
 
 
 def _tl(name: str):  # type: ignore[no-untyped-def]
-    from .buffer import dtype_info
-
     return dtype_info(name).tl

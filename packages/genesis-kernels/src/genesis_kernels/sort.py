@@ -26,8 +26,10 @@ import triton
 import triton.language as tl
 from triton.language.standard import _indicator, xor_sum
 
+from genesis_storage import contiguous_strides
+
 from . import runtime as rt
-from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, contiguous_strides, dtype_info, extent, numel
+from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel
 from .runtime import Kernel, cdiv, next_pow2, ptr_type
 from .strided import offset_of, stride_types
 

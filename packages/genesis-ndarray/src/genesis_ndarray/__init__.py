@@ -13,10 +13,12 @@ from .creation import (
     arange,
     array,
     empty,
+    eye,
     from_dlpack,
     from_numpy,
     from_torch,
     full,
+    linspace,
     manual_seed,
     ones,
     rand,
@@ -62,8 +64,8 @@ __version__ = _read_version()
 
 __all__ = [
     "ALL_DTYPES", "DType", "Device", "NDArray", "arange", "array", "as_device", "as_dtype", "bfloat16",
-    "bool_", "cuda", "empty", "float16", "float32", "float64", "from_dlpack", "from_numpy", "from_torch", "full",
-    "get_default_dtype", "int8", "int16", "int32", "int64", "manual_seed", "ones", "promote_types", "rand",
+    "bool_", "cuda", "empty", "eye", "float16", "float32", "float64", "from_dlpack", "from_numpy", "from_torch", "full",
+    "get_default_dtype", "int8", "int16", "int32", "int64", "linspace", "manual_seed", "ones", "promote_types", "rand",
     "randint", "randn", "registry", "set_default_dtype", "shape", "uint8", "where", "zeros",
     "bernoulli", "get_rng_state", "initial_seed", "randperm", "seed", "set_rng_state",
 ]

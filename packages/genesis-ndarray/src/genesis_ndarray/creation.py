@@ -101,6 +101,25 @@ def arange(start, end=None, step=1, dtype=None, device=None) -> NDArray:
     return NDArray(registry.table(device.type)["arange"](start, end, step, dtype, device), device, dtype)
 
 
+def linspace(start, end, steps: int, dtype=None, device=None) -> NDArray:
+    """``steps`` values from ``start`` to ``end`` inclusive, with torch's step and formula (integer dtypes
+    truncate the ends first, as torch)."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    device = _device(device)
+    return _make("linspace", device, _float_dtype(dtype), start, end, int(steps))
+
+
+def eye(n: int, m: int | None = None, dtype=None, device=None) -> NDArray:
+    """The (n, m) identity: ones on the main diagonal."""
+    m = n if m is None else m
+    for name, size in (("n", n), ("m", m)):
+        if size < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {size}")
+    device = _device(device)
+    return _make("eye", device, _float_dtype(dtype), int(n), int(m))
+
+
 def _random(op: str, shape: Sequence[int], dtype, device) -> NDArray:
     device = _device(device)
     dtype = _float_dtype(dtype)
@@ -136,9 +155,11 @@ def manual_seed(seed: int) -> None:
             continue
 
 
-def where(condition: NDArray, x, y) -> NDArray:
-    if not isinstance(x, NDArray):
-        if not isinstance(y, NDArray):
-            raise TypeError("where needs at least one NDArray among x and y")
-        x = full((), x, dtype=y.dtype, device=y.device)
-    return x.where(condition, y)
+def where(condition: NDArray, input, other) -> NDArray:
+    """torch.where(condition, input, other): ``input`` where ``condition`` holds, else ``other`` (either may be a
+    scalar, not both)."""
+    if not isinstance(input, NDArray):
+        if not isinstance(other, NDArray):
+            raise TypeError("where needs at least one NDArray among input and other")
+        input = full((), input, dtype=other.dtype, device=other.device)
+    return input.where(condition, other)

@@ -169,46 +169,46 @@ class NDArray:
     def unary(self, op: str) -> NDArray:
         return self._wrap(self._ops["unary"](op, self._data))
 
-    def __add__(self, o): return self._binary("add", o)
-    def __radd__(self, o): return self._binary("add", o, True)
-    def __sub__(self, o): return self._binary("sub", o)
-    def __rsub__(self, o): return self._binary("sub", o, True)
-    def __mul__(self, o): return self._binary("mul", o)
-    def __rmul__(self, o): return self._binary("mul", o, True)
-    def __truediv__(self, o): return self._binary("div", o)
-    def __rtruediv__(self, o): return self._binary("div", o, True)
-    def __floordiv__(self, o): return self._binary("floor_divide", o)
-    def __rfloordiv__(self, o): return self._binary("floor_divide", o, True)
-    def __mod__(self, o): return self._binary("remainder", o)
-    def __rmod__(self, o): return self._binary("remainder", o, True)
-    def __pow__(self, o): return self._binary("pow", o)
-    def __rpow__(self, o): return self._binary("pow", o, True)
-    def __eq__(self, o): return self._binary("eq", o)  # type: ignore[override]
-    def __ne__(self, o): return self._binary("ne", o)  # type: ignore[override]
-    def __lt__(self, o): return self._binary("lt", o)
-    def __le__(self, o): return self._binary("le", o)
-    def __gt__(self, o): return self._binary("gt", o)
-    def __ge__(self, o): return self._binary("ge", o)
-    def __and__(self, o): return self._binary("bitwise_and", o)
-    def __or__(self, o): return self._binary("bitwise_or", o)
-    def __xor__(self, o): return self._binary("bitwise_xor", o)
+    def __add__(self, other): return self._binary("add", other)
+    def __radd__(self, other): return self._binary("add", other, True)
+    def __sub__(self, other): return self._binary("sub", other)
+    def __rsub__(self, other): return self._binary("sub", other, True)
+    def __mul__(self, other): return self._binary("mul", other)
+    def __rmul__(self, other): return self._binary("mul", other, True)
+    def __truediv__(self, other): return self._binary("div", other)
+    def __rtruediv__(self, other): return self._binary("div", other, True)
+    def __floordiv__(self, other): return self._binary("floor_divide", other)
+    def __rfloordiv__(self, other): return self._binary("floor_divide", other, True)
+    def __mod__(self, other): return self._binary("remainder", other)
+    def __rmod__(self, other): return self._binary("remainder", other, True)
+    def __pow__(self, other): return self._binary("pow", other)
+    def __rpow__(self, other): return self._binary("pow", other, True)
+    def __eq__(self, other): return self._binary("eq", other)  # type: ignore[override]
+    def __ne__(self, other): return self._binary("ne", other)  # type: ignore[override]
+    def __lt__(self, other): return self._binary("lt", other)
+    def __le__(self, other): return self._binary("le", other)
+    def __gt__(self, other): return self._binary("gt", other)
+    def __ge__(self, other): return self._binary("ge", other)
+    def __and__(self, other): return self._binary("bitwise_and", other)
+    def __or__(self, other): return self._binary("bitwise_or", other)
+    def __xor__(self, other): return self._binary("bitwise_xor", other)
     def __neg__(self): return self.unary("neg")
     def __abs__(self): return self.unary("abs")
     def __invert__(self): return self.unary("bitwise_not")
-    def __matmul__(self, o): return self.matmul(o)
+    def __matmul__(self, other): return self.matmul(other)
 
     __hash__ = object.__hash__
 
     def binary(self, op: str, other) -> NDArray:
         return self._binary(op, other)
 
-    def add_(self, o): return self._inplace_binary("add", o)
-    def sub_(self, o): return self._inplace_binary("sub", o)
-    def mul_(self, o): return self._inplace_binary("mul", o)
-    def div_(self, o): return self._inplace_binary("div", o)
+    def add_(self, other): return self._inplace_binary("add", other)
+    def sub_(self, other): return self._inplace_binary("sub", other)
+    def mul_(self, other): return self._inplace_binary("mul", other)
+    def div_(self, other): return self._inplace_binary("div", other)
 
-    def maximum(self, o): return self._binary("maximum", o)
-    def minimum(self, o): return self._binary("minimum", o)
+    def maximum(self, other): return self._binary("maximum", other)
+    def minimum(self, other): return self._binary("minimum", other)
 
     def where(self, condition: NDArray, other) -> NDArray:
         """torch.where(condition, self, other)."""
@@ -274,15 +274,14 @@ class NDArray:
     def log_softmax(self, dim: int) -> NDArray:
         return self._wrap(self._ops["softmax"](self._data, dim, True))
 
-    def softmax_backward(self, grad: NDArray, dim: int, log: bool) -> NDArray:
+    def softmax_backward(self, grad_output: NDArray, dim: int, log: bool) -> NDArray:
         """Gradient of (log_)softmax over ``dim``, given this array as its output."""
-        self._same_device(grad)
-        return self._wrap(self._ops["softmax_backward"](self._data, grad._data, dim, log))
+        self._same_device(grad_output)
+        return self._wrap(self._ops["softmax_backward"](self._data, grad_output._data, dim, log))
 
     # ------------------------------------------------------------------ math
-    # More elementwise math, ternary ops, scans and triangles: the ops of
-    # backends/cpu_math.py and backends/cuda/math_ops.py (unary and binary names go
-    # through the backends' "unary" / "binary").
+    # More elementwise math and the ternary ops (backends/*/elementwise.py: unary and binary
+    # names go through the backends' "unary" / "binary"), scans (scan.py), triangles (creation.py).
     def _natives(self, *operands) -> list:
         """Operands for a backend op: NDArrays (on this device) as native arrays; scalars and None as they are."""
         out = []
@@ -375,8 +374,8 @@ class NDArray:
     def narrow(self, dim: int, start: int, length: int) -> NDArray:
         return self._wrap(self._ops["narrow"](self._data, dim, start, length))
 
-    def as_strided(self, shape, strides, offset: int | None = None) -> NDArray:
-        return self._wrap(self._ops["as_strided"](self._data, tuple(shape), tuple(strides), offset))
+    def as_strided(self, size, stride, storage_offset: int | None = None) -> NDArray:
+        return self._wrap(self._ops["as_strided"](self._data, tuple(size), tuple(stride), storage_offset))
 
     def contiguous(self) -> NDArray:
         return self._wrap(self._ops["contiguous"](self._data))
@@ -390,17 +389,17 @@ class NDArray:
             value = value._data
         self._ops["setitem"](self._data, _unwrap_index(index, self), value)
 
-    def index_put_(self, index, values, accumulate: bool = False) -> NDArray:
-        """self[index] = values, or += with ``accumulate`` (repeated indices then add up)."""
+    def index_put_(self, indices, values, accumulate: bool = False) -> NDArray:
+        """self[indices] = values, or += with ``accumulate`` (repeated indices then add up)."""
         if isinstance(values, NDArray):
             self._same_device(values)
             values = values._data
-        self._ops["index_put_"](self._data, _unwrap_index(index, self), values, accumulate)
+        self._ops["index_put_"](self._data, _unwrap_index(indices, self), values, accumulate)
         return self
 
     # ------------------------------------------- indexing, selection, sorting (torch semantics)
     # gather / scatter / scatter_add / index_select / index_add / masked_fill / masked_select /
-    # nonzero / take_along_dim / sort / argsort / topk. Backends register the in-place forms
+    # nonzero / take_along_dim / embedding / sort / argsort / topk. Backends register the in-place forms
     # (scatter_, scatter_add_, index_add_, masked_fill_); the out-of-place ones clone first.
     # Index and mask arrays must be on this array's device (torch raises there too).
     def _operand(self, x: NDArray):
@@ -482,6 +481,22 @@ class NDArray:
         return self.expand(*rest[:dim], self.shape[dim], *rest[dim + 1:]).gather(
             dim, indices.expand(*rest[:dim], indices.shape[dim], *rest[dim + 1:]))
 
+    def embedding(self, indices: NDArray) -> NDArray:
+        """torch.embedding(self, indices): the rows of this (num_weights, D) array that ``indices`` (int64 or
+        int32, any shape) pick, shape ``indices.shape + (D,)``; IndexError outside [0, num_weights)."""
+        return self._wrap(self._ops["embedding"](self._data, self._operand(indices)))
+
+    def embedding_backward(self, indices: NDArray, num_weights: int, padding_idx: int | None = None) -> NDArray:
+        """The gradient of embedding's weight, given this array as the gradient of its output (its rows are
+        taken as indices.numel() rows of D, as torch views them): each row summed into row ``indices[i]`` of a
+        zero (num_weights, D) array, row ``padding_idx`` (negative: from the end) left at zero. torch's
+        embedding_dense_backward without scale_grad_by_freq."""
+        if padding_idx is not None and padding_idx < 0:
+            padding_idx += num_weights
+        grad = self.reshape(*indices.shape, self.shape[-1])
+        return self._wrap(self._ops["embedding_backward"](grad._data, self._operand(indices), int(num_weights),
+                                                          padding_idx))
+
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> tuple[NDArray, NDArray]:
         """(sorted values, int64 indices) along dim; NaN sorts as the largest value."""
         values, indices = self._ops["sort"](self._data, dim, descending, stable)
@@ -518,10 +533,10 @@ class NDArray:
     def zero_(self) -> NDArray:
         return self.fill_(0)
 
-    # ------------------------------------------- more views; in-place random fills
+    # ------------------------------------------- more views; in-place random fills, dropout
     # diagonal and unfold are strided views of the same memory (each device registers
     # its geometry); unflatten, movedim and swapaxes reduce to view / permute / transpose.
-    # The random fills write in place from the device's generator; arguments are
+    # The random fills and dropout draw from the device's generator; arguments are
     # checked here, with torch's messages, so that both devices refuse the same input.
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> NDArray:
         return self._wrap(self._ops["diagonal"](self._data, offset, dim1, dim2))
@@ -584,6 +599,24 @@ class NDArray:
         self._floating_only("bernoulli")
         out = self._wrap(self._ops["empty"](self.shape, self.dtype, self.device))
         return out.bernoulli_(self if p is None else p)
+
+    def dropout(self, p: float = 0.5, train: bool = True) -> tuple[NDArray, NDArray]:
+        """torch.native_dropout: ``(self * mask / (1 - p), mask)``, each element kept (``mask`` True, bool)
+        with probability 1 - p, drawn from the device's generator; p = 1 keeps none (``self * 0``: a NaN
+        stays NaN, as torch). ``train=False``: a copy and an all-True mask."""
+        if train:
+            if not 0 <= p <= 1:
+                raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1 - p}")
+            if not self.dtype.is_floating_point:
+                raise RuntimeError("result type Float can't be cast to the desired output type "
+                                   f"{_TORCH_SCALAR_NAMES[self.dtype.name]}")
+        output, mask = self._ops["dropout"](self._data, float(p), bool(train))
+        return self._wrap(output), self._wrap(mask)
+
+    def dropout_backward(self, mask: NDArray, scale: float) -> NDArray:
+        """torch.native_dropout_backward, given this array as the gradient of dropout's output:
+        ``self * mask * scale`` (scale: 1 / (1 - p), 0 for p = 1, 1 when not training)."""
+        return self._wrap(self._ops["dropout_backward"](self._data, self._operand(mask), float(scale)))
 
     def random_(self, low: int | None = None, high: int | None = None) -> NDArray:
         """Integers uniform in [low, high); random_(high) is [0, high); random_() spans the dtype."""

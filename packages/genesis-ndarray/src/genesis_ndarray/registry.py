@@ -50,10 +50,6 @@ def lookup(op: str, device_type: str) -> Callable:
         raise NotImplementedError(f"operator {op!r} is not implemented for device type {device_type!r}") from None
 
 
-def registered_ops(device_type: str) -> frozenset[str]:
-    return frozenset(table(device_type))
-
-
 def device_types() -> tuple[str, ...]:
     """Every device type a backend exists for (loaded or not)."""
     return tuple(dict.fromkeys([*_BACKEND_MODULES, *_TABLES]))

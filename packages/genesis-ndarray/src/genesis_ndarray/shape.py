@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from genesis_storage import contiguous_strides  # one implementation, shared by the layers above storage
+
 Shape = tuple[int, ...]
 
 
@@ -31,15 +33,6 @@ def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape:
                 f"at non-singleton dimension {i}"
             )
     return tuple(out)
-
-
-def contiguous_strides(shape: Sequence[int]) -> Shape:
-    strides = []
-    step = 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:

@@ -39,7 +39,6 @@ from .device import (
     set_device,
     synchronize,
 )
-from .dlpack import from_cuda_array_interface, from_dlpack
 from .dtypes import DTYPES
 from .errors import (
     CUDAError,
@@ -49,6 +48,7 @@ from .errors import (
     OutOfMemoryError,
     StorageClosedError,
 )
+from .foreign import from_cuda_array_interface, from_dlpack
 from .host import HostStorage, host_empty_cache, host_memory_stats
 from .mapped import MappedStorage
 from .shared import SharedStorage

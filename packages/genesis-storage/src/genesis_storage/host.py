@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_right, insort
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from . import _driver
 from ._driver import check
+from .device import ensure_context
 from .dtypes import NUMPY_DTYPES, itemsize
-
-if TYPE_CHECKING:
-    from .stream import Event, Stream
+from .stream import Event, Stream
 
 
 class _PinnedBlock:
@@ -60,9 +59,6 @@ class PinnedMemoryPool:
             return block
 
     def _host_alloc(self, size: int) -> _PinnedBlock:
-        from . import _driver
-        from .device import ensure_context
-
         drv = _driver.driver()
         ensure_context(0)  # cuMemHostAlloc needs a current context; PORTABLE makes it valid in all
         flags = drv.CU_MEMHOSTALLOC_PORTABLE
@@ -99,8 +95,6 @@ class PinnedMemoryPool:
         self._pending = still
 
     def _release_free(self) -> None:
-        from . import _driver
-
         drv = _driver.driver()
         for lst in self._free.values():
             for block in lst:
@@ -204,8 +198,6 @@ class HostStorage:
     def _record(self, stream: Stream) -> None:
         """An async copy on `stream` uses this buffer: keep it out of reuse until it has run."""
         if self._lease is not None:
-            from .stream import Event
-
             ev = Event()
             ev.record(stream)
             self._lease.block.events.append(ev)

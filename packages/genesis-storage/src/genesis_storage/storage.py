@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ._driver import check
 from .allocator import allocators, get_allocator
 from .allocator.caching import Block, CachingAllocator
 from .device import _tls, ensure_context, primary_context
 from .errors import DeviceMismatchError, DoubleFreeError, StorageClosedError
+from .host import HostStorage, pinned_pool
 from .stream import Stream, current_stream, current_stream_handle
-
-if TYPE_CHECKING:
-    from .host import HostStorage
 
 
 def _check_host_array(arr: Any, nbytes: int, what: str, writable: bool) -> np.ndarray:
@@ -132,9 +131,6 @@ class CUDAStorage:
 
     def copy_from_host(self, src: np.ndarray) -> None:
         """Host -> device. `src` may be reused as soon as this returns."""
-        from ._driver import check
-        from .host import pinned_pool
-
         ptr = self.ptr
         _check_host_array(src, self.nbytes, "copy_from_host", writable=False)
         if not self.nbytes:
@@ -149,8 +145,6 @@ class CUDAStorage:
 
     def copy_to_host(self, dst: np.ndarray) -> None:
         """Device -> host; the data is in dst when this returns (waits for the current stream)."""
-        from ._driver import check
-
         ptr = self.ptr
         _check_host_array(dst, self.nbytes, "copy_to_host", writable=True)
         if not self.nbytes:
@@ -162,8 +156,6 @@ class CUDAStorage:
 
     def copy_(self, other: CUDAStorage) -> CUDAStorage:
         """Device -> device (also across devices) on the current stream of self's device."""
-        from ._driver import check
-
         if not isinstance(other, CUDAStorage):
             raise TypeError(f"copy_ needs a CUDAStorage, got {type(other).__name__}")
         if other.nbytes != self.nbytes:
@@ -189,8 +181,6 @@ class CUDAStorage:
 
     def fill_(self, byte: int) -> CUDAStorage:
         """Set every byte to `byte` (0..255)."""
-        from ._driver import check
-
         if not 0 <= int(byte) <= 255:
             raise ValueError(f"fill_ takes a byte value 0..255, got {byte}")
         ptr = self.ptr
@@ -219,8 +209,6 @@ class CUDAStorage:
         self._async_copy(dst, stream, to_device=False)
 
     def _async_copy(self, host: HostStorage, stream: Stream | None, to_device: bool) -> None:
-        from ._driver import check
-
         if host.nbytes != self.nbytes:
             raise ValueError(
                 f"async copy: host buffer has {host.nbytes} bytes, storage has {self.nbytes} bytes")
@@ -239,10 +227,8 @@ class CUDAStorage:
             self.record_stream(s)
 
 
-def _memcpy_dtoh(dst: np.ndarray, ptr: int, nbytes: int, device: int) -> None:
+def memcpy_dtoh(dst: np.ndarray, ptr: int, nbytes: int, device: int) -> None:
     """Copy nbytes at device address ptr into the C-contiguous host array dst, waiting for it."""
-    from ._driver import check
-
     drv = ensure_context(device)
     stream = drv.CUstream(current_stream_handle(device))
     check("cuMemcpyDtoHAsync", drv.cuMemcpyDtoHAsync(dst.ctypes.data, drv.CUdeviceptr(ptr), nbytes, stream))

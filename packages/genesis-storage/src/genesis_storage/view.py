@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .dlpack import to_dlpack
 from .dtypes import (
     DTYPES,
     NUMPY_DTYPES,
@@ -19,7 +20,7 @@ from .dtypes import (
     float32_to_bfloat16_bits,
     from_numpy_dtype,
 )
-from .storage import CUDAStorage
+from .storage import CUDAStorage, memcpy_dtoh
 from .stream import current_stream_handle
 
 
@@ -32,7 +33,7 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int, int]:
+def extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int, int]:
     """(numel, lowest, highest) element index reached relative to the offset."""
     numel = 1
     for n in shape:
@@ -78,7 +79,7 @@ class StridedView:
                 raise ValueError(f"negative dimension in shape {shape}")
         if offset < 0:
             raise IndexError(f"view offset {offset} is negative")
-        numel, lo, hi = _extent(shape, strides)
+        numel, lo, hi = extent(shape, strides)
         capacity = storage.nbytes // isz
         if numel and (offset + lo < 0 or offset + hi >= capacity):
             raise IndexError(
@@ -149,8 +150,6 @@ class StridedView:
 
     def __dlpack__(self, stream: int | None = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
-        from .dlpack import to_dlpack
-
         return to_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -243,18 +242,16 @@ def from_numpy(array: np.ndarray, device: int | None = None, dtype: str | None =
 
 def to_numpy(view: StridedView) -> np.ndarray:
     """Copy to a new C-contiguous host array of view.shape; bfloat16 comes back as uint16 bits."""
-    from .storage import _memcpy_dtoh
-
     out = np.empty(view.shape, dtype=NUMPY_DTYPES[view.dtype])
     if not view.numel:
         return out
     view.storage.ptr  # noqa: B018 - raises on a freed storage
     if view.is_contiguous():
-        _memcpy_dtoh(out, view.ptr, view.nbytes, view.device)
+        memcpy_dtoh(out, view.ptr, view.nbytes, view.device)
         return out
-    _, lo, hi = _extent(view.shape, view.strides)
+    _, lo, hi = extent(view.shape, view.strides)
     span = np.empty(hi - lo + 1, dtype=out.dtype)
-    _memcpy_dtoh(span, view.ptr + lo * view.itemsize, span.nbytes, view.device)
+    memcpy_dtoh(span, view.ptr + lo * view.itemsize, span.nbytes, view.device)
     src = np.lib.stride_tricks.as_strided(span[-lo:], shape=view.shape,
                                           strides=tuple(s * view.itemsize for s in view.strides))
     out[...] = src

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .._driver import check, is_oom
+from ..device import check_index, ensure_context
 
 
 class RawAllocator(Protocol):
@@ -39,14 +40,10 @@ class CudaRawAllocator:
     """cuMemAlloc / cuMemFree in the device's primary context; events recycled through a free list."""
 
     def __init__(self, device: int) -> None:
-        from ..device import check_index
-
         self.device = check_index(device)
         self._free_events: list[Any] = []
 
     def _drv(self) -> Any:
-        from ..device import ensure_context
-
         return ensure_context(self.device)
 
     def malloc(self, nbytes: int) -> int | None:

@@ -1,8 +1,11 @@
 """The CUDA backend: genesis_storage StridedViews computed on by genesis_kernels.
 
-Importing this package registers every op under the device type "cuda".
+One module per op family (the same names as ``backends/cpu`` and ``genesis_kernels``), plus
+``common`` (registration, dtypes, allocation, streams). Importing this package registers every
+op under the device type "cuda".
 """
 
-from . import elementwise, index_ops, linalg, math_ops, memory, random, reduce, views
+from . import creation, elementwise, getitem, index, matmul, memory, random, reduce, scan, softmax, sort, views
 
-__all__ = ["elementwise", "index_ops", "linalg", "math_ops", "memory", "random", "reduce", "views"]
+__all__ = ["creation", "elementwise", "getitem", "index", "matmul", "memory", "random", "reduce", "scan", "softmax",
+           "sort", "views"]

@@ -1,4 +1,7 @@
-"""Elementwise ops on CUDA: torch's broadcasting and type promotion, Triton kernels."""
+"""Elementwise ops on CUDA: unary, binary (and in place), where, clamp, lerp, addcmul, addcdiv.
+
+torch's broadcasting, type promotion and errors; the kernels compute half types in float32.
+"""
 
 from __future__ import annotations
 
@@ -72,49 +75,49 @@ _SAME_DTYPE_OPS = frozenset({"add", "sub", "mul", "maximum", "minimum"})
 
 
 @reg("binary")
-def binary(op: str, a, b) -> View:
+def binary(op: str, input, other) -> View:
     # The hot path: two arrays of one shape, dtype and device (no broadcasting, no promotion).
-    if (a.__class__ is View and b.__class__ is View and op in _SAME_DTYPE_OPS and a.dtype == b.dtype
-            and a.shape == b.shape and a.device == b.device and a.dtype != "bool"):
-        out = gs.empty(a.shape, a.dtype, a.device)
+    if (input.__class__ is View and other.__class__ is View and op in _SAME_DTYPE_OPS and input.dtype == other.dtype
+            and input.shape == other.shape and input.device == other.device and input.dtype != "bool"):
+        out = gs.empty(input.shape, input.dtype, input.device)
         if out.numel:
-            gk.binary(op, a, b, out, compute_dtype=a.dtype, stream=current_stream_handle(a.device))
+            gk.binary(op, input, other, out, compute_dtype=input.dtype, stream=current_stream_handle(input.device))
         return out
-    device = _device_of(a, b)
-    shape_a = a.shape if isinstance(a, View) else ()
-    shape_b = b.shape if isinstance(b, View) else ()
+    device = _device_of(input, other)
+    shape_a = input.shape if isinstance(input, View) else ()
+    shape_b = other.shape if isinstance(other, View) else ()
     shape = broadcast_shapes(shape_a, shape_b)
-    compute, out_dtype = _binary_types(op, a, b)
+    compute, out_dtype = _binary_types(op, input, other)
     out = gs.empty(shape, out_dtype.name, device)
     if math.prod(shape):
-        gk.binary(_KERNEL_OP.get(op, op), expand_to(a, shape), expand_to(b, shape), out,
+        gk.binary(_KERNEL_OP.get(op, op), expand_to(input, shape), expand_to(other, shape), out,
                   compute_dtype=compute.name, stream=stream_of(out))
     return out
 
 
 @reg("binary_")
-def binary_(op: str, a: View, b) -> None:
+def binary_(op: str, input: View, other) -> None:
     """In place: a = a op b, where b must broadcast to a's shape and its result type
     must cast back to a's dtype (torch refuses float results into int tensors)."""
-    shape_b = b.shape if isinstance(b, View) else ()
-    if broadcast_shapes(a.shape, shape_b) != tuple(a.shape):
+    shape_b = other.shape if isinstance(other, View) else ()
+    if broadcast_shapes(input.shape, shape_b) != tuple(input.shape):
         raise RuntimeError(
-            f"output with shape {list(a.shape)} doesn't match the broadcast shape "
-            f"{list(broadcast_shapes(a.shape, shape_b))}"
+            f"output with shape {list(input.shape)} doesn't match the broadcast shape "
+            f"{list(broadcast_shapes(input.shape, shape_b))}"
         )
-    compute, out_dtype = _binary_types(op, a, b)
-    own = dtype_of(a)
+    compute, out_dtype = _binary_types(op, input, other)
+    own = dtype_of(input)
     if out_dtype.category > own.category:
         raise RuntimeError(f"result type {out_dtype.name.capitalize()} can't be cast to the desired output "
                            f"type {own.name.capitalize()}")
-    if math.prod(a.shape):
-        gk.binary(_KERNEL_OP.get(op, op), a, expand_to(b, a.shape), a, compute_dtype=compute.name,
-                  stream=stream_of(a))
+    if math.prod(input.shape):
+        gk.binary(_KERNEL_OP.get(op, op), input, expand_to(other, input.shape), input, compute_dtype=compute.name,
+                  stream=stream_of(input))
 
 
 @reg("unary")
-def unary(op: str, v: View) -> View:
-    dtype = dtype_of(v)
+def unary(op: str, input: View) -> View:
+    dtype = dtype_of(input)
     if op in _BOOL_RESULT_UNARY:
         out_dtype = bool_
     elif op in _FLOAT_RESULT_UNARY and not dtype.is_floating_point:
@@ -126,46 +129,108 @@ def unary(op: str, v: View) -> View:
         if op == "bitwise_not" and dtype.is_floating_point:
             raise RuntimeError(f"\"bitwise_not_cuda\" not implemented for '{dtype.name}'")
         out_dtype = dtype
-    src = cast(v, out_dtype) if out_dtype is not dtype and out_dtype is not bool_ else v
-    out = gs.empty(v.shape, out_dtype.name, v.device)
-    if math.prod(v.shape):
-        gk.unary(op, src, out, stream=stream_of(v))
+    src = cast(input, out_dtype) if out_dtype is not dtype and out_dtype is not bool_ else input
+    out = gs.empty(input.shape, out_dtype.name, input.device)
+    if math.prod(input.shape):
+        gk.unary(op, src, out, stream=stream_of(input))
     return out
 
 
 @reg("where")
-def where(cond: View, a, b) -> View:
-    if dtype_of(cond) is not bool_:
+def where(condition: View, input, other) -> View:
+    if dtype_of(condition) is not bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{dtype_of(cond).name}")
-    device = cond.device
-    for x in (a, b):
+                           f"{dtype_of(condition).name}")
+    device = condition.device
+    for x in (input, other):
         if isinstance(x, View) and x.device != device:
-            _device_of(cond, x)
-    shape = broadcast_shapes(cond.shape, a.shape if isinstance(a, View) else ())
-    shape = broadcast_shapes(shape, b.shape if isinstance(b, View) else ())
-    dtype = result_type(a, b)
+            _device_of(condition, x)
+    shape = broadcast_shapes(condition.shape, input.shape if isinstance(input, View) else ())
+    shape = broadcast_shapes(shape, other.shape if isinstance(other, View) else ())
+    dtype = result_type(input, other)
     out = gs.empty(shape, dtype.name, device)
     if math.prod(shape):
-        gk.where(expand_to(cond, shape), expand_to(a, shape), expand_to(b, shape), out,
+        gk.where(expand_to(condition, shape), expand_to(input, shape), expand_to(other, shape), out,
                  stream=stream_of(out))
     return out
 
 
 @reg("clamp")
-def clamp(v: View, lo, hi) -> View:
-    if lo is None and hi is None:
+def clamp(input: View, min, max) -> View:
+    if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    dtype = dtype_of(v)
-    shape = tuple(v.shape)
-    for bound in (lo, hi):
+    dtype = dtype_of(input)
+    shape = tuple(input.shape)
+    for bound in (min, max):
         if bound is not None:
-            dtype = promote_types(dtype, result_type(v, bound))
+            dtype = promote_types(dtype, result_type(input, bound))
         if isinstance(bound, View):  # tensor bounds broadcast with v, as torch.clamp(Tensor, Tensor, Tensor)
-            _device_of(v, bound)
+            _device_of(input, bound)
             shape = broadcast_shapes(shape, bound.shape)
-    src = v if dtype is dtype_of(v) else cast(v, dtype)
-    out = gs.empty(shape, dtype.name, v.device)
+    src = input if dtype is dtype_of(input) else cast(input, dtype)
+    out = gs.empty(shape, dtype.name, input.device)
     if math.prod(shape):
-        gk.clamp(expand_to(src, shape), expand_to(lo, shape), expand_to(hi, shape), out, stream=stream_of(v))
+        gk.clamp(expand_to(src, shape), expand_to(min, shape), expand_to(max, shape), out, stream=stream_of(input))
     return out
+
+
+# ------------------------------------------------------------------ ternary
+def _shape_of(*operands) -> tuple[int, ...]:
+    """The broadcast shape of views and Python scalars, after checking they share one device."""
+    views = [x for x in operands if isinstance(x, View)]
+    shape: tuple[int, ...] = ()
+    for v in views:
+        _device_of(views[0], v)
+        shape = broadcast_shapes(shape, v.shape)
+    return shape
+
+
+def _result_type(*views: View) -> DType:
+    """torch.result_type over tensors: zero-dim ones count only when of a higher category."""
+    dim = zero = None
+    for v in views:
+        d = dtype_of(v)
+        if len(v.shape):
+            dim = d if dim is None else promote_types(dim, d)
+        else:
+            zero = d if zero is None else promote_types(zero, d)
+    if dim is None:
+        return zero
+    if zero is None or zero.category <= dim.category:
+        return dim
+    return promote_types(dim, zero)
+
+
+@reg("lerp")
+def lerp(input: View, end: View, weight) -> View:
+    dtype = dtype_of(input)
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"\"lerp_kernel\" not implemented for '{dtype.name}'")
+    for name, x in (("end", end), ("weight", weight)):
+        if isinstance(x, View) and dtype_of(x) is not dtype:
+            raise RuntimeError(f"expected dtype {dtype.name} for `{name}` but got dtype {dtype_of(x).name}")
+    shape = _shape_of(input, end, weight)
+    out = gs.empty(shape, dtype.name, input.device)
+    if math.prod(shape):
+        gk.lerp(expand_to(input, shape), expand_to(end, shape), expand_to(weight, shape), out, stream=stream_of(out))
+    return out
+
+
+def _addc(op: str, input: View, tensor1: View, tensor2: View, value) -> View:
+    if op == "addcdiv" and not dtype_of(tensor1).is_floating_point and not dtype_of(tensor2).is_floating_point:
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+                           "will perform a true division of tensor1 and tensor2.")
+    shape = _shape_of(input, tensor1, tensor2)
+    dtype = _result_type(input, tensor1, tensor2)
+    # As torch's TensorIterator: every operand is first rounded to the common dtype (a float64 0-d
+    # factor next to float16 tensors counts as float16), then computed in float32.
+    input, tensor1, tensor2 = (cast(v, dtype) if dtype_of(v) is not dtype else v for v in (input, tensor1, tensor2))
+    out = gs.empty(shape, dtype.name, input.device)
+    if math.prod(shape):
+        getattr(gk, op)(expand_to(input, shape), expand_to(tensor1, shape), expand_to(tensor2, shape), out, value=value,
+                        stream=stream_of(out))
+    return out
+
+
+reg("addcmul")(lambda input, tensor1, tensor2, value: _addc("addcmul", input, tensor1, tensor2, value))
+reg("addcdiv")(lambda input, tensor1, tensor2, value: _addc("addcdiv", input, tensor1, tensor2, value))

@@ -1,4 +1,5 @@
-"""Allocation, constants and transfers between the host and CUDA devices."""
+"""Memory ops on CUDA: metadata, casts and copies, clone / contiguous / fill_, transfers between host and
+device, item / tolist / numpy, DLPack."""
 
 from __future__ import annotations
 
@@ -16,18 +17,18 @@ from ...shape import broadcast_shapes
 from .common import View, dtype_of, expand_to, new, reg, stream_of
 
 reg("dtype_of")(dtype_of)
-reg("strides")(lambda v: v.strides)
-reg("storage_offset")(lambda v: v.offset)
-reg("is_contiguous")(lambda v: v.is_contiguous())
-reg("data_ptr")(lambda v: v.ptr)
+reg("strides")(lambda input: input.strides)
+reg("storage_offset")(lambda input: input.offset)
+reg("is_contiguous")(lambda input: input.is_contiguous())
+reg("data_ptr")(lambda input: input.ptr)
 
 
-reg("dlpack_device")(lambda v: v.__dlpack_device__())
+reg("dlpack_device")(lambda input: input.__dlpack_device__())
 
 
 @reg("to_dlpack")
-def to_dlpack(v: View, stream, max_version, dl_device, copy):
-    return v.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+def to_dlpack(input: View, stream, max_version, dl_device, copy):
+    return input.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
 
 @reg("from_dlpack")
@@ -36,32 +37,10 @@ def from_dlpack(obj) -> tuple[View, Device]:
     return v, Device("cuda", v.device)
 
 
-@reg("empty")
-def empty(shape, dtype: DType, device: Device) -> View:
-    return new(shape, dtype, device)
-
-
-@reg("full")
-def full(shape, value, dtype: DType, device: Device) -> View:
-    out = new(shape, dtype, device)
-    if math.prod(out.shape):
-        gk.fill(out, value, stream=stream_of(out))
-    return out
-
-
 @reg("fill_")
-def fill_(v: View, value) -> None:
-    if math.prod(v.shape):
-        gk.fill(v, value, stream=stream_of(v))
-
-
-@reg("arange")
-def arange(start, end, step, dtype: DType, device: Device) -> View:
-    n = max(0, math.ceil((end - start) / step))
-    out = new((n,), dtype, device)
-    if n:
-        gk.arange(out, start, step, stream=stream_of(out))
-    return out
+def fill_(input: View, value) -> None:
+    if math.prod(input.shape):
+        gk.fill(input, value, stream=stream_of(input))
 
 
 def _host_bytes(t: torch.Tensor) -> np.ndarray:
@@ -73,63 +52,63 @@ def _host_bytes(t: torch.Tensor) -> np.ndarray:
 
 
 @reg("from_cpu")
-def from_cpu(t: torch.Tensor, device: Device, non_blocking: bool = False) -> View:
-    out = new(tuple(t.shape), dtype_of_torch(t.dtype), device)
-    if t.numel():
-        out.storage.copy_from_host(_host_bytes(t).reshape(-1))
+def from_cpu(input: torch.Tensor, device: Device, non_blocking: bool = False) -> View:
+    out = new(tuple(input.shape), dtype_of_torch(input.dtype), device)
+    if input.numel():
+        out.storage.copy_from_host(_host_bytes(input).reshape(-1))
     return out
 
 
 @reg("to_cpu")
-def to_cpu(v: View, non_blocking: bool = False) -> torch.Tensor:
-    host = gs.to_numpy(v)
+def to_cpu(input: View, non_blocking: bool = False) -> torch.Tensor:
+    host = gs.to_numpy(input)
     t = torch.from_numpy(np.ascontiguousarray(host))
-    if v.dtype == "bfloat16":
+    if input.dtype == "bfloat16":
         t = t.view(torch.bfloat16)
-    return t.reshape(v.shape)
+    return t.reshape(input.shape)
 
 
 @reg("to_numpy")
-def to_numpy(v: View) -> np.ndarray:
-    return np.ascontiguousarray(gs.to_numpy(v)).reshape(v.shape)
+def to_numpy(input: View) -> np.ndarray:
+    return np.ascontiguousarray(gs.to_numpy(input)).reshape(input.shape)
 
 
 @reg("item")
-def item(v: View):
-    return to_cpu(v).item()
+def item(input: View):
+    return to_cpu(input).item()
 
 
 @reg("tolist")
-def tolist(v: View):
-    return to_cpu(v).tolist()
+def tolist(input: View):
+    return to_cpu(input).tolist()
 
 
 @reg("cast")
-def cast(v: View, dtype: DType) -> View:
-    out = gs.empty(v.shape, dtype.name, v.device)
-    if math.prod(v.shape):
-        gk.copy(v, out, stream=stream_of(v))
+def cast(input: View, dtype: DType) -> View:
+    out = gs.empty(input.shape, dtype.name, input.device)
+    if math.prod(input.shape):
+        gk.copy(input, out, stream=stream_of(input))
     return out
 
 
 @reg("clone")
-def clone(v: View) -> View:
-    return cast(v, dtype_of(v))
+def clone(input: View) -> View:
+    return cast(input, dtype_of(input))
 
 
 @reg("contiguous")
-def contiguous(v: View) -> View:
-    return v if v.is_contiguous() else clone(v)
+def contiguous(input: View) -> View:
+    return input if input.is_contiguous() else clone(input)
 
 
 @reg("copy_")
-def copy_(dst: View, src: View) -> None:
-    if broadcast_shapes(dst.shape, src.shape) != tuple(dst.shape):
+def copy_(input: View, src: View) -> None:
+    if broadcast_shapes(input.shape, src.shape) != tuple(input.shape):
         raise RuntimeError(
-            f"output with shape {list(dst.shape)} doesn't match the broadcast shape "
-            f"{list(broadcast_shapes(dst.shape, src.shape))}"
+            f"output with shape {list(input.shape)} doesn't match the broadcast shape "
+            f"{list(broadcast_shapes(input.shape, src.shape))}"
         )
-    if src.device != dst.device:
-        src = from_cpu(to_cpu(src), Device("cuda", dst.device))
-    if math.prod(dst.shape):
-        gk.copy(expand_to(src, dst.shape), dst, stream=stream_of(dst))
+    if src.device != input.device:
+        src = from_cpu(to_cpu(src), Device("cuda", input.device))
+    if math.prod(input.shape):
+        gk.copy(expand_to(src, input.shape), input, stream=stream_of(input))

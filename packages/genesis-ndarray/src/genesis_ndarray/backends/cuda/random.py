@@ -15,10 +15,10 @@ import torch
 import genesis_kernels as gk
 
 from ...device import Device
-from ...dtypes import DType, float32, int64
+from ...dtypes import DType, bool_, float32, int64
 from .common import View, dtype_of, new, reg, stream_of
 from .elementwise import binary, unary
-from .memory import cast, copy_
+from .memory import cast, copy_, fill_
 
 _state: dict[int, list[int]] = {}
 _default_seed = [0]
@@ -68,8 +68,6 @@ def randint(low: int, high: int, shape, dtype: DType, device: Device):
     return out
 
 
-
-
 # ------------------------------------------------------------------ in-place fills
 # Each draws numel(v) counters of v's device and writes straight through v's strides:
 # element i (row-major logical index) gets counter offset + i, whatever the layout.
@@ -79,36 +77,36 @@ def _draw(v: View) -> tuple[int, int] | None:
 
 
 @reg("uniform_")
-def uniform_(v: View, low: float, high: float) -> None:
-    drawn = _draw(v)
+def uniform_(input: View, low: float, high: float) -> None:
+    drawn = _draw(input)
     if drawn:
-        gk.uniform(v, low, high, *drawn, stream=stream_of(v))
+        gk.uniform(input, low, high, *drawn, stream=stream_of(input))
 
 
 @reg("normal_")
-def normal_(v: View, mean: float, std: float) -> None:
-    drawn = _draw(v)
+def normal_(input: View, mean: float, std: float) -> None:
+    drawn = _draw(input)
     if drawn:
-        gk.normal(v, mean, std, *drawn, stream=stream_of(v))
+        gk.normal(input, mean, std, *drawn, stream=stream_of(input))
 
 
 @reg("exponential_")
-def exponential_(v: View, lambd: float) -> None:
+def exponential_(input: View, lambd: float) -> None:
     """-log(1 - u) / lambd with u uniform in [0, 1), computed in float32 (float64 for float64)."""
-    drawn = _draw(v)
+    drawn = _draw(input)
     if drawn is None:
         return
-    u = new(v.shape, dtype_of(v) if v.dtype == "float64" else float32, Device("cuda", v.device))
+    u = new(input.shape, dtype_of(input) if input.dtype == "float64" else float32, Device("cuda", input.device))
     gk.rand(u, *drawn, stream=stream_of(u))
-    copy_(v, binary("mul", unary("log1p", unary("neg", u)), -1.0 / lambd))
+    copy_(input, binary("mul", unary("log1p", unary("neg", u)), -1.0 / lambd))
 
 
 @reg("bernoulli_")
-def bernoulli_(v: View, p) -> None:
+def bernoulli_(input: View, p) -> None:
     """1 where a uniform draw is below p (a number, or a View of v's shape), else 0."""
-    drawn = _draw(v)
+    drawn = _draw(input)
     if drawn:
-        gk.bernoulli(p, v, *drawn, stream=stream_of(v))
+        gk.bernoulli(p, input, *drawn, stream=stream_of(input))
 
 
 # random_() with no bounds: [0, 2**digits] for floats (every integer the dtype holds exactly), [0, max] for
@@ -117,24 +115,24 @@ _FLOAT_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
 
 
 @reg("random_")
-def random_(v: View, low, high) -> None:
-    dtype = dtype_of(v)
+def random_(input: View, low, high) -> None:
+    dtype = dtype_of(input)
     if low is None:
         if dtype.is_floating_point:
-            low, high = 0, 2 ** _FLOAT_DIGITS[v.dtype] + 1
-        elif v.dtype == "bool":
+            low, high = 0, 2 ** _FLOAT_DIGITS[input.dtype] + 1
+        elif input.dtype == "bool":
             low, high = 0, 2
         else:
             low, high = 0, min(torch.iinfo(dtype.torch).max + 1, 2**63 - 1)
-    elif not dtype.is_floating_point and v.dtype != "bool":
+    elif not dtype.is_floating_point and input.dtype != "bool":
         info = torch.iinfo(dtype.torch)
         if not info.min <= low <= info.max:
-            raise RuntimeError(f"from is out of bounds for {v.dtype}")
+            raise RuntimeError(f"from is out of bounds for {input.dtype}")
         if not info.min <= high - 1 <= info.max:
-            raise RuntimeError(f"to - 1 is out of bounds for {v.dtype}")
-    drawn = _draw(v)
+            raise RuntimeError(f"to - 1 is out of bounds for {input.dtype}")
+    drawn = _draw(input)
     if drawn:
-        gk.randint(v, int(low), int(high), *drawn, stream=stream_of(v))
+        gk.randint(input, int(low), int(high), *drawn, stream=stream_of(input))
 
 
 @reg("randperm")
@@ -150,6 +148,30 @@ def randperm(n: int, dtype: DType, device: Device) -> View:
     index = out if dtype is int64 else new((n,), int64, device)
     gk.argsort(keys, index, new((n,), int64, device), dim=0, stream=stream)
     return out if index is out else cast(index, dtype)
+
+
+# ------------------------------------------------------------------ dropout
+@reg("dropout")
+def dropout(input: View, p: float, train: bool) -> tuple[View, View]:
+    """(input * mask / (1 - p), mask) with a bool keep-mask, as torch.native_dropout: one launch that
+    writes both, drawing numel counters like any other fill."""
+    device = Device("cuda", input.device)
+    out = new(input.shape, dtype_of(input), device)
+    mask = new(input.shape, bool_, device)
+    if not train:
+        copy_(out, input)
+        fill_(mask, True)
+        return out, mask
+    drawn = _draw(input)
+    if drawn:
+        gk.dropout(input, out, p, *drawn, mask=mask, stream=stream_of(input))
+    return out, mask
+
+
+@reg("dropout_backward")
+def dropout_backward(grad_output: View, mask: View, scale: float) -> View:
+    """grad_output * mask * scale (torch.native_dropout_backward)."""
+    return binary("mul", binary("mul", grad_output, mask), scale)
 
 
 # ------------------------------------------------------------------ generator state

@@ -35,88 +35,88 @@ def _result_dtype(op: str, dtype: DType) -> DType:
 
 
 @reg("reduce")
-def reduce(op: str, v: View, dim, keepdim: bool, dtype: DType | None) -> View:
-    if dtype is not None and dtype is not dtype_of(v):
-        v = cast(v, dtype)
-    src = v
+def reduce(op: str, input: View, dim, keepdim: bool, dtype: DType | None) -> View:
+    if dtype is not None and dtype is not dtype_of(input):
+        input = cast(input, dtype)
+    src = input
     if len(src.shape) == 0:
         src = src.as_strided((1,), (1,), src.offset)
-    dims = normalize_dims(dim, len(v.shape)) if len(v.shape) else (0,)
-    out_dtype = _result_dtype(op, dtype_of(v))
+    dims = normalize_dims(dim, len(input.shape)) if len(input.shape) else (0,)
+    out_dtype = _result_dtype(op, dtype_of(input))
     if out_dtype is not dtype_of(src) and op not in ("all", "any"):
         src = cast(src, out_dtype)
     out_shape = tuple(s for i, s in enumerate(src.shape) if i not in dims)
     if op in ("amax", "amin") and any(src.shape[d] == 0 for d in dims):
         raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                          "Specify the reduction dim with the 'dim' argument.")
-    out = gs.empty(out_shape, out_dtype.name, v.device)
+    out = gs.empty(out_shape, out_dtype.name, input.device)
     if math.prod(out_shape):
         if math.prod(src.shape):
-            gk.reduce(op, src, out, dims, stream=stream_of(v))
+            gk.reduce(op, src, out, dims, stream=stream_of(input))
         else:  # reducing over an empty dim: the op's identity, or NaN for mean
             fill_(out, {"sum": 0, "prod": 1, "mean": float("nan"), "all": True, "any": False,
                         "logsumexp": float("-inf")}[op])
-    return _keep(out, v.shape, dims) if keepdim and len(v.shape) else out
+    return _keep(out, input.shape, dims) if keepdim and len(input.shape) else out
 
 
-def _arg(op: str, v: View, dim: int, keepdim: bool) -> tuple[View, View]:
-    dim = normalize_dim(dim, len(v.shape))
-    src = v if len(v.shape) else v.as_strided((1,), (1,), v.offset)
+def _arg(op: str, input: View, dim: int, keepdim: bool) -> tuple[View, View]:
+    dim = normalize_dim(dim, len(input.shape))
+    src = input if len(input.shape) else input.as_strided((1,), (1,), input.offset)
     if src.shape[dim] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size.")
     out_shape = tuple(s for i, s in enumerate(src.shape) if i != dim)
-    values = gs.empty(out_shape, v.dtype, v.device)
-    indices = gs.empty(out_shape, "int64", v.device)
+    values = gs.empty(out_shape, input.dtype, input.device)
+    indices = gs.empty(out_shape, "int64", input.device)
     if math.prod(src.shape):
-        gk.arg_reduce(op, src, values, indices, dim, stream=stream_of(v))
-    if keepdim and len(v.shape):
-        return _keep(values, v.shape, (dim,)), _keep(indices, v.shape, (dim,))
+        gk.arg_reduce(op, src, values, indices, dim, stream=stream_of(input))
+    if keepdim and len(input.shape):
+        return _keep(values, input.shape, (dim,)), _keep(indices, input.shape, (dim,))
     return values, indices
 
 
-reg("max_dim")(lambda v, dim, keepdim: _arg("max", v, dim, keepdim))
-reg("min_dim")(lambda v, dim, keepdim: _arg("min", v, dim, keepdim))
+reg("max_dim")(lambda input, dim, keepdim: _arg("max", input, dim, keepdim))
+reg("min_dim")(lambda input, dim, keepdim: _arg("min", input, dim, keepdim))
 
 
-def _arg_index(op: str, v: View, dim, keepdim: bool) -> View:
+def _arg_index(op: str, input: View, dim, keepdim: bool) -> View:
     if dim is None:
-        flat = v if v.is_contiguous() else cast(v, dtype_of(v))
-        flat = flat.as_strided((math.prod(v.shape),), (1,), flat.offset)
+        flat = input if input.is_contiguous() else cast(input, dtype_of(input))
+        flat = flat.as_strided((math.prod(input.shape),), (1,), flat.offset)
         index = _arg(op, flat, 0, False)[1]
-        return _keep(index, v.shape, tuple(range(len(v.shape)))) if keepdim else index
-    return _arg(op, v, dim, keepdim)[1]
+        return _keep(index, input.shape, tuple(range(len(input.shape)))) if keepdim else index
+    return _arg(op, input, dim, keepdim)[1]
 
 
-reg("argmax")(lambda v, dim, keepdim: _arg_index("max", v, dim, keepdim))
-reg("argmin")(lambda v, dim, keepdim: _arg_index("min", v, dim, keepdim))
+reg("argmax")(lambda input, dim, keepdim: _arg_index("max", input, dim, keepdim))
+reg("argmin")(lambda input, dim, keepdim: _arg_index("min", input, dim, keepdim))
 
 
 @reg("var")
-def var(v: View, dim, correction: int, keepdim: bool) -> View:
-    if not dtype_of(v).is_floating_point:
-        raise RuntimeError(f"std and var only support floating point and complex dtypes, got {v.dtype}")
-    dims = normalize_dims(dim, len(v.shape))
-    out_shape = tuple(s for i, s in enumerate(v.shape) if i not in dims)
-    out = gs.empty(out_shape, v.dtype, v.device)
+def var(input: View, dim, correction: int, keepdim: bool) -> View:
+    if not dtype_of(input).is_floating_point:
+        raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
+    dims = normalize_dims(dim, len(input.shape))
+    out_shape = tuple(s for i, s in enumerate(input.shape) if i not in dims)
+    out = gs.empty(out_shape, input.dtype, input.device)
     if math.prod(out_shape):
-        gk.var(v, out, dims, correction, stream=stream_of(v))
-    return _keep(out, v.shape, dims) if keepdim else out
+        gk.var(input, out, dims, correction, stream=stream_of(input))
+    return _keep(out, input.shape, dims) if keepdim else out
 
 
 @reg("vector_norm")
-def vector_norm(v: View, ord: float, dim, keepdim: bool) -> View:
-    if not dtype_of(v).is_floating_point:
+def vector_norm(input: View, ord: float, dim, keepdim: bool) -> View:
+    if not dtype_of(input).is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {dtype_of(v).name}")
-    src = v.as_strided((1,), (1,), v.offset) if not v.shape else v
-    dims = normalize_dims(dim, len(v.shape)) if v.shape else (0,)
+                           f"Got {dtype_of(input).name}")
+    src = input.as_strided((1,), (1,), input.offset) if not input.shape else input
+    dims = normalize_dims(dim, len(input.shape)) if input.shape else (0,)
     out_shape = tuple(s for i, s in enumerate(src.shape) if i not in dims)
     if (ord < 0 or math.isinf(ord)) and any(src.shape[d] == 0 for d in dims):
         raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
                            "operation does not have an identity")
-    out = gs.empty(out_shape, v.dtype, v.device)
+    out = gs.empty(out_shape, input.dtype, input.device)
     if math.prod(out_shape):
-        gk.norm(src, out, ord, dims, stream=stream_of(v))
-    if not v.shape:
+        gk.norm(src, out, ord, dims, stream=stream_of(input))
+    if not input.shape:
         return out
-    return _keep(out, v.shape, dims) if keepdim else out
+    return _keep(out, input.shape, dims) if keepdim else out

@@ -1,12 +1,12 @@
 """gather / scatter / scatter_add / index_select / index_add / masked_fill / masked_select / nonzero /
-take_along_dim / sort / argsort / topk on NDArray against torch, on every device: layouts (contiguous,
-transposed, sliced), negative dims, 0-d and zero-size arrays, repeated indices, and torch's errors."""
+take_along_dim / embedding on NDArray against torch, on every device: layouts (contiguous, transposed,
+sliced), negative dims, 0-d and zero-size arrays, repeated indices, and torch's errors."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from nd_helpers import assert_same, from_torch, random_tensor, to_torch
+from nd_helpers import assert_same, from_torch, raises_like, random_tensor, to_torch
 
 import genesis_ndarray as nd
 from device_support import HAS_CUDA, requires_cuda
@@ -39,14 +39,6 @@ def _small_ints(shape, dtype) -> torch.Tensor:
     """Nonzero integers in [-8, 8] as ``dtype`` (exact in every float type)."""
     t = torch.randint(1, 9, shape) * (torch.randint(0, 2, shape) * 2 - 1)
     return t.to(dtype)
-
-
-def _raises_like(torch_fn, fn, match=None):
-    """fn raises the exception class that torch_fn raises."""
-    with pytest.raises(Exception) as expected:
-        torch_fn()
-    with pytest.raises(type(expected.value), match=match):
-        fn()
 
 
 # ------------------------------------------------------------------ gather
@@ -312,92 +304,79 @@ def test_take_along_dim_errors(device):
     t = random_tensor((4, 5))
     x = from_torch(t, device)
     idx32 = torch.zeros(4, 1, dtype=torch.int32)
-    _raises_like(lambda: t.take_along_dim(idx32, 1), lambda: x.take_along_dim(from_torch(idx32, device), 1),
+    raises_like(lambda: t.take_along_dim(idx32, 1), lambda: x.take_along_dim(from_torch(idx32, device), 1),
                  match="Long but got Int")
     flat = torch.zeros(3, dtype=torch.int64)
-    _raises_like(lambda: t.take_along_dim(flat, 1), lambda: x.take_along_dim(from_torch(flat, device), 1),
+    raises_like(lambda: t.take_along_dim(flat, 1), lambda: x.take_along_dim(from_torch(flat, device), 1),
                  match="same number of dimensions")
     # torch's CPU kernel wraps an out-of-range index along dim silently; here it raises like gather
     with pytest.raises(RuntimeError, match="out of bounds"):
         x.take_along_dim(from_torch(torch.full((4, 1), 9), device), 1)
 
 
-# ------------------------------------------------------------------ sort / argsort / topk
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dim", [0, 1, -1])
-@pytest.mark.parametrize("descending", [False, True])
-def test_sort_stable_with_ties(device, layout, dim, descending):
-    t = torch.randint(-3, 4, (6, 7, 5)).float()  # many ties: only a stable sort matches torch's indices
-    values, indices = _array(t, device, layout).sort(dim, descending, stable=True)
-    expected = torch.sort(t, dim=dim, descending=descending, stable=True)
-    assert_same(values, expected.values)
-    assert_same(indices, expected.indices)
-    assert_same(_array(t, device, layout).argsort(dim, descending, stable=True),
-                torch.argsort(t, dim=dim, descending=descending, stable=True))
+# ------------------------------------------------------------------ embedding
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4)], ids=str)
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
+def test_embedding(device, layout, shape, index_dtype):
+    w = random_tensor((7, 5))
+    idx = _index(shape, 7, index_dtype)
+    got = _array(w, device, layout).embedding(from_torch(idx, device))
+    assert_same(got, torch.nn.functional.embedding(idx, w))
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.int32, torch.uint8, torch.bool, torch.bfloat16])
-def test_sort_dtypes(device, dtype):
-    t = random_tensor((3, 9), dtype)
-    values, indices = from_torch(t, device).sort(-1, stable=True)
-    expected = torch.sort(t, stable=True)
-    assert_same(values, expected.values)
-    assert_same(indices, expected.indices)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16, torch.int64, torch.bool])
+def test_embedding_dtypes(device, dtype):
+    w = random_tensor((6, 3), dtype)
+    idx = _index((4, 2), 6)
+    assert_same(from_torch(w, device).embedding(from_torch(idx, device)), torch.nn.functional.embedding(idx, w))
 
 
-def test_sort_nan_and_signed_zero(device):
-    t = torch.tensor([[1.0, float("nan"), -0.0, -2.0, 0.0, float("nan"), float("-inf")]])
-    for descending in (False, True):
-        values, indices = from_torch(t, device).sort(1, descending, stable=True)
-        expected = torch.sort(t, dim=1, descending=descending, stable=True)
-        assert_same(values, expected.values)
-        assert_same(indices, expected.indices)
+@pytest.mark.parametrize("padding_idx", [None, 2, -1])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_embedding_backward(device, padding_idx, dtype):
+    """The weight gradient of torch.nn.functional.embedding (padding row left at zero), repeated indices summed."""
+    idx = _index((4, 5), 6)
+    idx[0, :3] = 2  # a repeated index, which is also a padding_idx case
+    g = random_tensor((4, 5, 3), dtype)
+    w = torch.zeros(6, 3, dtype=dtype, requires_grad=True)
+    torch.nn.functional.embedding(idx, w, padding_idx=padding_idx).backward(g)
+    got = from_torch(g, device).embedding_backward(from_torch(idx, device), 6, padding_idx)
+    assert_same(got, w.grad)
+    # torch views the gradient as (indices.numel(), D): any shape with those elements works
+    flat = from_torch(g.reshape(20, 3), device).embedding_backward(from_torch(idx, device), 6, padding_idx)
+    assert_same(flat, w.grad)
 
 
-def test_sort_long_rows(device):
-    t = torch.randperm(2500).float().reshape(1, 2500)  # longer than one in-register block on cuda
-    values, indices = from_torch(t, device).sort(1, descending=True)
-    expected = torch.sort(t, dim=1, descending=True)
-    assert_same(values, expected.values)
-    assert_same(indices, expected.indices)
+# cuda only: torch's CPU kernel (the cpu backend's) adds half types in the half type, one rounding per add.
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=requires_cuda)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_embedding_backward_half_types_accumulate_wide(device, dtype):
+    """Half-type gradients on cuda add up in float32 and round once (as torch's CUDA kernel): the float64 sum,
+    rounded, within the dtype's tolerance (every row is hit several times)."""
+    idx = _index((40,), 3)
+    g = random_tensor((40, 4), dtype)
+    expected = torch.zeros(3, 4, dtype=torch.float64).index_add_(0, idx, g.double()).to(dtype)
+    assert_same(from_torch(g, device).embedding_backward(from_torch(idx, device), 3), expected)
 
 
-def test_sort_zero_d_and_empty(device):
-    s = random_tensor(())
-    values, indices = from_torch(s, device).sort(0)
-    assert_same(values, s)
-    assert_same(indices, torch.tensor(0))
-    for e in (random_tensor((0, 3)), random_tensor((3, 0))):
-        values, indices = from_torch(e, device).sort(-1)
-        expected = torch.sort(e, dim=-1)
-        assert_same(values, expected.values)
-        assert_same(indices, expected.indices)
+# (id, call(embedding, weight, T)): run with torch.embedding on torch tensors, then with NDArray.embedding;
+# ``T`` turns a torch tensor into the same library's (identity for torch).
+EMBEDDING_ERRORS = [
+    ("out_of_range", lambda emb, w, T: emb(w, T(torch.tensor([[0, 7]]))), "index out of range in self"),
+    ("negative", lambda emb, w, T: emb(w, T(torch.tensor([-1]))), "index out of range in self"),
+    ("float_indices", lambda emb, w, T: emb(w, T(torch.tensor([1.0]))), "Long, Int; but got torch.FloatTensor"),
+    ("one_d_weight", lambda emb, w, T: emb(w[0], T(torch.tensor([1]))), "'weight' must be 2-D"),
+]
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dim", [0, -1])
-@pytest.mark.parametrize("largest", [True, False])
-@pytest.mark.parametrize("k", [0, 1, 3])
-def test_topk(device, layout, dim, largest, k):
-    t = torch.randperm(4 * 5 * 6).float().reshape(4, 5, 6) - 60  # distinct values: indices are unique
-    values, indices = _array(t, device, layout).topk(k, dim, largest)
-    expected = torch.topk(t, k, dim=dim, largest=largest)
-    assert_same(values, expected.values)
-    assert_same(indices, expected.indices)
-
-
-def test_topk_whole_dim_int_and_zero_d(device):
-    t = torch.randperm(12).reshape(3, 4)
-    values, indices = from_torch(t, device).topk(4, 1)
-    expected = torch.topk(t, 4, dim=1)
-    assert_same(values, expected.values)
-    assert_same(indices, expected.indices)
-    s = random_tensor(())
-    for k in (0, 1):
-        values, indices = from_torch(s, device).topk(k)
-        expected = torch.topk(s, k)
-        assert_same(values, expected.values)
-        assert_same(indices, expected.indices)
+@pytest.mark.parametrize("case", EMBEDDING_ERRORS, ids=[c[0] for c in EMBEDDING_ERRORS])
+def test_embedding_errors_match_torch(device, case):
+    _, call, match = case
+    w = random_tensor((5, 3))
+    raises_like(lambda: call(torch.embedding, w, lambda t: t),
+                lambda: call(lambda weight, idx: weight.embedding(idx), from_torch(w, device),
+                             lambda t: from_torch(t, device)), match)
 
 
 # ------------------------------------------------------------------ errors, as torch raises them
@@ -443,10 +422,6 @@ ERR_CASES = [
      "broadcast shape"),
     ("masked_select_uint8_mask", lambda x, T: x.masked_select(T(torch.ones(4, 5, dtype=torch.uint8))), "BoolTensor"),
     ("masked_select_shapes", lambda x, T: x.masked_select(T(torch.ones(3, dtype=_BOOL))), "must match"),
-    ("sort_bad_dim", lambda x, T: x.sort(2), "Dimension out of range"),
-    ("topk_k_too_big", lambda x, T: x.topk(6), "k out of range"),
-    ("topk_k_negative", lambda x, T: x.topk(-1), "k out of range"),
-    ("topk_bool", lambda x, T: (x > 0).topk(1), "bool"),
 ]
 
 
@@ -455,7 +430,7 @@ def test_errors_match_torch(device, case):
     _, fn, match = case
     t = random_tensor((4, 5))
     x = from_torch(t, device)
-    _raises_like(lambda: fn(t, lambda a: a), lambda: fn(x, lambda a: from_torch(a, device)), match)
+    raises_like(lambda: fn(t, lambda a: a), lambda: fn(x, lambda a: from_torch(a, device)), match)
 
 
 @pytest.mark.parametrize("dim", [0, 1])
@@ -486,23 +461,3 @@ def test_cuda_ops_refuse_cpu_index_naming_devices():
         with pytest.raises(RuntimeError, match="same device") as info:
             fn()
         assert "cpu" in str(info.value) and "cuda" in str(info.value)
-
-
-@pytest.mark.parametrize("device", [pytest.param("cuda", marks=requires_cuda)])
-def test_cuda_indexing_with_cpu_index_arrays(device):
-    t = random_tensor((5, 4))
-    x = from_torch(t, device)
-    idx, mask = torch.tensor([4, 0, 4]), random_tensor((5,), torch.bool)
-    assert_same(x[from_torch(idx, "cpu")], t[idx])
-    assert_same(x[from_torch(mask, "cpu")], t[mask])
-    assert_same(x[from_torch(idx, "cpu"), 1:], t[idx, 1:])
-    x[from_torch(idx, "cpu")] = from_torch(torch.full((3, 4), 7.0), device)
-    t[idx] = 7.0
-    assert_same(x, t)
-
-
-@pytest.mark.parametrize("device", [pytest.param("cuda", marks=requires_cuda)])
-def test_cpu_array_refuses_cuda_index(device):
-    x = from_torch(random_tensor((5, 4)), "cpu")
-    with pytest.raises(RuntimeError, match="indices should be either on cpu or on the same device"):
-        x[from_torch(torch.tensor([1]), device)]

@@ -1,6 +1,7 @@
-"""Executing an IndexPlan on CUDA with genesis_storage views and genesis_kernels.
+"""Indexing on CUDA: x[index], x[index] = value and index_put_, executing the IndexPlan of
+``genesis_ndarray.getitem`` with genesis_storage views and genesis_kernels.
 
-VIEW: ``shape.basic_index`` geometry over the same storage. Masks become integer
+VIEW (ints, slices, None, Ellipsis only): ``shape.basic_index`` geometry over the same storage. Masks become integer
 indices through ``nonzero`` (a whole-array mask read goes straight to ``masked_select``).
 GATHER: every index is bounds-checked and wrapped (``index_put`` into a zero-stride
 dummy raises torch's IndexError), folded into one element offset per index position
@@ -21,9 +22,9 @@ import genesis_kernels as gk
 import genesis_storage as gs
 
 from ...dtypes import int64
-from ...indexing import IndexKind, Layout, layout, normalize, parse
+from ...getitem import IndexKind, Layout, layout, normalize, parse
 from ...shape import basic_index, broadcast_shapes
-from .common import View, expand_to, stream_of
+from .common import View, expand_to, reg, stream_of
 from .elementwise import binary, binary_
 from .memory import cast, copy_, fill_
 
@@ -132,7 +133,7 @@ def _offsets(base: View, dims, arrays: list[View], bshape) -> View:
 
 
 # ------------------------------------------------------------------ get
-def getitem(v: View, index) -> View:
+def _advanced_getitem(v: View, index) -> View:
     plan = parse(v.shape, _prepare(v, index))
     base = _view(v, plan.view)
     if plan.kind is IndexKind.VIEW:
@@ -168,7 +169,7 @@ def _gather(base: View, lay: Layout, arrays: list[View]) -> View:
 
 
 # ------------------------------------------------------------------ set
-def setitem(v: View, index, value, accumulate: bool = False) -> None:
+def _advanced_setitem(v: View, index, value, accumulate: bool = False) -> None:
     """v[index] = value, or += with ``accumulate`` (repeated indices then add up)."""
     is_array = isinstance(value, View)
     plan = parse(v.shape, _prepare(v, index), write=True, value_is_array=is_array)
@@ -211,4 +212,35 @@ def setitem(v: View, index, value, accumulate: bool = False) -> None:
     gk.index_put(flat, (offsets,), values, accumulate=accumulate, stream=stream_of(base))
 
 
-__all__ = ["getitem", "setitem"]
+# ------------------------------------------------------------------ the registered ops
+def _is_basic(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or (isinstance(i, int | slice) and not isinstance(i, bool)) for i in items)
+
+
+@reg("getitem")
+def getitem(input: View, index) -> View:
+    if not _is_basic(index):  # advanced indices: the IndexPlan's gather
+        return _advanced_getitem(input, index)
+    shape, strides, offset = basic_index(input.shape, input.strides, input.offset, index)
+    return input.as_strided(shape, strides, offset)
+
+
+@reg("setitem")
+def setitem(input: View, index, value) -> None:
+    if not _is_basic(index):
+        _advanced_setitem(input, index, value)
+        return
+    target = getitem(input, index)
+    if isinstance(value, View):
+        copy_(target, value)
+    else:
+        fill_(target, value)
+
+
+@reg("index_put_")
+def index_put_(input: View, indices, values, accumulate: bool) -> None:
+    _advanced_setitem(input, indices, values, accumulate)
+
+
+__all__ = ["getitem", "index_put_", "setitem"]

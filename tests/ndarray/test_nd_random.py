@@ -1,5 +1,5 @@
-"""diagonal / unfold / unflatten / movedim / swapaxes / as_strided views (geometry equal to torch's,
-writes reaching the base), and the in-place random fills, randperm and the generators' state."""
+"""Random numbers on every device: rand / randn / randint, the in-place random fills, randperm, dropout
+and the generators' state (seeds replay draws; distributions checked statistically)."""
 
 from __future__ import annotations
 
@@ -7,134 +7,42 @@ import math
 
 import pytest
 import torch
-from nd_helpers import assert_same, from_torch, random_tensor, to_torch
+from nd_helpers import assert_same, from_torch, raises_like, random_tensor, to_torch
 
 import genesis_ndarray as nd
 
 F32, F64, F16, I64 = torch.float32, torch.float64, torch.float16, torch.int64
 
 
-def _base(layout: str, device):
-    """A (4, 5, 6) base as a torch tensor and an NDArray of the same values and layout."""
-    if layout == "contiguous":
-        t = random_tensor((4, 5, 6), F32)
-        return t, from_torch(t, device)
-    full = random_tensor((6, 7, 4), F32)  # permuted and sliced: strides (1, 4, 28), offset 4 + 28
-    return full.permute(2, 1, 0)[:, 1:6], from_torch(full, device).permute(2, 1, 0)[:, 1:6]
+# ---------------------------------------------------------------- factories
+@pytest.mark.parametrize("dtype", [nd.float32, nd.float16, nd.bfloat16, nd.float64], ids=lambda d: d.name)
+def test_rand_randn_distribution_and_seed(device, dtype):
+    nd.manual_seed(123)
+    u = to_torch(nd.rand(4000, dtype=dtype, device=device)).double()
+    n = to_torch(nd.randn(4000, dtype=dtype, device=device)).double()
+    assert u.min() >= 0 and u.max() <= 1
+    assert abs(u.mean() - 0.5) < 0.03 and abs(u.std() - (1 / 12) ** 0.5) < 0.03
+    assert abs(n.mean()) < 0.08 and abs(n.std() - 1) < 0.08
+    nd.manual_seed(123)
+    torch.testing.assert_close(to_torch(nd.rand(4000, dtype=dtype, device=device)).double(), u, rtol=0, atol=0)
+    assert not torch.equal(to_torch(nd.rand(4000, dtype=dtype, device=device)).double(), u)
 
 
-VIEWS = [
-    ("diagonal", lambda x: x.diagonal()),
-    ("diagonal-offset", lambda x: x.diagonal(2)),
-    ("diagonal-neg-offset", lambda x: x.diagonal(-1, 0, 2)),
-    ("diagonal-dims", lambda x: x.diagonal(1, 2, 0)),
-    ("diagonal-neg-dims", lambda x: x.diagonal(0, -1, -2)),
-    ("diagonal-off-the-end", lambda x: x.diagonal(9)),
-    ("diagonal-of-slice", lambda x: x[1:, ::2].diagonal(-1, 1, 0)),
-    ("unfold", lambda x: x.unfold(2, 2, 2)),
-    ("unfold-gaps", lambda x: x.unfold(1, 2, 3)),
-    ("unfold-neg-dim", lambda x: x.unfold(-3, 3, 4)),
-    ("unfold-whole", lambda x: x.unfold(0, 4, 1)),
-    ("unflatten", lambda x: x.unflatten(2, (2, 3))),
-    ("unflatten-infer", lambda x: x.unflatten(-1, (3, -1))),
-    ("unflatten-ones", lambda x: x.unflatten(0, (1, 4, 1))),
-    ("movedim", lambda x: x.movedim(0, 2)),
-    ("movedim-many", lambda x: x.movedim((0, -1), (1, 0))),
-    ("moveaxis", lambda x: x.moveaxis(-1, 0)),
-    ("swapaxes", lambda x: x.swapaxes(0, 2)),
-    ("swapdims", lambda x: x.swapdims(-1, 1)),
-    ("mT", lambda x: x.mT),
-    ("T", lambda x: x[1].T),
-    ("as_strided", lambda x: x.as_strided((3, 4), (2, 7), x.storage_offset() + 1)),
-    ("chain", lambda x: x.swapaxes(0, 1).diagonal(1, 1, 2).unfold(0, 2, 2)),
-]
+def test_randint(device):
+    nd.manual_seed(7)
+    r = nd.randint(-3, 5, (2000,), device=device)
+    assert r.dtype is nd.int64 and r.shape == (2000,)
+    t = to_torch(r)
+    assert t.min() == -3 and t.max() == 4
+    assert set(t.tolist()) == set(range(-3, 5))
+    assert nd.randint(4, size=(3,), dtype=nd.int32, device=device).dtype is nd.int32
+    with pytest.raises(RuntimeError, match="from"):
+        nd.randint(5, 5, (2,), device=device)
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "permuted"])
-@pytest.mark.parametrize("fn", [f for _, f in VIEWS], ids=[n for n, _ in VIEWS])
-def test_view_geometry_and_write_through(device, fn, layout):
-    tb, base = _base(layout, device)
-    tv, v = fn(tb), fn(base)
-    assert v.shape == tuple(tv.shape)
-    assert v.stride() == tv.stride()
-    assert v.storage_offset() == tv.storage_offset()
-    if tv.numel():  # torch reports 0 as the data_ptr of an empty tensor
-        assert v.data_ptr() - base.data_ptr() == tv.data_ptr() - tb.data_ptr()
-    assert v.is_contiguous() == tv.is_contiguous()
-    assert_same(v, tv)
-    if tv.numel():
-        src = random_tensor(tuple(tv.shape), F32)
-        tv.copy_(src)
-        v.copy_(from_torch(src, device))
-        assert_same(base, tb)  # the write went through the view into the base
-
-
-def test_overlapping_unfold_windows_share_memory(device):
-    tb = random_tensor((7,), F32)
-    base = from_torch(tb, device)
-    tv, v = tb.unfold(0, 3, 1), base.unfold(0, 3, 1)
-    assert (v.shape, v.stride(), v.storage_offset()) == (tuple(tv.shape), tv.stride(), tv.storage_offset())
-    assert_same(v, tv)
-    base[3] = 100.0  # one element of the base is in three windows
-    tb[3] = 100.0
-    assert_same(v, tv)
-    got = to_torch(v)
-    assert (got == 100.0).sum() == 3
-
-
-@pytest.mark.parametrize("size", [0, 1])
-def test_unfold_of_a_0d_array(device, size):
-    t = torch.tensor(2.5)
-    a = from_torch(t, device)
-    tv, v = t.unfold(0, size, 1), a.unfold(0, size, 1)
-    assert (v.shape, v.stride(), v.storage_offset()) == (tuple(tv.shape), tv.stride(), tv.storage_offset())
-    assert_same(v, tv)
-    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 1 but size is 2"):
-        a.unfold(0, 2, 1)
-    with pytest.raises(IndexError, match="Dimension out of range"):
-        a.unfold(1, 1, 1)
-
-
-def test_movedim_and_mT_of_small_arrays(device):
-    t0 = torch.tensor(1.5)
-    a0 = from_torch(t0, device)
-    assert a0.movedim(0, 0).shape == () and a0.mT.shape == ()
-    a1 = from_torch(random_tensor((3,), F32), device)
-    with pytest.raises(RuntimeError, match="mT is only supported on matrices"):
-        _ = a1.mT
-    with pytest.raises(RuntimeError, match="mT is only supported on matrices"):
-        _ = torch.zeros(3).mT
-
-
-# (call, expected error type, pattern): each checked on torch too, so the class is torch's.
-BAD = [
-    (lambda x: x.diagonal(0, 1, 1), RuntimeError, "diagonal dimensions cannot be identical"),
-    (lambda x: x.diagonal(0, 0, 3), IndexError, "Dimension out of range"),
-    (lambda x: x.diagonal(0, -4, 1), IndexError, "Dimension out of range"),
-    (lambda x: x.unfold(3, 2, 1), IndexError, "Dimension out of range"),
-    (lambda x: x.unfold(1, 6, 1), RuntimeError, "maximum size for tensor at dimension 1 is 5 but size is 6"),
-    (lambda x: x.unfold(1, 2, 0), RuntimeError, "step is 0 but must be > 0"),
-    (lambda x: x.unfold(1, -1, 1), RuntimeError, "size is -1 but must be >= 0"),
-    (lambda x: x.unflatten(1, (2, 2)), RuntimeError, r"Provided sizes \[2, 2\] don't multiply up to the size of dim 1"),
-    (lambda x: x.unflatten(1, ()), RuntimeError, "sizes must be non-empty"),
-    (lambda x: x.unflatten(1, (-1, 3)), RuntimeError, "don't multiply up"),
-    (lambda x: x.unflatten(1, (-1, -1)), RuntimeError, "only one dimension can be inferred"),
-    (lambda x: x.unflatten(3, (1, -1)), IndexError, "Dimension out of range"),
-    (lambda x: x.movedim((0, 1), (1,)), RuntimeError, "should contain the same number of dims"),
-    (lambda x: x.movedim((0, 0), (1, 2)), RuntimeError, "repeated dim in `source`"),
-    (lambda x: x.movedim((0, 1), (2, -1)), RuntimeError, "repeated dim in `destination`"),
-    (lambda x: x.movedim(3, 0), IndexError, "Dimension out of range"),
-    (lambda x: x.swapaxes(0, 3), IndexError, "Dimension out of range"),
-]
-
-
-@pytest.mark.parametrize("call,error,pattern", BAD, ids=[str(i) for i in range(len(BAD))])
-def test_bad_view_arguments_raise_torch_errors(device, call, error, pattern):
-    t = random_tensor((4, 5, 6), F32)
-    with pytest.raises(error):
-        call(t)
-    with pytest.raises(error, match=pattern):
-        call(from_torch(t, device))
+def test_random_needs_floating_dtype(device):
+    with pytest.raises(TypeError, match="int32"):
+        nd.randn(3, dtype=nd.int32, device=device)
 
 
 # ---------------------------------------------------------------- random fills
@@ -350,3 +258,74 @@ def test_random_fill_of_an_empty_array_draws_nothing(device):
     nd.empty(0, 3, device=device).uniform_()
     assert torch.equal(to_torch(nd.get_rng_state(device)), to_torch(state))
     assert_same(nd.randperm(0, device=device), torch.randperm(0))
+
+
+# ---------------------------------------------------------------- dropout
+@pytest.mark.parametrize("p", [0.0, 0.3, 0.75, 1.0])
+@pytest.mark.parametrize("dtype", [F32, F64, torch.bfloat16])
+def test_dropout_is_native_dropout(device, p, dtype):
+    """(x * mask * scale, bool mask) as torch.native_dropout; the mask keeps about 1 - p of the elements and a
+    seed replays it."""
+    t = random_tensor((200, 100), dtype)
+    x = from_torch(t, device)
+    nd.manual_seed(5)
+    out, mask = x.dropout(p)
+    assert mask.dtype is nd.bool_ and out.dtype is x.dtype and out.shape == mask.shape == x.shape
+    m = to_torch(mask)
+    scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+    assert_same(out, torch.ops.aten.native_dropout_backward(t, m, scale))  # torch's formula, given the mask
+    kept = m.double().mean().item()
+    assert abs(kept - (1 - p)) <= 6 * math.sqrt(p * (1 - p) / m.numel())  # exact for p = 0 and p = 1
+    nd.manual_seed(5)
+    out2, mask2 = x.dropout(p)
+    assert torch.equal(to_torch(mask2), m) and torch.equal(to_torch(out2), to_torch(out))
+    assert not torch.equal(to_torch(x.dropout(0.5)[1]), to_torch(x.dropout(0.5)[1]))  # the generator moves on
+
+
+def test_cpu_dropout_replays_torch_native_dropout():
+    """The cpu backend draws exactly as torch.native_dropout does under the same seed."""
+    t = random_tensor((50, 20))
+    nd.manual_seed(11)
+    out, mask = nd.from_torch(t).dropout(0.4)
+    with torch.random.fork_rng():
+        torch.manual_seed(11)
+        expected_out, expected_mask = torch.native_dropout(t, 0.4, True)
+    assert torch.equal(mask.native, expected_mask)
+    assert torch.equal(out.native, expected_out)
+
+
+def test_dropout_keeps_nan_and_inf_like_torch(device):
+    """x * mask * scale: a dropped inf or NaN becomes NaN (0 * inf), as torch's, not 0."""
+    t = torch.tensor([float("inf"), float("nan"), -float("inf"), 1.0] * 64)
+    out, mask = from_torch(t, device).dropout(0.5)
+    assert_same(out, torch.ops.aten.native_dropout_backward(t, to_torch(mask), 2.0))
+
+
+def test_dropout_outside_training_is_a_copy(device):
+    t = random_tensor((4, 6))
+    x = from_torch(t, device)
+    out, mask = x.dropout(0.9, train=False)
+    expected_out, expected_mask = torch.native_dropout(t, 0.9, False)
+    assert_same(out, expected_out)
+    assert_same(mask, expected_mask)
+    assert out.data_ptr() != x.data_ptr()
+    empty, empty_mask = from_torch(torch.empty(0, 3), device).dropout(0.5)
+    assert empty.shape == empty_mask.shape == (0, 3)
+
+
+BAD_DROPOUT = [("p_above_one", 1.5, F32), ("p_negative", -0.1, F32), ("integers", 0.5, I64)]
+
+
+@pytest.mark.parametrize("p,dtype", [c[1:] for c in BAD_DROPOUT], ids=[c[0] for c in BAD_DROPOUT])
+def test_bad_dropout_arguments_raise_torch_errors(device, p, dtype):
+    t = random_tensor((3, 4), dtype)
+    raises_like(lambda: torch.native_dropout(t, p, True), lambda: from_torch(t, device).dropout(p),
+                "expects p to be in|can't be cast")
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, torch.bfloat16])
+@pytest.mark.parametrize("scale", [0.0, 1.0, 2.5])
+def test_dropout_backward_is_native_dropout_backward(device, dtype, scale):
+    g, m = random_tensor((7, 9), dtype), random_tensor((7, 9), torch.bool)
+    got = from_torch(g, device).dropout_backward(from_torch(m, device), scale)
+    assert_same(got, torch.ops.aten.native_dropout_backward(g, m, scale))

@@ -12,7 +12,8 @@ import torch
 from nd_helpers import assert_same, from_torch, random_tensor
 
 import genesis_ndarray as nd
-from genesis_ndarray import indexing
+from device_support import requires_cuda
+from genesis_ndarray import getitem as plan_module
 from genesis_ndarray.shape import basic_index
 
 SHAPE = (5, 6, 7)
@@ -163,50 +164,61 @@ def test_numpy_index(device):
     assert_same(from_torch(xt, device)[idx], xt[torch.from_numpy(idx)])
 
 
-# ------------------------------------------------------------------ DLPack
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16, torch.bool])
-def test_dlpack_round_trip(device, dtype):
-    xt = random_tensor((3, 4), dtype=dtype).to(device)
-    a = nd.from_dlpack(xt)
-    assert a.device == nd.as_device(device) and a.shape == (3, 4) and a.dtype.torch == dtype
-    assert a.data_ptr() == xt.data_ptr()  # zero copy
-    back = torch.from_dlpack(a)
-    assert back.data_ptr() == xt.data_ptr()
-    torch.testing.assert_close(back.cpu(), xt.cpu())
+# ------------------------------------------------------------------ basic indices written
+SETITEMS = [
+    ("int-scalar", lambda: 1, lambda: 4.5),
+    ("slice-scalar", lambda: (slice(1, 3),), lambda: -2.0),
+    ("step-tensor", lambda: (slice(None, None, 2), slice(1, None, 2)), lambda: random_tensor((2, 1, 4), torch.float32)),
+    ("broadcast-row", lambda: (Ellipsis, 1), lambda: random_tensor((3,), torch.float32)),
+    ("none-ellipsis", lambda: (None, 0, Ellipsis, -1), lambda: random_tensor((1, 3), torch.float32)),
+    ("full", lambda: (Ellipsis,), lambda: random_tensor((4,), torch.float64)),
+]
 
 
-def test_dlpack_shares_memory_and_strides(device):
-    xt = torch.arange(12.0).reshape(3, 4).to(device)
-    view = xt[:, 1::2]
-    a = nd.from_dlpack(view)
-    assert a.strides == view.stride()
-    a.fill_(-1.0)
-    assert (xt[:, 1::2] == -1).all() and xt[0, 0] == 0
-    b = from_torch(torch.arange(6.0).reshape(2, 3), device).T
-    bt = torch.from_dlpack(b)
-    assert bt.stride() == b.strides and bt.device.type == device
-    torch.testing.assert_close(bt.cpu(), torch.arange(6.0).reshape(2, 3).T)
+@pytest.mark.parametrize("index,value", [(i, v) for _, i, v in SETITEMS], ids=[n for n, _, _ in SETITEMS])
+def test_setitem_basic_index(device, index, value):
+    t = random_tensor((3, 3, 4), torch.float32)
+    a = from_torch(t, device)
+    idx, val = index(), value()
+    t[idx] = val
+    a[idx] = from_torch(val, device) if isinstance(val, torch.Tensor) else val
+    assert_same(a, t)
 
 
-def test_dlpack_keeps_producer_alive(device):
-    a = nd.from_dlpack(torch.arange(5, device=device) * 2)  # the torch tensor has no other reference
-    assert a.tolist() == [0, 2, 4, 6, 8]
-    assert a.__dlpack_device__()[0] == (1 if device == "cpu" else 2)
+# ------------------------------------------------------------------ index arrays on the cpu
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=requires_cuda)])
+def test_cuda_indexing_with_cpu_index_arrays(device):
+    t = random_tensor((5, 4))
+    x = from_torch(t, device)
+    idx, mask = torch.tensor([4, 0, 4]), random_tensor((5,), torch.bool)
+    assert_same(x[from_torch(idx, "cpu")], t[idx])
+    assert_same(x[from_torch(mask, "cpu")], t[mask])
+    assert_same(x[from_torch(idx, "cpu"), 1:], t[idx, 1:])
+    x[from_torch(idx, "cpu")] = from_torch(torch.full((3, 4), 7.0), device)
+    t[idx] = 7.0
+    assert_same(x, t)
+
+
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=requires_cuda)])
+def test_cpu_array_refuses_cuda_index(device):
+    x = from_torch(random_tensor((5, 4)), "cpu")
+    with pytest.raises(RuntimeError, match="indices should be either on cpu or on the same device"):
+        x[from_torch(torch.tensor([1]), device)]
 
 
 # ------------------------------------------------------------------ the plan on the CPU
 def _simulate_gather(xt: torch.Tensor, index) -> torch.Tensor:
     """The CUDA backend's getitem, step for step, with torch ops (no GPU needed)."""
     items = tuple(i.item() if isinstance(i, torch.Tensor) and i.ndim == 0 else i
-                  for i in indexing.normalize(index))
+                  for i in plan_module.normalize(index))
     items = tuple(torch.tensor(i) if isinstance(i, list) else i for i in items)
     if any(isinstance(i, torch.Tensor) and i.numel() == 0 for i in items):
         items = tuple(i.long() if isinstance(i, torch.Tensor) and i.numel() == 0 and i.is_floating_point() else i
                       for i in items)
-    plan = indexing.parse(tuple(xt.shape), items)
+    plan = plan_module.parse(tuple(xt.shape), items)
     shape, strides, offset = basic_index(tuple(xt.shape), xt.stride(), xt.storage_offset(), plan.view)
     base = xt.as_strided(shape, strides, offset)
-    if plan.kind is indexing.IndexKind.VIEW:
+    if plan.kind is plan_module.IndexKind.VIEW:
         return base
     dims, arrays = [], []
     for adv in plan.advanced:
@@ -218,7 +230,7 @@ def _simulate_gather(xt: torch.Tensor, index) -> torch.Tensor:
         else:
             dims.append(adv.dim)
             arrays.append(a.long())
-    lay = indexing.layout(tuple(base.shape), tuple(dims), [tuple(a.shape) for a in arrays])
+    lay = plan_module.layout(tuple(base.shape), tuple(dims), [tuple(a.shape) for a in arrays])
     if not lay.shape or 0 in lay.shape:
         return torch.empty(lay.shape, dtype=xt.dtype)
     offsets = sum(torch.remainder(a, base.shape[d]) * base.stride(d) for d, a in zip(dims, arrays))
@@ -242,9 +254,9 @@ def test_plan_gather_algorithm(name, make):
 
 
 def test_plan_layout_and_permutations():
-    lay = indexing.layout((5, 6, 7, 8), (1, 3), [(2, 1), (4,)])
+    lay = plan_module.layout((5, 6, 7, 8), (1, 3), [(2, 1), (4,)])
     assert lay.shape == (2, 4, 5, 7) and lay.at == 0
-    lay = indexing.layout((5, 6, 7, 8), (1, 2), [(3,), (3,)])
+    lay = plan_module.layout((5, 6, 7, 8), (1, 2), [(3,), (3,)])
     assert lay.shape == (5, 3, 8) and lay.at == 1
     result = torch.zeros(lay.shape)
     b_first = result.permute(lay.to_b_first())
@@ -253,9 +265,9 @@ def test_plan_layout_and_permutations():
 
 
 def test_plan_kinds():
-    k = indexing.IndexKind
-    assert indexing.parse((3, 4), (0, slice(None))).kind is k.VIEW
-    assert indexing.parse((3, 4), _i(0)).kind is k.GATHER
-    assert indexing.parse((3, 4), _i(0), write=True).kind is k.SCATTER
-    assert indexing.parse((3, 4), 1, write=True, value_is_array=True).kind is k.COPY
-    assert indexing.parse((3, 4), 1, write=True).kind is k.FILL
+    k = plan_module.IndexKind
+    assert plan_module.parse((3, 4), (0, slice(None))).kind is k.VIEW
+    assert plan_module.parse((3, 4), _i(0)).kind is k.GATHER
+    assert plan_module.parse((3, 4), _i(0), write=True).kind is k.SCATTER
+    assert plan_module.parse((3, 4), 1, write=True, value_is_array=True).kind is k.COPY
+    assert plan_module.parse((3, 4), 1, write=True).kind is k.FILL

@@ -1,14 +1,17 @@
-"""Factories on every device: constants, ranges, random numbers, arrays from data."""
+"""Creation on every device: constants, ranges (arange, linspace), eye, arrays from data, and the
+triangles tril / triu. (Random factories: test_nd_random.py.)"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-from nd_helpers import assert_same, to_torch
+from nd_helpers import assert_same, from_torch, raises_like, random_tensor, transposed
 
 import genesis_ndarray as nd
 from device_support import requires_cuda
+
+F32, BF16, I64, BOOL = torch.float32, torch.bfloat16, torch.int64, torch.bool
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3, 4)])
@@ -42,34 +45,34 @@ def test_arange_zero_step_raises(device):
         nd.arange(0, 3, 0, device=device)
 
 
-@pytest.mark.parametrize("dtype", [nd.float32, nd.float16, nd.bfloat16, nd.float64], ids=lambda d: d.name)
-def test_rand_randn_distribution_and_seed(device, dtype):
-    nd.manual_seed(123)
-    u = to_torch(nd.rand(4000, dtype=dtype, device=device)).double()
-    n = to_torch(nd.randn(4000, dtype=dtype, device=device)).double()
-    assert u.min() >= 0 and u.max() <= 1
-    assert abs(u.mean() - 0.5) < 0.03 and abs(u.std() - (1 / 12) ** 0.5) < 0.03
-    assert abs(n.mean()) < 0.08 and abs(n.std() - 1) < 0.08
-    nd.manual_seed(123)
-    torch.testing.assert_close(to_torch(nd.rand(4000, dtype=dtype, device=device)).double(), u, rtol=0, atol=0)
-    assert not torch.equal(to_torch(nd.rand(4000, dtype=dtype, device=device)).double(), u)
+# (start, end, steps, dtype): the half types on ends and steps they hold exactly (torch computes them in the
+# half type itself, genesis's cuda kernel in float32); integer dtypes truncate the ends first, as torch.
+LINSPACE_CASES = [
+    (-1.3, 2.9, 37, None), (-1.3, 2.9, 1001, nd.float64), (2.0, -3.0, 11, nd.float32), (0.5, 0.5, 3, None),
+    (-8.0, 16.0, 25, nd.bfloat16), (-8.0, 16.0, 7, nd.float16),
+    (-7.9, 30.2, 12, nd.int64), (0, 10, 4, nd.int32), (5, 1, 9, nd.int64),
+    (3.0, 9.0, 0, None), (3.0, 9.0, 1, None), (3, 9, 2, nd.int64),
+]
 
 
-def test_randint(device):
-    nd.manual_seed(7)
-    r = nd.randint(-3, 5, (2000,), device=device)
-    assert r.dtype is nd.int64 and r.shape == (2000,)
-    t = to_torch(r)
-    assert t.min() == -3 and t.max() == 4
-    assert set(t.tolist()) == set(range(-3, 5))
-    assert nd.randint(4, size=(3,), dtype=nd.int32, device=device).dtype is nd.int32
-    with pytest.raises(RuntimeError, match="from"):
-        nd.randint(5, 5, (2,), device=device)
+@pytest.mark.parametrize("start,end,steps,dtype", LINSPACE_CASES, ids=[str(c) for c in LINSPACE_CASES])
+def test_linspace_matches_torch(device, start, end, steps, dtype):
+    got = nd.linspace(start, end, steps, dtype=dtype, device=device)
+    assert_same(got, torch.linspace(start, end, steps, dtype=None if dtype is None else dtype.torch))
 
 
-def test_random_needs_floating_dtype(device):
-    with pytest.raises(TypeError, match="int32"):
-        nd.randn(3, dtype=nd.int32, device=device)
+@pytest.mark.parametrize("n,m", [(1, None), (4, None), (3, 5), (6, 2), (0, 3), (3, 0)])
+@pytest.mark.parametrize("dtype", [None, nd.float64, nd.bfloat16, nd.int32, nd.bool_], ids=str)
+def test_eye_matches_torch(device, n, m, dtype):
+    expected = torch.eye(n, dtype=None if dtype is None else dtype.torch) if m is None else \
+        torch.eye(n, m, dtype=None if dtype is None else dtype.torch)
+    assert_same(nd.eye(n, m, dtype=dtype, device=device), expected)
+
+
+@pytest.mark.parametrize("call", [lambda lib, **kw: lib.linspace(0, 1, -1, **kw), lambda lib, **kw: lib.eye(-1, **kw),
+                                  lambda lib, **kw: lib.eye(2, -3, **kw)], ids=["linspace", "eye-n", "eye-m"])
+def test_linspace_and_eye_refuse_negative_sizes(device, call):
+    raises_like(lambda: call(torch), lambda: call(nd, device=device), "non-negative|greater or equal to 0")
 
 
 @pytest.mark.parametrize("data", [[1.5, -2.0, 3.25], [[1, 2], [3, 4]], [True, False], 3.5, 7, [[]]],
@@ -115,3 +118,26 @@ def test_from_numpy_on_cuda_is_a_copy(device):
     a = nd.from_numpy(src, device=device)
     src[0, 0] = 42.0
     assert a.numpy()[0, 0] != 42.0
+
+
+# ------------------------------------------------------------------ tril, triu
+@pytest.mark.parametrize("op", ["tril", "triu"])
+@pytest.mark.parametrize("diagonal", [-2, -1, 0, 1, 3])
+@pytest.mark.parametrize("dtype", [F32, BF16, I64, BOOL], ids=["f32", "bf16", "i64", "bool"])
+def test_triangles_match_torch(device, op, diagonal, dtype):
+    t = random_tensor((2, 4, 5), dtype)
+    assert_same(getattr(from_torch(t, device), op)(diagonal), getattr(torch, op)(t, diagonal))
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+def test_triangles_of_strided_and_wide_inputs(device, op):
+    t = random_tensor((6, 4))
+    assert_same(getattr(transposed(t, device), op)(1), getattr(torch, op)(t, 1))
+    w = random_tensor((3, 7))
+    assert_same(getattr(from_torch(w, device), op)(-1), getattr(torch, op)(w, -1))
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+def test_triangles_need_two_dims(device, op):
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        getattr(from_torch(random_tensor((4,)), device), op)()

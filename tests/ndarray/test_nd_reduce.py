@@ -1,4 +1,5 @@
-"""Reductions, matmul and (log-)softmax against torch."""
+"""Reductions against torch: sum / mean / prod / amax / amin / all / any, logsumexp, var, max / min with indices,
+argmax / argmin."""
 
 from __future__ import annotations
 
@@ -83,44 +84,9 @@ def test_argmax_on_a_non_contiguous_input(device):
     assert_same(a.T[:, 1:].argmax(1), t.T[:, 1:].argmax(1))
 
 
-MATMUL_SHAPES = [((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 5)), ((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)),
-                 ((2, 3, 4), (4, 5)), ((4,), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((3, 7), (7, 1)),
-                 ((1, 3, 4), (2, 4, 5))]
-
-
-@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=lambda s: f"{s[0]}@{s[1]}")
-@pytest.mark.parametrize("dtype", [F32, F64, F16])
-def test_matmul_matches_torch(device, shapes, dtype):
-    ta, tb = random_tensor(shapes[0], dtype), random_tensor(shapes[1], dtype)
-    expected = (ta.double() @ tb.double()).to(dtype)
-    out = from_torch(ta, device) @ from_torch(tb, device)
-    tol = {F32: dict(rtol=1e-5, atol=1e-5), F64: dict(rtol=1e-10, atol=1e-10), F16: dict(rtol=2e-3, atol=4e-3)}
-    assert_same(out, expected, **tol[dtype])
-
-
-def test_matmul_of_transposed_operands(device):
-    ta, tb = random_tensor((5, 3), F64), random_tensor((4, 5), F64)
-    a, b = from_torch(ta, device), from_torch(tb, device)
-    assert_same(a.T @ b.T, ta.T @ tb.T)
-    assert_same(a.mT[:, ::2] @ b[:, ::2].T, ta.mT[:, ::2] @ tb[:, ::2].T)
-
-
-@pytest.mark.parametrize("dim", [0, 1, -1])
-@pytest.mark.parametrize("dtype", [F32, F64, F16])
-def test_softmax_log_softmax_and_backward(device, dim, dtype):
-    t = random_tensor((3, 4, 5), dtype) * 4
-    a = from_torch(t, device)
-    # float16: both torch and genesis compute in float32 and round once; they can differ by one ulp of
-    # the result, which near 0 (tiny probabilities, log-probabilities close to 0) is large relative to it.
-    tol = dict(rtol=2e-3, atol=1e-3) if dtype == F16 else {}
-    assert_same(a.softmax(dim), torch.softmax(t, dim), **tol)
-    assert_same(a.log_softmax(dim), torch.log_softmax(t, dim), **tol)
-    if dtype == F16:
-        return
-    dy = random_tensor((3, 4, 5), dtype)
-    for log in (False, True):
-        x = t.clone().requires_grad_()
-        y = torch.log_softmax(x, dim) if log else torch.softmax(x, dim)
-        (expected,) = torch.autograd.grad(y, x, dy)
-        got = from_torch(y.detach(), device).softmax_backward(from_torch(dy, device), dim, log)
-        assert_same(got, expected)
+# ------------------------------------------------------------------ prod with zeros (forward)
+def test_prod_through_zeros(device):
+    t = random_tensor((3, 4), nonzero=True)
+    t[0, 1] = t[2, 0] = t[2, 3] = 0
+    assert_same(from_torch(t, device).prod(1), torch.prod(t, 1))
+    assert_same(from_torch(t, device).prod(0, keepdim=True), torch.prod(t, 0, keepdim=True))

@@ -1,7 +1,8 @@
-"""Indexing, selection and sorting on CUDA: torch's checks and messages, genesis_kernels launchers.
+"""Index ops on CUDA: torch's checks and messages, genesis_kernels launchers.
 
 gather, scatter_ / scatter_add_ / index_add_ / masked_fill_ (in place; NDArray composes the
-out-of-place forms by cloning first), index_select, masked_select, nonzero, sort, topk.
+out-of-place forms by cloning first), index_select, masked_select, nonzero, embedding and its
+backward.
 
 Every index is bounds-checked on the device by the kernel, which raises IndexError after the
 launch. torch raises RuntimeError for an out-of-range index of gather, scatter and index_add
@@ -19,10 +20,10 @@ import torch
 import genesis_kernels as gk
 import genesis_storage as gs
 
-from ...dtypes import dtype_by_name, int32, uint8
+from ...dtypes import dtype_by_name, int32
 from ...shape import broadcast_shapes, normalize_dim
 from .common import View, expand_to, reg, stream_of
-from .memory import cast, clone, copy_, fill_
+from .memory import cast, copy_, fill_
 
 _INDEX_DTYPES = ("int64", "int32")
 # How torch's messages print a mask dtype (its C++ type name).
@@ -71,22 +72,22 @@ def _accumulate(v: View, src: View, launch) -> None:
 
 # ------------------------------------------------------------------ gather / scatter
 @reg("gather")
-def gather(v: View, dim: int, index: View) -> View:
+def gather(input: View, dim: int, index: View) -> View:
     if index.dtype not in _INDEX_DTYPES:
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
-    dim = normalize_dim(dim, len(v.shape))
-    out = gs.empty(index.shape, v.dtype, v.device)
+    dim = normalize_dim(dim, len(input.shape))
+    out = gs.empty(index.shape, input.dtype, input.device)
     if not math.prod(index.shape):  # torch checks nothing else for an empty index
         return out
-    vs, ishape = _rank1(v.shape), _rank1(index.shape)
+    vs, ishape = _rank1(input.shape), _rank1(index.shape)
     if len(ishape) != len(vs):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for d, (i, s) in enumerate(zip(ishape, vs)):
         if d != dim and i > s:
             raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be no "
-                               f"larger than self {list(v.shape)} apart from dimension {dim}")
+                               f"larger than self {list(input.shape)} apart from dimension {dim}")
     with _index_errors_as_runtime_error():
-        gk.gather(v, dim, index, out, stream=stream_of(v))
+        gk.gather(input, dim, index, out, stream=stream_of(input))
     return out
 
 
@@ -118,155 +119,161 @@ def _check_scatter(v: View, dim: int, index: View, src) -> int:
 
 
 @reg("scatter_")
-def scatter_(v: View, dim: int, index: View, src) -> None:
+def scatter_(input: View, dim: int, index: View, src) -> None:
     """v[..., index[i], ...] = src[i] (or a scalar) along dim; with repeated indices one write wins."""
-    dim = _check_scatter(v, dim, index, src)
+    dim = _check_scatter(input, dim, index, src)
     if not math.prod(index.shape):
         return
     if not isinstance(src, View):
-        src = _scalar_for(v.dtype, src)
+        src = _scalar_for(input.dtype, src)
     with _index_errors_as_runtime_error():
-        gk.scatter(v, dim, index, src, stream=stream_of(v))
+        gk.scatter(input, dim, index, src, stream=stream_of(input))
 
 
 @reg("scatter_add_")
-def scatter_add_(v: View, dim: int, index: View, src: View) -> None:
+def scatter_add_(input: View, dim: int, index: View, src: View) -> None:
     """v[..., index[i], ...] += src[i] along dim (atomic: repeated indices add up)."""
-    dim = _check_scatter(v, dim, index, src)
+    dim = _check_scatter(input, dim, index, src)
     if not math.prod(index.shape):
         return
     with _index_errors_as_runtime_error():
-        _accumulate(v, src, lambda dst, s: gk.scatter_add(dst, dim, index, s, stream=stream_of(v)))
+        _accumulate(input, src, lambda dst, s: gk.scatter_add(dst, dim, index, s, stream=stream_of(input)))
 
 
 # ------------------------------------------------------------------ index_select / index_add
 @reg("index_select")
-def index_select(v: View, dim: int, index: View) -> View:
+def index_select(input: View, dim: int, index: View) -> View:
     if index.dtype not in _INDEX_DTYPES:
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if len(index.shape) > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    dim = normalize_dim(dim, len(v.shape))
+    dim = normalize_dim(dim, len(input.shape))
     n = math.prod(index.shape)
-    if not v.shape:
+    if not input.shape:
         if n != 1:
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {n} value(s)")
         index = index.as_strided((), (), index.offset)  # the kernel gives a 0-d x the index's shape
         shape: tuple[int, ...] = ()
     else:
-        shape = v.shape[:dim] + (n,) + v.shape[dim + 1:]
-    out = gs.empty(shape, v.dtype, v.device)
+        shape = input.shape[:dim] + (n,) + input.shape[dim + 1:]
+    out = gs.empty(shape, input.dtype, input.device)
     if math.prod(shape):
-        gk.index_select(v, dim, index, out, stream=stream_of(v))  # out of range: IndexError, as torch
+        gk.index_select(input, dim, index, out, stream=stream_of(input))  # out of range: IndexError, as torch
     return out
 
 
 @reg("index_add_")
-def index_add_(v: View, dim: int, index: View, src: View, alpha) -> None:
+def index_add_(input: View, dim: int, index: View, source: View, alpha) -> None:
     """v[..., index[j], ...] += alpha * src[..., j, ...] along dim (atomic: repeated indices add up)."""
     if index.dtype not in _INDEX_DTYPES:
         raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {_scalar_type(index.dtype)}")
     if len(index.shape) > 1:
         raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {len(index.shape)} with "
                          f"type: {_scalar_type(index.dtype)} and size: {list(index.shape)}")
-    dim = normalize_dim(dim, len(v.shape))
-    if src.dtype != v.dtype:
-        raise RuntimeError(f"index_add_(): self ({_scalar_type(v.dtype)}) and source ({_scalar_type(src.dtype)}) "
-                           "must have the same scalar type")
-    if src.shape and dim >= len(src.shape):
+    dim = normalize_dim(dim, len(input.shape))
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"index_add_(): self ({_scalar_type(input.dtype)}) and source "
+                           f"({_scalar_type(source.dtype)}) must have the same scalar type")
+    if source.shape and dim >= len(source.shape):
         raise RuntimeError(f"index_add_(): Indexing dim {dim} is out of bounds of the source tensor with dim "
-                           f"{len(src.shape)}")
+                           f"{len(source.shape)}")
     n = math.prod(index.shape)
-    size = src.shape[dim] if src.shape else 1
+    size = source.shape[dim] if source.shape else 1
     if size != n:
         raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({size}), "
                            f"for dim: {dim}")
-    if len(src.shape) != len(v.shape) or any(a != b for d, (a, b) in enumerate(zip(src.shape, v.shape)) if d != dim):
+    if len(source.shape) != len(input.shape) or any(a != b for d, (a, b) in enumerate(zip(source.shape, input.shape))
+                                                    if d != dim):
         raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. "
-                           f"Got self.shape = {list(v.shape)} source.shape = {list(src.shape)}")
-    if not math.prod(src.shape):
+                           f"Got self.shape = {list(input.shape)} source.shape = {list(source.shape)}")
+    if not math.prod(source.shape):
         return
-    alpha = _scalar_for("int32" if v.dtype == "bool" else v.dtype, alpha)
+    alpha = _scalar_for("int32" if input.dtype == "bool" else input.dtype, alpha)
     with _index_errors_as_runtime_error():
-        _accumulate(v, src, lambda dst, s: gk.index_add(dst, dim, index, s, alpha=alpha, stream=stream_of(v)))
+        _accumulate(input, source,
+                    lambda dst, s: gk.index_add(dst, dim, index, s, alpha=alpha, stream=stream_of(input)))
 
 
 # ------------------------------------------------------------------ masks
 @reg("masked_fill_")
-def masked_fill_(v: View, mask: View, value) -> None:
+def masked_fill_(input: View, mask: View, value) -> None:
     if mask.dtype != "bool":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{_CPP_NAMES[mask.dtype]}")
-    shape = broadcast_shapes(v.shape, mask.shape)
-    if shape != tuple(v.shape):
-        raise RuntimeError(f"output with shape {list(v.shape)} doesn't match the broadcast shape {list(shape)}")
+    shape = broadcast_shapes(input.shape, mask.shape)
+    if shape != tuple(input.shape):
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
     if math.prod(shape):
-        gk.masked_fill(v, expand_to(mask, shape), _scalar_for(v.dtype, value), v, stream=stream_of(v))
+        gk.masked_fill(input, expand_to(mask, shape), _scalar_for(input.dtype, value), input, stream=stream_of(input))
 
 
 @reg("masked_select")
-def masked_select(v: View, mask: View) -> View:
+def masked_select(input: View, mask: View) -> View:
     if mask.dtype != "bool":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = broadcast_shapes(v.shape, mask.shape)
-    x, m = expand_to(v, shape), expand_to(mask, shape)
-    n = gk.nonzero_count(m, stream=stream_of(v)) if math.prod(shape) else 0
-    out = gs.empty((n,), v.dtype, v.device)
+    shape = broadcast_shapes(input.shape, mask.shape)
+    x, m = expand_to(input, shape), expand_to(mask, shape)
+    n = gk.nonzero_count(m, stream=stream_of(input)) if math.prod(shape) else 0
+    out = gs.empty((n,), input.dtype, input.device)
     if n:
-        gk.masked_select(x, m, out, stream=stream_of(v))
+        gk.masked_select(x, m, out, stream=stream_of(input))
     return out
 
 
 @reg("nonzero")
-def nonzero(v: View) -> View:
+def nonzero(input: View) -> View:
     """(count, ndim) int64 coordinates of the nonzero elements, in row-major order."""
-    flat = v if v.shape else v.as_strided((1,), (1,), v.offset)
-    n = gk.nonzero_count(flat, stream=stream_of(v)) if math.prod(flat.shape) else 0
-    out = gs.empty((n, len(v.shape)), "int64", v.device)
-    if n and v.shape:  # a 0-d input has no coordinates to write
-        gk.nonzero(v, out, stream=stream_of(v))
+    flat = input if input.shape else input.as_strided((1,), (1,), input.offset)
+    n = gk.nonzero_count(flat, stream=stream_of(input)) if math.prod(flat.shape) else 0
+    out = gs.empty((n, len(input.shape)), "int64", input.device)
+    if n and input.shape:  # a 0-d input has no coordinates to write
+        gk.nonzero(input, out, stream=stream_of(input))
     return out
 
 
-# ------------------------------------------------------------------ sort / topk
-@reg("sort")
-def sort(v: View, dim: int, descending: bool, stable: bool) -> tuple[View, View]:
-    """Sorted values and their int64 indices along dim. The kernel is always stable, which
-    ``stable=False`` allows too."""
-    dim = normalize_dim(dim, len(v.shape))
-    values = gs.empty(v.shape, v.dtype, v.device)
-    indices = gs.empty(v.shape, "int64", v.device)
-    if math.prod(v.shape):
-        if v.dtype == "bool":  # sorted as uint8 (False < True), cast back
-            wide = cast(v, uint8)
-            sorted_wide = gs.empty(v.shape, "uint8", v.device)
-            gk.sort(wide, sorted_wide, indices, dim, descending=descending, stream=stream_of(v))
-            copy_(values, sorted_wide)
-        else:
-            gk.sort(v, values, indices, dim, descending=descending, stream=stream_of(v))
-    return values, indices
+# ------------------------------------------------------------------ embedding
+def _check_embedding_indices(indices: View) -> None:
+    if indices.dtype not in _INDEX_DTYPES:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got torch.{_scalar_type(indices.dtype)}Tensor instead (while checking "
+                           "arguments for embedding)")
 
 
-@reg("topk")
-def topk(v: View, k: int, dim: int, largest: bool, sorted: bool) -> tuple[View, View]:
-    """The k largest (smallest) along dim, always sorted (which ``sorted=False`` allows too)."""
-    if v.dtype == "bool":
-        raise RuntimeError("topk does not support bool dtypes")
-    dim = normalize_dim(dim, len(v.shape))
-    size = v.shape[dim] if v.shape else 1
-    if not 0 <= k <= size:
-        raise RuntimeError("selected index k out of range")
-    if not v.shape:  # torch: a 0-d input comes back as it is, with index 0
-        indices = gs.empty((), "int64", v.device)
-        fill_(indices, 0)
-        return clone(v), indices
-    shape = v.shape[:dim] + (k,) + v.shape[dim + 1:]
-    values = gs.empty(shape, v.dtype, v.device)
-    indices = gs.empty(shape, "int64", v.device)
-    if math.prod(shape):
-        gk.topk(v, k, values, indices, dim, largest=largest, stream=stream_of(v))
-    return values, indices
+@contextmanager
+def _embedding_index_errors():
+    """torch's CPU message for an index outside [0, num_weights) (its CUDA kernel asserts instead)."""
+    try:
+        yield
+    except IndexError:
+        raise IndexError("index out of range in self") from None
 
 
-__all__ = ["gather", "index_add_", "index_select", "masked_fill_", "masked_select", "nonzero", "scatter_",
-           "scatter_add_", "sort", "topk"]
+@reg("embedding")
+def embedding(weight: View, indices: View) -> View:
+    """Rows ``weight[indices]``: shape ``indices.shape + (D,)``."""
+    _check_embedding_indices(indices)
+    if len(weight.shape) != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    out = gs.empty(tuple(indices.shape) + (weight.shape[1],), weight.dtype, weight.device)
+    if math.prod(out.shape):
+        with _embedding_index_errors():
+            gk.embedding(weight, indices, out, stream=stream_of(weight))
+    return out
+
+
+@reg("embedding_backward")
+def embedding_backward(grad_output: View, indices: View, num_weights: int, padding_idx: int | None) -> View:
+    """The (num_weights, D) gradient of the weight: grad_output's rows summed into their index's row
+    (atomics; the order of the sum is not deterministic), the ``padding_idx`` row left at zero."""
+    _check_embedding_indices(indices)
+    grad_weight = gs.empty((num_weights, grad_output.shape[-1]), grad_output.dtype, grad_output.device)
+    fill_(grad_weight, 0)
+    if math.prod(grad_output.shape):
+        with _embedding_index_errors():
+            gk.embedding_backward(grad_output, indices, grad_weight, padding_idx=padding_idx,
+                                  stream=stream_of(grad_output))
+    return grad_weight
+
+
+__all__ = ["embedding", "embedding_backward", "gather", "index_add_", "index_select", "masked_fill_",
+           "masked_select", "nonzero", "scatter_", "scatter_add_"]

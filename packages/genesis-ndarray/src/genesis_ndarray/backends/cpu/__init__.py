@@ -1,0 +1,11 @@
+"""The CPU backend: torch CPU tensors, torch's own kernels and semantics.
+
+One module per op family (the same names as ``backends/cuda`` and ``genesis_kernels``);
+importing this package registers every op under the device type "cpu". Each family
+module registers its own functions through ``common.reg`` and imports no other family.
+"""
+
+from . import creation, elementwise, getitem, index, matmul, memory, random, reduce, scan, softmax, sort, views
+
+__all__ = ["creation", "elementwise", "getitem", "index", "matmul", "memory", "random", "reduce", "scan", "softmax",
+           "sort", "views"]

@@ -1,0 +1,56 @@
+"""CPU elementwise ops: unary and binary math by name, in-place binary, where, clamp, lerp, addcmul, addcdiv."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from .common import reg
+
+_BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    "floor_divide": torch.floor_divide, "remainder": torch.remainder, "fmod": torch.fmod, "pow": torch.pow,
+    "maximum": torch.maximum, "minimum": torch.minimum, "atan2": torch.atan2,
+    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+    "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor,
+    "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
+}
+# These torch functions take no Python scalar; a 0-dim tensor promotes the same way.
+_NEEDS_TENSOR = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor"}
+
+# Unary names torch has under nn.functional only (or under another spelling); the rest are torch.<name>.
+_UNARY = {
+    "relu": torch.relu, "sigmoid": torch.sigmoid, "silu": torch.nn.functional.silu,
+    "logical_not": torch.logical_not, "bitwise_not": torch.bitwise_not,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": functools.partial(torch.nn.functional.gelu, approximate="tanh"),
+}
+
+
+@reg("binary")
+def binary(op: str, input, other):
+    """``input op other``; either may be a Python scalar (reflected operators pass the scalar first)."""
+    if not isinstance(input, torch.Tensor):
+        input = torch.tensor(input)
+    elif op in _NEEDS_TENSOR and not isinstance(other, torch.Tensor):
+        other = torch.tensor(other)
+    return _BINARY[op](input, other)
+
+
+@reg("binary_")
+def binary_(op: str, input: torch.Tensor, other) -> None:
+    getattr(input, f"{op}_")(other)
+
+
+@reg("unary")
+def unary(op: str, input: torch.Tensor) -> torch.Tensor:
+    fn = _UNARY.get(op) or getattr(torch, op)
+    return fn(input)
+
+
+reg("where")(lambda condition, input, other: torch.where(condition, input, other))
+reg("clamp")(lambda input, min, max: torch.clamp(input, min, max))
+reg("lerp")(lambda input, end, weight: torch.lerp(input, end, weight))
+reg("addcmul")(lambda input, tensor1, tensor2, value: torch.addcmul(input, tensor1, tensor2, value=value))
+reg("addcdiv")(lambda input, tensor1, tensor2, value: torch.addcdiv(input, tensor1, tensor2, value=value))

@@ -1,0 +1,16 @@
+"""CPU matmul: torch.matmul, with the shape check done first so both devices give one message."""
+
+from __future__ import annotations
+
+import torch
+
+from .common import reg
+
+
+@reg("matmul")
+def matmul(input: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    # torch's batched message names neither operand; check first so both devices say the same.
+    if input.ndim and other.ndim and input.shape[-1] != other.shape[-2 if other.ndim > 1 else 0]:
+        sa, sb = "x".join(map(str, input.shape)), "x".join(map(str, other.shape))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
+    return torch.matmul(input, other)

@@ -1,0 +1,40 @@
+"""CPU memory ops: metadata, copies and casts, host / device transfers, item / tolist / numpy, DLPack.
+
+A cpu native array is a torch CPU tensor, so a transfer to or from the host is the identity.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...device import Device
+from ...dtypes import dtype_of_torch
+from .common import reg
+
+reg("dtype_of")(lambda input: dtype_of_torch(input.dtype))
+reg("strides")(lambda input: input.stride())
+reg("storage_offset")(lambda input: input.storage_offset())
+reg("is_contiguous")(lambda input: input.is_contiguous())
+reg("data_ptr")(lambda input: input.data_ptr())
+reg("item")(lambda input: input.item())
+reg("tolist")(lambda input: input.tolist())
+reg("to_numpy")(lambda input: input.numpy())
+reg("to_cpu")(lambda input, non_blocking=False: input)
+reg("from_cpu")(lambda input, device, non_blocking=False: input)
+
+
+@reg("to_dlpack")
+def to_dlpack(input: torch.Tensor, stream, max_version, dl_device, copy):
+    kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
+                                ("copy", copy)) if v is not None}
+    return input.__dlpack__(**kwargs)
+
+
+reg("dlpack_device")(lambda input: input.__dlpack_device__())
+reg("from_dlpack")(lambda obj: (torch.from_dlpack(obj), Device("cpu")))
+
+reg("contiguous")(lambda input: input.contiguous())
+reg("cast")(lambda input, dtype: input.to(dtype.torch))
+reg("clone")(lambda input: input.clone())
+reg("copy_")(lambda input, src: input.copy_(src))
+reg("fill_")(lambda input, value: input.fill_(value))
