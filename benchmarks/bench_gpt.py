@@ -1,0 +1,105 @@
+"""GPT training throughput: genesis against torch eager, the same model code, one GPU, one process.
+
+The model is examples/train_gpt.py's GPT, loaded twice: as written (genesis) and with its three
+genesis imports replaced by torch's. Both train on the same random token batches with bf16
+autocast, AdamW and gradient clipping, as the example does. Steps alternate between the two
+frameworks; each step is timed from a synchronised start to a synchronised end, and the medians
+after warm-up give tokens per second. Peak memory is each allocator's own peak.
+    python3 benchmarks/bench_gpt.py                 # GPT-2 small: 12 x 768, vocabulary 50,304, 1024 x 8
+    python3 benchmarks/bench_gpt.py --quick         # a smaller model, for a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import genesis
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "train_gpt.py"
+TO_TORCH = {
+    "import genesis\n": "import torch as genesis\n",
+    "import genesis.nn as nn\n": "import torch.nn as nn\n",
+    "import genesis.nn.functional as F\n": "import torch.nn.functional as F\n",
+}
+
+
+def load(name: str, swap: dict[str, str] | None) -> types.ModuleType:
+    source = EXAMPLE.read_text()
+    for old, new in (swap or {}).items():
+        source = source.replace(old, new)
+    module = types.ModuleType(name)
+    module.__file__ = str(EXAMPLE)
+    sys.modules[name] = module
+    exec(compile(source, str(EXAMPLE), "exec"), module.__dict__)
+    return module
+
+
+class Trainer:
+    def __init__(self, script: types.ModuleType, config: dict, batch: int) -> None:
+        self.lib, self.script = script.genesis, script
+        self.model = script.GPT(script.GPTConfig(**config)).to("cuda")
+        self.optimizer = script.configure_optimizer(self.model, lr=6e-4, weight_decay=0.1)
+        self.batch, self.block = batch, config["block_size"]
+
+    def step(self, x: np.ndarray, y: np.ndarray) -> None:
+        lib = self.lib
+        xs, ys = lib.tensor(x, device="cuda"), lib.tensor(y, device="cuda")
+        with lib.autocast("cuda", dtype=lib.bfloat16):
+            _, loss = self.model(xs, ys)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.script.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+
+    def sync(self) -> None:
+        self.lib.cuda.synchronize()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--warmup", type=int, default=2)
+    args = parser.parse_args()
+    if args.quick:
+        config, batch = dict(vocab_size=8192, block_size=256, n_layer=4, n_head=8, n_embd=512), 8
+    else:
+        config, batch = dict(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768), 8
+    rng = np.random.default_rng(0)
+    trainers = {"genesis": Trainer(load("gpt_genesis", None), config, batch),
+                "torch": Trainer(load("gpt_torch", TO_TORCH), config, batch)}
+    times: dict[str, list[float]] = {name: [] for name in trainers}
+    first: dict[str, float] = {}
+    for step in range(args.warmup + args.steps):
+        x = rng.integers(0, config["vocab_size"], size=(batch, config["block_size"]))
+        y = rng.integers(0, config["vocab_size"], size=(batch, config["block_size"]))
+        for name, trainer in trainers.items():
+            trainer.sync()
+            start = time.perf_counter()
+            trainer.step(x, y)
+            trainer.sync()
+            elapsed = time.perf_counter() - start
+            if step == 0:
+                first[name] = elapsed
+            if step >= args.warmup:
+                times[name].append(elapsed)
+    tokens = batch * config["block_size"]
+    rate = {name: tokens / statistics.median(v) for name, v in times.items()}
+    peak = {"genesis": genesis.cuda.max_memory_allocated() / 2**30, "torch": torch.cuda.max_memory_allocated() / 2**30}
+    params = sum(p.numel() for p in trainers["torch"].model.parameters())
+    print(f"GPT {params / 1e6:.1f} M parameters, {batch} x {config['block_size']} tokens, bf16 autocast, AdamW")
+    for name in trainers:
+        print(f"  {name:8s} {rate[name]:12,.0f} tokens/s   peak {peak[name]:6.2f} GiB   first step {first[name]:.1f} s")
+    print(f"  ratio genesis / torch eager tokens/s: {rate['genesis'] / rate['torch']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
