@@ -648,3 +648,16 @@ def test_shape_is_a_size_like_torchs():
     assert repr(x.shape) == repr(torch.randn(3, 4).shape).replace("torch.", "genesis.")
     assert x.shape.numel() == 12 and x.shape[1:] == (4,) and repr(x.shape[1:]) == "genesis.Size([4])"
     assert x.size(1) == 4 and isinstance(x.size(1), int)
+
+
+def test_deepcopy_copies_memory_grad_and_sharing(device):
+    import copy
+
+    a = genesis.randn(3, device=device, requires_grad=True)
+    a.grad = genesis.randn(3, device=device)
+    copied = copy.deepcopy({"x": a, "y": a, "n": 1})
+    assert copied["x"] is copied["y"] and copied["x"].requires_grad and copied["x"].is_leaf
+    assert copied["x"].data_ptr() != a.data_ptr()
+    assert (copied["x"] == a).all().item() and (copied["x"].grad == a.grad).all().item()
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        copy.deepcopy(a * 2)

@@ -80,3 +80,16 @@ def check_module(torch_module, genesis_module, inputs, device, **tol):
         else:
             assert_close(p.grad, tparams[name].grad, **tol)
     return outs
+
+
+# torch 2.13 prints the norms' bias argument (LayerNorm(..., bias=True)); the GPU machine's torch 2.11 does
+# not. genesis prints it as torch 2.13 does; against an older torch, compare without it.
+_NORM_BIAS_IN_REPR = tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 13)
+
+
+def module_repr(module) -> str:
+    """genesis module's repr as the installed torch would print the same module."""
+    text = repr(module)
+    if not _NORM_BIAS_IN_REPR:
+        text = text.replace(", bias=True", "").replace(", bias=False", "")
+    return text

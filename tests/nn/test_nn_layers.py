@@ -7,7 +7,7 @@ from collections import OrderedDict
 
 import pytest
 import torch
-from nn_helpers import assert_close, check_forward_backward, check_module, g, to_torch
+from nn_helpers import assert_close, check_forward_backward, check_module, g, module_repr, to_torch
 
 import genesis
 import genesis.nn as nn
@@ -86,7 +86,7 @@ def _pair(build):
 @pytest.mark.parametrize("build,inputs", [pytest.param(b, i, id=n) for n, b, i in CASES])
 def test_layer_matches_torch(device, build, inputs):
     tmod, gmod = _pair(build)
-    assert repr(gmod) == repr(tmod)
+    assert module_repr(gmod) == repr(tmod)
     gmod.to(device)
     check_module(tmod, gmod, inputs(), device)
 
@@ -245,7 +245,7 @@ def test_sequential_from_ordered_dict_keeps_names():
     seq = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 2)), ("act", nn.ReLU())]))
     tseq = torch.nn.Sequential(OrderedDict([("fc", torch.nn.Linear(2, 2)), ("act", torch.nn.ReLU())]))
     assert list(seq.state_dict()) == list(tseq.state_dict()) == ["fc.weight", "fc.bias"]
-    assert repr(seq) == repr(tseq)
+    assert module_repr(seq) == repr(tseq)
     assert isinstance(seq[:1], nn.Sequential) and [n for n, _ in seq[:1].named_children()] == ["fc"]
 
 
@@ -258,7 +258,7 @@ def test_module_list_and_repr_matches_torch():
         return layers
 
     layers, tlayers = build(genesis), build(torch)
-    assert repr(layers) == repr(tlayers)
+    assert module_repr(layers) == repr(tlayers)
     assert [n for n, _ in layers.named_parameters()] == [n for n, _ in tlayers.named_parameters()]
     assert isinstance(layers[1:3], nn.ModuleList) and len(layers[1:3]) == 2
     del layers[0]
@@ -276,7 +276,7 @@ def test_module_dict():
     md = nn.ModuleDict({"b": nn.Linear(2, 2), "a": nn.ReLU()})
     tmd = torch.nn.ModuleDict({"b": torch.nn.Linear(2, 2), "a": torch.nn.ReLU()})
     assert list(md) == list(tmd) == ["b", "a"] and "a" in md and len(md) == 2
-    assert repr(md) == repr(tmd)
+    assert module_repr(md) == repr(tmd)
     md["c"] = nn.Tanh()
     md.update([("d", nn.Sigmoid())])
     assert list(md.keys()) == ["b", "a", "c", "d"] and isinstance(md.pop("c"), nn.Tanh)

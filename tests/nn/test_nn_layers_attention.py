@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from nn_helpers import assert_close, check_forward_backward, g, to_torch
+from nn_helpers import assert_close, check_forward_backward, g, module_repr, to_torch
 
 import genesis
 import genesis.nn as nn
@@ -65,7 +65,7 @@ def _to_genesis(value, device):
 @pytest.mark.parametrize("build,inputs,kwargs", [pytest.param(b, i, k, id=n) for n, b, i, k in MHA_CASES])
 def test_multihead_attention_matches_torch(device, build, inputs, kwargs):
     tmod, gmod = _pair(build)
-    assert repr(gmod) == repr(tmod)
+    assert module_repr(gmod) == repr(tmod)
     gmod.to(device)
     kw = kwargs()
     gkw = {k: _to_genesis(v, device) for k, v in kw.items()}
@@ -141,7 +141,7 @@ TRANSFORMER_CASES = [
 @pytest.mark.parametrize("build,inputs,kwargs", [pytest.param(b, i, k, id=n) for n, b, i, k in TRANSFORMER_CASES])
 def test_transformer_layers_match_torch(device, build, inputs, kwargs):
     tmod, gmod = _pair(build)
-    assert repr(gmod) == repr(tmod)
+    assert module_repr(gmod) == repr(tmod)
     gmod.to(device)
     kw = kwargs()
     gkw = {k: _to_genesis(v, device) for k, v in kw.items()}

@@ -130,6 +130,20 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
         self.requires_grad = requires_grad
         return self
 
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """A copy with its own memory (and a copy of ``.grad``), as torch's: graph leaves only."""
+        if id(self) in memo:
+            return memo[id(self)]
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment.")
+        out = self._result_type(self.data.clone())
+        out.requires_grad = self.requires_grad
+        memo[id(self)] = out
+        if self.grad is not None:
+            out.grad = self.grad.__deepcopy__(memo)
+        return out
+
     def detach(self) -> Tensor:
         """A new leaf sharing this tensor's memory and version counter, outside the graph."""
         out = Tensor(self.data)

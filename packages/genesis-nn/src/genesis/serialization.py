@@ -183,21 +183,25 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes], pickle_module: Any = None, 
 
 # ---------------------------------------------------------------------------------------------- load
 def _read_header(data: bytes) -> dict:
-    if data[:2] == b"PK" or data[:1] == b"\x80":
-        raise CorruptCheckpointError("not a genesis checkpoint: this looks like a PyTorch .pt file (a zip of "
-                                     "pickles), which genesis.load does not read (that would mean unpickling), "
-                                     "or a corrupt file")
-    if len(data) < 8:
-        raise CorruptCheckpointError(f"checkpoint file is truncated or corrupt: {len(data)} bytes, not even a "
-                                     "header length")
-    (n,) = struct.unpack("<Q", data[:8])
-    if 8 + n > len(data):
-        raise CorruptCheckpointError(f"checkpoint file is truncated or corrupt: its header says {n} header bytes "
-                                     f"but the file has {len(data)} bytes in all")
+    n = struct.unpack("<Q", data[:8])[0] if len(data) >= 8 else None
     try:
+        if n is None or 8 + n > len(data):
+            raise ValueError("short")
         header = json.loads(data[8 : 8 + n])
-    except (UnicodeDecodeError, ValueError) as e:
-        raise CorruptCheckpointError(f"checkpoint file is corrupt: its header is not valid JSON ({e})") from None
+    except (UnicodeDecodeError, ValueError):
+        # Not a readable safetensors header. Name a PyTorch file as such: its first bytes are a zip's
+        # (torch.save) or a pickle's protocol mark. (Only now: a safetensors header length can begin so too.)
+        if data[:4] == b"PK\x03\x04" or (data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")):
+            raise CorruptCheckpointError("not a genesis checkpoint: this looks like a PyTorch .pt file (a zip of "
+                                         "pickles), which genesis.load does not read (that would mean unpickling), "
+                                         "or a corrupt file") from None
+        if n is None:
+            raise CorruptCheckpointError(f"checkpoint file is truncated or corrupt: {len(data)} bytes, not even a "
+                                         "header length") from None
+        if 8 + n > len(data):
+            raise CorruptCheckpointError(f"checkpoint file is truncated or corrupt: its header says {n} header "
+                                         f"bytes but the file has {len(data)} bytes in all") from None
+        raise CorruptCheckpointError("checkpoint file is corrupt: its header is not valid JSON") from None
     if not isinstance(header, dict):
         raise CorruptCheckpointError("checkpoint file is corrupt: its header is not a JSON object")
     return header

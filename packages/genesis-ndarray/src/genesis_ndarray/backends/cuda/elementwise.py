@@ -90,9 +90,26 @@ def binary(op: str, input, other) -> View:
     compute, out_dtype = _binary_types(op, input, other)
     out = gs.empty(shape, out_dtype.name, device)
     if math.prod(shape):
+        input, other = _rounded_to(out_dtype, input), _rounded_to(out_dtype, other)
         gk.binary(_KERNEL_OP.get(op, op), expand_to(input, shape), expand_to(other, shape), out,
                   compute_dtype=compute.name, stream=stream_of(out))
     return out
+
+
+# float -> float casts that lose nothing; any other cast of an operand to the result dtype rounds.
+_EXACT_WIDENING = {("float16", "float32"), ("bfloat16", "float32"), ("float16", "float64"), ("bfloat16", "float64"),
+                   ("float32", "float64")}
+
+
+def _rounded_to(dtype: DType, operand):
+    """A floating operand rounded to the floating result dtype first, as torch's TensorIterator does: a 0-d
+    float16 next to bfloat16 data computes with its bfloat16 value. Exact widenings need no launch."""
+    if not isinstance(operand, View) or not dtype.is_floating_point:
+        return operand
+    own = dtype_of(operand)
+    if own is dtype or not own.is_floating_point or (own.name, dtype.name) in _EXACT_WIDENING:
+        return operand
+    return cast(operand, dtype)
 
 
 @reg("binary_")
@@ -111,6 +128,7 @@ def binary_(op: str, input: View, other) -> None:
         raise RuntimeError(f"result type {out_dtype.name.capitalize()} can't be cast to the desired output "
                            f"type {own.name.capitalize()}")
     if math.prod(input.shape):
+        other = _rounded_to(out_dtype, other)
         gk.binary(_KERNEL_OP.get(op, op), input, expand_to(other, input.shape), input, compute_dtype=compute.name,
                   stream=stream_of(input))
 
