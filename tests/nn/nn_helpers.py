@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import torch
 
@@ -90,6 +92,7 @@ _NORM_BIAS_IN_REPR = tuple(int(part) for part in torch.__version__.split(".")[:2
 def module_repr(module) -> str:
     """genesis module's repr as the installed torch would print the same module."""
     text = repr(module)
-    if not _NORM_BIAS_IN_REPR:
-        text = text.replace(", bias=True", "").replace(", bias=False", "")
+    if not _NORM_BIAS_IN_REPR:  # only the norms' bias: Linear's is printed by every torch
+        text = re.sub(r"((?:LayerNorm|GroupNorm|BatchNorm[123]d|RMSNorm)\((?:[^()]|\([^()]*\))*?), bias=(?:True|False)",
+                      r"\1", text)
     return text
