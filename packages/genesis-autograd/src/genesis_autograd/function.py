@@ -8,13 +8,16 @@ backward share, as in torch.autograd.Function.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from genesis_ndarray import NDArray
+from genesis_ndarray import Device, DType, NDArray
 
 from . import grad_mode
 from .autocast import _state as _autocast_state
 from .autocast import cast_inputs, policy_of
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 _grad_state = grad_mode._state  # read on every apply: one lookup fewer (the object never changes)
 
@@ -51,6 +54,13 @@ class Node:
         self._hooks: list = []
         self.num_outputs = 1
         self.materialize_grads = True
+
+    # Set on a recorded node by _wrap_outputs (in its __dict__): the outputs' (shape, dtype, device), and,
+    # for a Function whose forward kept its output NDArray in ctx.out, that output's (version counter,
+    # version) for check_output_version.
+    _output_meta: list[tuple[tuple[int, ...], DType, Device]]
+    out: NDArray
+    out_version: tuple[list[int], int]
 
     # A recorded node keeps what backward needs; see _NullCtx.
     records = True
@@ -227,7 +237,7 @@ class _NullCtxs(dict):
 _NULL_CTXS = _NullCtxs()
 
 
-def _wrap_outputs(out, ctx: Node | None, base, make: type | None):
+def _wrap_outputs(out: Any, ctx: Node | None, base: Tensor | None, make: type[Tensor] | None) -> Any:
     """Tensors of class ``make`` for a forward's outputs, linked to ``ctx`` when it records a graph.
 
     ``make`` comes from the inputs, so that this module never imports tensor.py (which imports it).
@@ -236,24 +246,25 @@ def _wrap_outputs(out, ctx: Node | None, base, make: type | None):
         make = _tensor_type(out if isinstance(out, tuple) else (out,))
         if make is None:
             raise TypeError("Function.apply needs a Tensor among its arguments or the outputs of its forward")
-    if ctx is None and out.__class__ is NDArray:  # the common no-grad case, kept short
-        t = make(out)
-        if base is not None:  # a view: a later in-place write through it must reach the base's history
-            t._version = base._version
-            t._base = base if base._base is None else base._base
-            t._view_version = base._version[0]
-        return t
-    if out.__class__ is NDArray and base is None and not ctx._non_differentiable:  # one recorded output
-        t = make(out)
-        if out.dtype.is_floating_point:
-            t.requires_grad = True
-            t.grad_fn = ctx
-            t._output_nr = 0
-        if "out" in ctx.__dict__:
-            ctx.out_version = (t._version, t._version[0])
-        ctx.num_outputs = 1
-        ctx._output_meta = [(out.shape, out.dtype, out.device)]
-        return t
+    if out.__class__ is NDArray:
+        if ctx is None:  # the common no-grad case, kept short
+            t = make(out)
+            if base is not None:  # a view: a later in-place write through it must reach the base's history
+                t._version = base._version
+                t._base = base if base._base is None else base._base
+                t._view_version = base._version[0]
+            return t
+        if base is None and not ctx._non_differentiable:  # one recorded output
+            t = make(out)
+            if out.dtype.is_floating_point:
+                t.requires_grad = True
+                t.grad_fn = ctx
+                t._output_nr = 0
+            if "out" in ctx.__dict__:
+                ctx.out_version = (t._version, t._version[0])
+            ctx.num_outputs = 1
+            ctx._output_meta = [(out.shape, out.dtype, out.device)]
+            return t
     single = not isinstance(out, tuple)
     items = (out,) if single else out
     tensors = []
@@ -284,7 +295,7 @@ def _wrap_outputs(out, ctx: Node | None, base, make: type | None):
     return tensors[0] if single else tuple(tensors)
 
 
-def _tensor_type(items) -> type | None:
+def _tensor_type(items: tuple) -> type[Tensor] | None:
     """The _result_type of the first Tensor among ``items``; None if there is none."""
     for item in items:
         make = getattr(item, "_result_type", None)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from genesis_ndarray import NDArray, zeros
 from genesis_ndarray.shape import broadcast_shapes, normalize_dim
 
+from ..tensor_base import TensorBase
 from ._util import Primitive, data, meta, plain, reduce_to, requires_grad, tensor_arg, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
@@ -223,7 +224,7 @@ def _fill_value(self, value):
     return self._result_type(value) if isinstance(value, NDArray) else value
 
 
-class IndexMixin:
+class IndexMixin(TensorBase):
     """Tensor's index ops. In-place forms go through Tensor._inplace like add_."""
 
     __slots__ = ()

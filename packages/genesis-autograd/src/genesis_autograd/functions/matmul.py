@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..tensor_base import TensorBase
 from ._util import Primitive
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
@@ -54,7 +55,7 @@ def _batch_sum_to(grad, shape):
     return grad.reshape(*shape) if tuple(grad.shape) != tuple(shape) else grad
 
 
-class MatmulMixin:
+class MatmulMixin(TensorBase):
     __slots__ = ()
 
     def matmul(self, other: Tensor) -> Tensor:

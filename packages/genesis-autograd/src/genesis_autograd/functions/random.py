@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import grad_mode
+from ..tensor_base import TensorBase
 from ._util import is_tensor, wrap
 from .memory import Copy
 
@@ -25,7 +26,7 @@ def sample(values, *params):
     return out
 
 
-class RandomMixin:
+class RandomMixin(TensorBase):
     """In-place random fills are recorded like fill_: nothing of the old value survives, so its gradient
     is zero. As torch, a leaf that requires grad (or a view of one) is refused outside no_grad (nn.init
     runs under it)."""

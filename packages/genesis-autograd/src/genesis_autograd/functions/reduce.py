@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from genesis_ndarray import arange
 from genesis_ndarray.shape import normalize_dims
 
+from ..tensor_base import TensorBase
 from ._util import Primitive, ValuesIndices, check_output_version, saved_output, wrap
 from .scan import exclusive_prod, to_dtype
 
@@ -221,7 +222,7 @@ class VectorNorm(Primitive):
         return (g * scaled / safe).masked_fill(norm == 0, 0), None, None, None
 
 
-class ReduceMixin:
+class ReduceMixin(TensorBase):
     """Tensor's reductions. max / min with a dim give (values, indices), named as torch.return_types."""
 
     __slots__ = ()

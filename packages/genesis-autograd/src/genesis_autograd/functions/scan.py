@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from genesis_ndarray import arange, as_dtype, ones
 
 from .. import grad_mode
+from ..tensor_base import TensorBase
 from ._util import Primitive, saved_output, wrap
 from .views import Cat
 
@@ -110,7 +111,7 @@ def _cumprod_backward_by_position(x, g, dim: int):
     return before * Cat.apply(dim, *columns)
 
 
-class ScanMixin:
+class ScanMixin(TensorBase):
     """Tensor's scans; the in-place forms write the out-of-place result back (Tensor._math_inplace)."""
 
     __slots__ = ()
@@ -121,5 +122,5 @@ class ScanMixin:
     def cumprod(self, dim: int, dtype=None) -> Tensor:
         return Cumprod.apply(self, dim, None if dtype is None else as_dtype(dtype))
 
-    def cumsum_(self, dim, dtype=None): return self._math_inplace("cumsum", dim, dtype)
-    def cumprod_(self, dim, dtype=None): return self._math_inplace("cumprod", dim, dtype)
+    def cumsum_(self, dim, dtype=None) -> Tensor: return self._math_inplace("cumsum", dim, dtype)
+    def cumprod_(self, dim, dtype=None) -> Tensor: return self._math_inplace("cumprod", dim, dtype)

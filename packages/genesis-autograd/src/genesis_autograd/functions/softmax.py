@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import grad_mode
+from ..tensor_base import TensorBase
 from ._util import Primitive, check_output_version, saved_output, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
@@ -49,7 +50,7 @@ class LogSoftmax(Primitive):
         return wrap(g, ctx.out.softmax_backward(g.data, ctx.dim, log=True)), None
 
 
-class SoftmaxMixin:
+class SoftmaxMixin(TensorBase):
     __slots__ = ()
 
     def softmax(self, dim: int) -> Tensor:

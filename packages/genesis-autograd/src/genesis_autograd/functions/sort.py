@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from genesis_ndarray.shape import normalize_dim
 
+from ..tensor_base import TensorBase
 from ._util import Primitive, ValuesIndices, meta, wrap
 from .index import Scatter, zeros_like_input
 
@@ -46,7 +47,7 @@ class TopK(_Selection):
         return values, indices
 
 
-class SortMixin:
+class SortMixin(TensorBase):
     __slots__ = ()
 
     def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False):
