@@ -11,15 +11,16 @@ A file counter would also count private helpers and the Functions' forward/backw
 What is counted, per namespace:
   - every public name (no leading underscore) of the module's ``__all__`` that is a function or a class;
     submodules, dtypes and other values are not callables and are left out;
-  - for a class, also its public methods and properties that are defined in a class of Genesis's own
-    packages along its MRO (not those of object or of builtins such as tuple);
+  - for a class, also its public methods, properties and slots that are defined in a class of Genesis's
+    own packages along its MRO (not those of object or of builtins such as tuple);
   - a method is counted once, where it is defined; an override of a Genesis base class's method (each
     layer's ``forward``, each optimizer's ``step``) counts as documented when it has a docstring of its
     own or the method it overrides has one: that is the docstring ``help()``, ``inspect.getdoc`` and
     Sphinx show for it (torch documents ``forward`` on the module's class, not on each ``forward``);
   - Tensor's own methods (its mixins' included) are counted in the ``genesis.Tensor`` row only, so
     ``nn.Parameter`` in ``genesis.nn`` adds its own members, not Tensor's again.
-A name is documented when its own ``__doc__`` is non-empty.
+A name is documented when its own ``__doc__`` is non-empty (for a slot: its entry in a dict ``__slots__``,
+which is where help() reads it).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import genesis.nn.functional
 import genesis.optim.lr_scheduler
 
 OWN_PACKAGES = {"genesis", "genesis_autograd", "genesis_ndarray", "genesis_kernels", "genesis_storage"}
-MEMBER_KINDS = (types.FunctionType, staticmethod, classmethod, property)
+MEMBER_KINDS = (types.FunctionType, staticmethod, classmethod, property, types.MemberDescriptorType)
 
 
 @dataclass
@@ -59,7 +60,13 @@ def is_own(obj: object) -> bool:
 
 
 def has_doc(obj: object) -> bool:
-    doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else getattr(obj, "__doc__", None)
+    if isinstance(obj, type):
+        doc = obj.__dict__.get("__doc__")
+    elif isinstance(obj, types.MemberDescriptorType):  # a slot: documented by a dict __slots__, as help() reads it
+        slots = getattr(obj.__objclass__, "__slots__", None)
+        doc = slots.get(obj.__name__) if isinstance(slots, dict) else None
+    else:
+        doc = getattr(obj, "__doc__", None)
     return bool(doc and doc.strip())
 
 

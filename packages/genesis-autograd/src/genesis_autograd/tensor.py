@@ -9,13 +9,13 @@ functions/views.py, ``+`` in functions/elementwise.py, ...).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import overload
+from typing import Any, overload
 
 from genesis_ndarray import Device, DType, NDArray
 
 from . import grad_mode
 from .engine import run_backward
-from .function import AccumulateGrad
+from .function import AccumulateGrad, Node
 from .functions.creation import CreationMixin
 from .functions.elementwise import ElementwiseMixin
 from .functions.getitem import GetitemMixin
@@ -229,7 +229,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
             hooks.append(hook)
         return _RemovableHandle(hooks, hook)
 
-    def _grad_edge(self):
+    def _grad_edge(self) -> tuple[Node | AccumulateGrad, int]:
         if self._base is not None and self._view_version != self._version[0]:
             self._refresh_view()
         if self.grad_fn is not None:
@@ -288,11 +288,14 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
         """
         snap = Tensor(self.data.clone(), self.requires_grad)
         snap.grad_fn, snap._output_nr = self.grad_fn, self._output_nr
-        if self.grad_fn is None and self.requires_grad:
-            snap._accumulator = self._grad_edge()[0]
+        if self.grad_fn is None and self.requires_grad:  # a leaf: the snapshot feeds the leaf's AccumulateGrad
+            if self._accumulator is None:
+                self._accumulator = AccumulateGrad(self)
+            snap._accumulator = self._accumulator
         return snap
 
-    def _inplace(self, recorded, plain, needs_graph: bool = False) -> Tensor:
+    def _inplace(self, recorded: Callable[[], Tensor], plain: Callable[[], object],
+                 needs_graph: bool = False) -> Tensor:
         """Run an in-place op: through a graph node when gradients flow, else directly."""
         base = self._base
         if base is not None and self._view_version != self._version[0]:
@@ -317,10 +320,10 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
             self._view_version = self._version[0]
         return self
 
-    def _math_inplace(self, method: str, *args, **kwargs) -> Tensor:
+    def _math_inplace(self, method: str, *args: Any, **kwargs: Any) -> Tensor:
         """self.<method>_(...): the out-of-place op written back into self, refused (as torch) when its
         result would need a wider dtype or a larger shape than self has."""
-        def run(x):
+        def run(x: Tensor) -> Tensor:
             out = getattr(x, method)(*args, **kwargs)
             if out.dtype.category > self.dtype.category:
                 raise RuntimeError(f"result type {out.dtype.name.capitalize()} can't be cast to the desired output "
@@ -351,3 +354,19 @@ class _RemovableHandle:
 # Ops on any Tensor, a subclass's included (nn.Parameter), make plain Tensors, as in torch. Functions and
 # the engine make their Tensors through this attribute of an input: they sit below this module.
 Tensor._result_type = Tensor
+
+
+def _document_inplace_forms(cls: type) -> None:
+    """Give each in-place method ``x_`` that has no docstring of its own torch's: "In-place version of x()".
+
+    Most of them are one-line forwards to ``_inplace`` or ``_math_inplace`` beside their out-of-place
+    form, which carries the real docstring.
+    """
+    for klass in cls.__mro__:
+        for name, member in vars(klass).items():
+            if (name.endswith("_") and not name.startswith("_") and callable(member) and not member.__doc__
+                    and callable(getattr(cls, name[:-1], None))):
+                member.__doc__ = f"In-place version of :meth:`{name[:-1]}`."
+
+
+_document_inplace_forms(Tensor)

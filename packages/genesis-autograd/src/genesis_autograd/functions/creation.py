@@ -37,7 +37,13 @@ class Triu(_Triangle):
 class CreationMixin(TensorBase):
     __slots__ = ()
 
-    def tril(self, diagonal: int = 0) -> Tensor: return Tril.apply(self, diagonal)
-    def triu(self, diagonal: int = 0) -> Tensor: return Triu.apply(self, diagonal)
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """A copy with the elements above the ``diagonal``-th diagonal of the last two dimensions zeroed."""
+        return Tril.apply(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """A copy with the elements below the ``diagonal``-th diagonal of the last two dimensions zeroed."""
+        return Triu.apply(self, diagonal)
+
     def tril_(self, diagonal=0) -> Tensor: return self._math_inplace("tril", diagonal)
     def triu_(self, diagonal=0) -> Tensor: return self._math_inplace("triu", diagonal)

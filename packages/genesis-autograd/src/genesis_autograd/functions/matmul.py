@@ -59,6 +59,9 @@ class MatmulMixin(TensorBase):
     __slots__ = ()
 
     def matmul(self, other: Tensor) -> Tensor:
+        """The matrix product, with torch.matmul's rules: 1-D operands are vectors (dot, matrix-vector),
+        leading dimensions of N-D operands broadcast as batches; under autocast, in the autocast dtype.
+        """
         if not isinstance(other, self._result_type):
             raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}")
         return MatMul.apply(self, other)

@@ -15,6 +15,8 @@ from ._util import Primitive, saved_output, wrap
 from .views import Cat
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
+    from genesis_ndarray import DType
+
     from ..tensor import Tensor
 
 
@@ -116,10 +118,12 @@ class ScanMixin(TensorBase):
 
     __slots__ = ()
 
-    def cumsum(self, dim: int, dtype=None) -> Tensor:
+    def cumsum(self, dim: int, dtype: DType | str | None = None) -> Tensor:
+        """The cumulative sum along ``dim``: out[i] = self[0] + ... + self[i]; ``dtype`` to compute in."""
         return Cumsum.apply(self, dim, None if dtype is None else as_dtype(dtype))
 
-    def cumprod(self, dim: int, dtype=None) -> Tensor:
+    def cumprod(self, dim: int, dtype: DType | str | None = None) -> Tensor:
+        """The cumulative product along ``dim``: out[i] = self[0] * ... * self[i]; ``dtype`` to compute in."""
         return Cumprod.apply(self, dim, None if dtype is None else as_dtype(dtype))
 
     def cumsum_(self, dim, dtype=None) -> Tensor: return self._math_inplace("cumsum", dim, dtype)

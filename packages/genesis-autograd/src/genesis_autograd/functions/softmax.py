@@ -54,7 +54,9 @@ class SoftmaxMixin(TensorBase):
     __slots__ = ()
 
     def softmax(self, dim: int) -> Tensor:
+        """exp(x) / sum(exp(x)) along ``dim``, computed without overflow."""
         return Softmax.apply(self, dim)
 
     def log_softmax(self, dim: int) -> Tensor:
+        """log(softmax(x)) along ``dim``, computed stably (x - logsumexp(x))."""
         return LogSoftmax.apply(self, dim)
