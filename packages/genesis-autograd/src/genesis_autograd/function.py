@@ -8,6 +8,7 @@ backward share, as in torch.autograd.Function.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import Device, DType, NDArray
@@ -66,12 +67,15 @@ class Node:
     records = True
 
     # ------------------------------------------------------------ ctx API
-    def save_for_backward(self, *tensors) -> None:
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        """Keep tensors for backward, which reads them as ``ctx.saved_tensors``; an in-place change to one
+        before backward is reported there."""
         self._saved = tensors
         self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
 
     @property
     def saved_tensors(self) -> tuple:
+        """The tensors given to save_for_backward, checked against in-place changes since."""
         if self._freed:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -89,21 +93,25 @@ class Node:
                 )
         return self._saved
 
-    def mark_non_differentiable(self, *tensors) -> None:
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Mark outputs of forward that get no gradient (indices, masks): they do not require grad."""
         self._non_differentiable = tensors
 
-    def mark_dirty(self, *tensors) -> None:
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """Mark inputs that forward modified in place."""
         self._dirty = tensors
 
     def set_materialize_grads(self, value: bool) -> None:
+        """Whether backward gets zeros (True, the default) or None for outputs that received no gradient."""
         self.materialize_grads = value
 
     # ------------------------------------------------------------ graph API
     def name(self) -> str:
+        """The node's name, made from its Function's (as grad_fn's repr shows it)."""
         return f"{self._fn.__name__}Backward"
 
-    def register_hook(self, hook) -> None:
-        """hook(grad_inputs, grad_outputs) -> new grad_inputs or None, after backward runs."""
+    def register_hook(self, hook: Callable[[tuple, tuple], Sequence | None]) -> None:
+        """Register ``hook(grad_inputs, grad_outputs) -> new grad_inputs or None``, called after backward runs."""
         self._hooks.append(hook)
 
     def release(self) -> None:
@@ -111,7 +119,8 @@ class Node:
         self._saved = ()
         self._freed = True
 
-    def apply(self, *grad_outputs):
+    def apply(self, *grad_outputs: Any) -> tuple:
+        """Run the Function's backward on the gradients of the outputs, then the hooks: one gradient per input."""
         result = self._fn.backward(self, *grad_outputs)
         if not isinstance(result, tuple):
             result = (result,)
@@ -159,15 +168,28 @@ class Function:
     forward_uses_ndarrays = False
 
     @staticmethod
-    def forward(ctx: Node, *args: Any, **kwargs: Any):
+    def forward(ctx: Node, *args: Any, **kwargs: Any) -> Any:
+        """Compute the outputs from the inputs (override it; a staticmethod).
+
+        ``ctx`` keeps what backward needs (``ctx.save_for_backward(...)``, or attributes). Returns a Tensor,
+        an NDArray or a tuple of them.
+        """
         raise NotImplementedError
 
     @staticmethod
-    def backward(ctx: Node, *grad_outputs: Any):
+    def backward(ctx: Node, *grad_outputs: Any) -> Any:
+        """Compute the gradients of the inputs from those of the outputs (override it; a staticmethod).
+
+        Receives one gradient per output of forward and returns one per input of forward, None for an input
+        that needs none (``ctx.needs_input_grad[i]`` says which do). Written with Tensor ops, it can itself
+        be differentiated (create_graph=True).
+        """
         raise NotImplementedError(f"backward is not implemented for {ctx.name()}")
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args: Any) -> Any:
+        """Run the Function on ``args`` (call this, not forward): the outputs record a graph node when
+        grad mode is on and some input requires grad."""
         # This runs for every op of the framework: plain loops, no generators.
         if _autocast_state.active:  # inside an autocast region: cast the inputs by the op's policy
             policy = policy_of(cls)
@@ -213,10 +235,13 @@ class _NullCtx:
     def __init__(self, n_inputs: int):
         self.needs_input_grad = (False,) * n_inputs
 
-    def save_for_backward(self, *tensors) -> None:
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        """Keep tensors for backward, which reads them as ``ctx.saved_tensors``; an in-place change to one
+        before backward is reported there."""
         pass
 
-    def mark_non_differentiable(self, *tensors) -> None:
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Mark outputs of forward that get no gradient (indices, masks): they do not require grad."""
         pass
 
     def mark_dirty(self, *tensors) -> None:

@@ -100,7 +100,7 @@ class MemoryMixin(TensorBase):
     __slots__ = ()
 
     # ------------------------------------------------------------- transfers
-    def to(self, *args: Any, dtype: DType | str | None = None, device: Device | str | None = None,
+    def to(self, *args: Any, dtype: DType | str | None = None, device: Device | str | builtins.int | None = None,
            non_blocking: builtins.bool = False, copy: builtins.bool = False) -> Tensor:
         """This tensor in another dtype and/or on another device; self itself when it already matches.
 
