@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 from genesis_autograd import Tensor
 
@@ -54,19 +54,34 @@ negative = neg
 
 
 # ------------------------------------------------------------------ binary
-def add(input: Tensor | Number, other: Tensor | Number, *, alpha: Number = 1) -> Tensor:
+def add(input: Tensor, other: Tensor | Number, *, alpha: Number = 1) -> Tensor:
     return input + (other * alpha if alpha != 1 else other)
 
 
-def sub(input: Tensor | Number, other: Tensor | Number, *, alpha: Number = 1) -> Tensor:
+def sub(input: Tensor, other: Tensor | Number, *, alpha: Number = 1) -> Tensor:
     return input - (other * alpha if alpha != 1 else other)
 
 
-def mul(input: Tensor | Number, other: Tensor | Number) -> Tensor: return input * other
-def div(input: Tensor | Number, other: Tensor | Number) -> Tensor: return input / other
-def pow(input: Tensor | Number, exponent: Tensor | Number) -> Tensor: return input ** exponent
-def remainder(input: Tensor | Number, other: Tensor | Number) -> Tensor: return input % other
-def floor_divide(input: Tensor | Number, other: Tensor | Number) -> Tensor: return input // other
+def mul(input: Tensor, other: Tensor | Number) -> Tensor: return input * other
+def div(input: Tensor, other: Tensor | Number) -> Tensor: return input / other
+def floor_divide(input: Tensor, other: Tensor | Number) -> Tensor: return input // other
+
+
+# pow and remainder also take a number as input, as torch's: number ** tensor, number % tensor.
+@overload
+def pow(input: Tensor, exponent: Tensor | Number) -> Tensor: ...
+@overload
+def pow(input: Number, exponent: Tensor) -> Tensor: ...
+def pow(input: Any, exponent: Any) -> Tensor: return input ** exponent
+
+
+@overload
+def remainder(input: Tensor, other: Tensor | Number) -> Tensor: ...
+@overload
+def remainder(input: Number, other: Tensor) -> Tensor: ...
+def remainder(input: Any, other: Any) -> Tensor: return input % other
+
+
 def fmod(input: Tensor, other: Tensor | Number) -> Tensor: return input.fmod(other)
 def atan2(input: Tensor, other: Tensor) -> Tensor: return input.atan2(other)
 def maximum(input: Tensor, other: Tensor) -> Tensor: return input.maximum(other)
@@ -154,7 +169,10 @@ def std(input: Tensor, dim: Dims = None, unbiased: bool | None = None, keepdim: 
     return input.std(dim, unbiased, keepdim, correction=correction)
 
 
-def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor: return input.logsumexp(dim, keepdim)
+def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+    return input.logsumexp(dim, keepdim)
+
+
 def all(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor: return input.all(dim, keepdim)
 def any(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor: return input.any(dim, keepdim)
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor: return input.cumsum(dim, dtype=dtype)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from numbers import Number
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import NDArray, full
 
@@ -464,7 +464,7 @@ class ElementwiseMixin(TensorBase):
 
     __slots__ = ()
 
-    def _operand(self, other):
+    def _operand(self, other: object) -> Any:
         """``other`` as a binary op's operand: a Tensor or a number (an NDArray is wrapped), else NotImplemented."""
         if isinstance(other, self._result_type) or isinstance(other, Number):
             return other
@@ -474,57 +474,57 @@ class ElementwiseMixin(TensorBase):
 
     # ------------------------------------------------------------- arithmetic operators
     # The hot path of the framework: a Tensor of this class, the common operand, skips _operand's checks.
-    def __add__(self, other):
+    def __add__(self, other: Tensor | Scalar) -> Tensor:
         if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
         return Add.apply(self, other)
 
-    def __radd__(self, other):
+    def __radd__(self, other: Scalar) -> Tensor:
         return Add.apply(other, self)
 
-    def __sub__(self, other):
+    def __sub__(self, other: Tensor | Scalar) -> Tensor:
         if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
         return Sub.apply(self, other)
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: Scalar) -> Tensor:
         return Sub.apply(other, self)
 
-    def __mul__(self, other):
+    def __mul__(self, other: Tensor | Scalar) -> Tensor:
         if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
         return Mul.apply(self, other)
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: Scalar) -> Tensor:
         return Mul.apply(other, self)
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: Tensor | Scalar) -> Tensor:
         if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
         return Div.apply(self, other)
 
-    def __rtruediv__(self, other):
+    def __rtruediv__(self, other: Scalar) -> Tensor:
         return Div.apply(other, self)
 
-    def __pow__(self, other):
+    def __pow__(self, other: Tensor | Scalar) -> Tensor:
         if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
         return Pow.apply(self, other)
 
-    def __rpow__(self, other):
+    def __rpow__(self, other: Scalar) -> Tensor:
         return Pow.apply(other, self)
 
-    def __neg__(self):
+    def __neg__(self) -> Tensor:
         return Neg.apply(self)
 
     def add(self, other: Tensor | Scalar, *, alpha: Scalar = 1) -> Tensor:
@@ -570,7 +570,7 @@ class ElementwiseMixin(TensorBase):
         return Minimum.apply(self, other)
 
     # ------------------------------------------------------------- comparisons and logic: no gradient
-    def _no_grad_binary(self, op: str, other):
+    def _no_grad_binary(self, op: str, other: object) -> Tensor:
         other = self._operand(other)
         if other is NotImplemented:
             return other
@@ -796,10 +796,10 @@ class ElementwiseMixin(TensorBase):
     __mod__ = remainder
     __floordiv__ = floor_divide
 
-    def __rmod__(self, other):
+    def __rmod__(self, other: Scalar) -> Tensor:
         return Remainder.apply(other, self)
 
-    def __rfloordiv__(self, other):
+    def __rfloordiv__(self, other: Scalar) -> Tensor:
         return FloorDivide.apply(other, self)
 
     # ------------------------------------------------------------- ternary, clamp

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..tensor_base import TensorBase
 from ._util import Primitive
@@ -66,8 +66,8 @@ class MatmulMixin(TensorBase):
             raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}")
         return MatMul.apply(self, other)
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: Tensor) -> Tensor:
         return self.matmul(other)
 
-    def __rmatmul__(self, other):
+    def __rmatmul__(self, other: Any) -> Tensor:
         return other.matmul(self)

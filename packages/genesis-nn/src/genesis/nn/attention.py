@@ -48,6 +48,8 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory)
+        self.bias_k: Parameter | None
+        self.bias_v: Parameter | None
         if add_bias_kv:
             self.bias_k = Parameter(empty(1, 1, embed_dim, **factory))
             self.bias_v = Parameter(empty(1, 1, embed_dim, **factory))

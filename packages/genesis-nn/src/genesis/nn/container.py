@@ -10,7 +10,7 @@ import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain, islice
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self, overload
 
 from genesis_autograd import Tensor
 
@@ -20,6 +20,13 @@ from .parameter import Parameter
 
 class _IndexedModules(Module):
     """What Sequential and ModuleList share: modules in order, addressed by position."""
+
+    # Module's table types an entry Module | None (a name may be registered as None). A container's entries
+    # are the modules it was given, and its methods hand them out as modules, as torch's containers do: the
+    # ignores marked "entries are modules" in this file say that to the type checker.
+
+    if TYPE_CHECKING:  # each subclass defines it
+        def __getitem__(self, idx: int | slice) -> Any: ...
 
     def _abs_index(self, idx) -> int:
         idx = operator.index(idx)
@@ -38,7 +45,7 @@ class _IndexedModules(Module):
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        return iter(self._modules.values())  # type: ignore[arg-type]  # entries are modules: see _IndexedModules
 
     def __setitem__(self, idx: int, module: Module) -> None:
         setattr(self, self._key_at(idx), module)
@@ -52,11 +59,12 @@ class _IndexedModules(Module):
     def __dir__(self) -> list[str]:
         return [k for k in super().__dir__() if not k.isdigit()]
 
-    def append(self, module: Module):
+    def append(self, module: Module) -> Self:
+        """Add ``module`` at the end; returns self."""
         self.add_module(str(len(self)), module)
         return self
 
-    def insert(self, index: int, module: Module) -> None:
+    def _insert(self, index: int, module: Module) -> None:
         n = len(self._modules)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
@@ -67,6 +75,7 @@ class _IndexedModules(Module):
         self._modules[str(index)] = module
 
     def pop(self, key: int | slice) -> Module:
+        """Remove the module at ``key`` and return it (the later ones move up)."""
         value = self[key]
         del self[key]
         return value
@@ -75,7 +84,12 @@ class _IndexedModules(Module):
 class Sequential(_IndexedModules):
     """Modules applied in turn; built from modules, or from an OrderedDict naming them."""
 
-    def __init__(self, *args: Module) -> None:
+    @overload
+    def __init__(self, *args: Module) -> None: ...
+    @overload
+    def __init__(self, arg: OrderedDict[str, Module], /) -> None: ...
+
+    def __init__(self, *args: Any) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for name, module in args[0].items():
@@ -86,7 +100,7 @@ class Sequential(_IndexedModules):
 
     def __getitem__(self, idx: int | slice):
         if isinstance(idx, slice):
-            return self.__class__(OrderedDict(list(self._modules.items())[idx]))
+            return self.__class__(OrderedDict(list(self._modules.items())[idx]))  # type: ignore[arg-type]  # entries are modules: see _IndexedModules
         return self._modules[self._key_at(idx)]
 
     def __add__(self, other: Sequential) -> Sequential:
@@ -120,7 +134,7 @@ class Sequential(_IndexedModules):
     def insert(self, index: int, module: Module) -> Sequential:
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
-        super().insert(index, module)
+        self._insert(index, module)
         return self
 
     def extend(self, sequential: Iterable[Module]) -> Sequential:
@@ -144,11 +158,15 @@ class ModuleList(_IndexedModules):
 
     def __getitem__(self, idx: int | slice):
         if isinstance(idx, slice):
-            return self.__class__(list(self._modules.values())[idx])
+            return self.__class__(list(self._modules.values())[idx])  # type: ignore[arg-type]  # entries are modules: see _IndexedModules
         return self._modules[self._key_at(idx)]
 
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
+
+    def insert(self, index: int, module: Module) -> None:
+        """Insert ``module`` before position ``index`` (the later ones move down)."""
+        self._insert(index, module)
 
     def __add__(self, other: Iterable[Module]) -> ModuleList:
         out = ModuleList()
@@ -188,7 +206,7 @@ class ModuleDict(Module):
             self.update(modules)
 
     def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
+        return self._modules[key]  # type: ignore[return-value]  # entries are modules: see _IndexedModules
 
     def __setitem__(self, key: str, module: Module) -> None:
         self.add_module(key, module)
@@ -234,9 +252,11 @@ class ModuleDict(Module):
             if not isinstance(pair, Iterable):
                 raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"
                                 f"{type(pair).__name__}")
-            if len(pair) != 2:
-                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(pair)}; 2 is required")
-            self[pair[0]] = pair[1]
+            # An Iterable without a length or indexing fails in len() with torch's TypeError (hence the ignores).
+            n = len(pair)  # type: ignore[arg-type]
+            if n != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length {n}; 2 is required")
+            self[pair[0]] = pair[1]  # type: ignore[index]
 
 
 def _entry_repr(value: Any) -> str:
@@ -398,10 +418,11 @@ class ParameterDict(Module):
                 if not isinstance(pair, Iterable):
                     raise TypeError(f"ParameterDict update sequence element #{j} should be Iterable; is"
                                     f"{type(pair).__name__}")
-                if len(pair) != 2:
-                    raise ValueError(f"ParameterDict update sequence element #{j} has length {len(pair)}; 2 is "
-                                     "required")
-                self[pair[0]] = pair[1]
+                # An Iterable without a length or indexing fails in len() with torch's TypeError (the ignores).
+                n = len(pair)  # type: ignore[arg-type]
+                if n != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length {n}; 2 is required")
+                self[pair[0]] = pair[1]  # type: ignore[index]
 
     def extra_repr(self) -> str:
         return "\n".join(f"  ({k}): {_entry_repr(p)}" for k, p in self.items())

@@ -61,10 +61,8 @@ class _ConvNd(Module):
 
     def _pad_amounts(self) -> list[int]:
         """F.pad amounts (last dim first) for a non-zeros padding_mode."""
-        if self.padding == "valid":
-            return [0, 0] * self._dims
-        if self.padding == "same":
-            return same_padding(self.kernel_size, self.dilation)
+        if isinstance(self.padding, str):  # "valid" or "same" (__init__ checked)
+            return [0, 0] * self._dims if self.padding == "valid" else same_padding(self.kernel_size, self.dilation)
         return [p for p in reversed(self.padding) for _ in range(2)]
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:

@@ -60,6 +60,11 @@ class Module:
     """Base class of layers: subclass, assign parameters / submodules in ``__init__``, define ``forward``."""
 
     training: bool
+    # The tables, set in __init__ past __setattr__; a name registered as None holds None.
+    _parameters: dict[str, Parameter | None]
+    _buffers: dict[str, Tensor | None]
+    _non_persistent_buffers_set: set[str]
+    _modules: dict[str, Module | None]
 
     def __init__(self, *args, **kwargs) -> None:
         if args or kwargs:
@@ -420,7 +425,7 @@ class Module:
 
     def _local_state(self) -> dict[str, Tensor]:
         """This module's own parameters and persistent buffers (what its state-dict keys name)."""
-        state = {k: v for k, v in self._parameters.items() if v is not None}
+        state: dict[str, Tensor] = {k: v for k, v in self._parameters.items() if v is not None}
         state.update((k, v) for k, v in self._buffers.items()
                      if v is not None and k not in self._non_persistent_buffers_set)
         return state

@@ -13,6 +13,7 @@ class Upsample(Module):
                  recompute_scale_factor: bool | None = None) -> None:
         super().__init__()
         self.size = size
+        self.scale_factor: tuple[float, ...] | float | None
         if isinstance(scale_factor, tuple):
             self.scale_factor = tuple(float(f) for f in scale_factor)
         else:

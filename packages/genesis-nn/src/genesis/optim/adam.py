@@ -100,15 +100,15 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_
             # float64 bias corrections (float32 ones would cost ~1e-7 relative). Scalars enter as float64
             # tensors: a Python float on the left of a Tensor op is rounded to float32 by genesis_autograd.
             step = step_t.double()
-            bias_correction1 = 1 - full_like(step, beta1) ** step
+            bias_correction1: Tensor | float = 1 - full_like(step, beta1) ** step  # a float in the else branch
             bias_correction2 = 1 - full_like(step, beta2) ** step
             step_size_neg = (full_like(step, lr) / bias_correction1).neg()
             denom = (second.sqrt() / (bias_correction2.sqrt() * step_size_neg))
             denom.add_(full_like(step, eps) / step_size_neg)
             param.addcdiv_(exp_avg, denom)
         else:
-            step = step_t.item()  # a cpu scalar: no device synchronisation
-            bias_correction1 = 1 - beta1**step
-            bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+            count = step_t.item()  # a cpu scalar: no device synchronisation
+            bias_correction1 = 1 - beta1**count
+            bias_correction2_sqrt = (1 - beta2**count) ** 0.5
             denom = (second.sqrt() / bias_correction2_sqrt).add_(eps)
             param.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1))
