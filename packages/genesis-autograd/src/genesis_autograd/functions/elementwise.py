@@ -576,15 +576,16 @@ class ElementwiseMixin(TensorBase):
             return other
         return self._result_type(self.data._binary(op, other.data if isinstance(other, self._result_type) else other))
 
-    def __eq__(self, other) -> Tensor: return self._no_grad_binary("eq", other)  # type: ignore[override]
-    def __ne__(self, other) -> Tensor: return self._no_grad_binary("ne", other)  # type: ignore[override]
-    def __lt__(self, other) -> Tensor: return self._no_grad_binary("lt", other)
-    def __le__(self, other) -> Tensor: return self._no_grad_binary("le", other)
-    def __gt__(self, other) -> Tensor: return self._no_grad_binary("gt", other)
-    def __ge__(self, other) -> Tensor: return self._no_grad_binary("ge", other)
-    def __and__(self, other) -> Tensor: return self._no_grad_binary("bitwise_and", other)
-    def __or__(self, other) -> Tensor: return self._no_grad_binary("bitwise_or", other)
-    def __xor__(self, other) -> Tensor: return self._no_grad_binary("bitwise_xor", other)
+    # == and != compare elementwise and give a bool Tensor, as torch's (object's give a bool): hence the ignores.
+    def __eq__(self, other: object) -> Tensor: return self._no_grad_binary("eq", other)  # type: ignore[override]
+    def __ne__(self, other: object) -> Tensor: return self._no_grad_binary("ne", other)  # type: ignore[override]
+    def __lt__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("lt", other)
+    def __le__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("le", other)
+    def __gt__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("gt", other)
+    def __ge__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("ge", other)
+    def __and__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("bitwise_and", other)
+    def __or__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("bitwise_or", other)
+    def __xor__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("bitwise_xor", other)
     def __invert__(self) -> Tensor: return self._result_type(~self.data)
 
     __hash__ = object.__hash__  # defining __eq__ would otherwise make Tensors unhashable

@@ -103,6 +103,7 @@ class LRScheduler:
         return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the schedule from a state_dict() (the optimizer's own state is restored separately)."""
         self.__dict__.update(state_dict)
 
     def get_last_lr(self) -> list:
