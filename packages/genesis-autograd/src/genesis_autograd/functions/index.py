@@ -248,7 +248,7 @@ class IndexMixin(TensorBase):
             index: an int64 tensor with as many dimensions as self.
             src: the values to write (a tensor, read where index has elements, or a number).
             value: a number to write, instead of ``src``.
-            reduce: ``"add"`` or ``"multiply"`` to combine with the values there instead of replacing.
+            reduce: not supported (must be None; use scatter_add to add).
         """
         return Scatter.apply(self, dim, tensor_arg(self, index, "scatter", "index"),
                              _scatter_src(self, src, value, reduce))

@@ -48,8 +48,8 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        # kaiming_uniform_ with a = sqrt(5): uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)), as torch.
         """Re-initialise the parameters as the constructor does."""
+        # kaiming_uniform_ with a = sqrt(5): uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)), as torch.
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
