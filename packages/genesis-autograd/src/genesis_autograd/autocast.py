@@ -122,7 +122,7 @@ class autocast:
             with autocast(self.device_type, self.fast_dtype, self.enabled):
                 return fn(*args, **kwargs)
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper  # type: ignore[return-value]  # functools.wraps: the wrapper stands in for fn  # functools.wraps: the wrapper stands in for fn
 
 
 def _target(policy: str, args: tuple, device_type: str) -> DType | None:
@@ -184,6 +184,6 @@ def autocast_policy(policy: str) -> Callable[[F], F]:
                     kwargs = dict(zip(keys, values))
             return fn(*args, **kwargs)
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper  # type: ignore[return-value]  # functools.wraps: the wrapper stands in for fn
 
     return decorate

@@ -143,7 +143,7 @@ def _materialize(node: Node, grads: list) -> list:
     """Missing output gradients become zeros (torch's materialize_grads default)."""
     if all(g is not None for g in grads) or not node.materialize_grads:
         return grads
-    outputs = node.__dict__.get("_output_meta")
+    outputs = node._output_meta
     make = next(g for g in grads if g is not None)._result_type
     return [
         g if g is not None else make(nd.zeros(*outputs[i][0], dtype=outputs[i][1], device=outputs[i][2]))

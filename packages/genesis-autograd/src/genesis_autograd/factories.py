@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import genesis_ndarray as nd
 
 from . import functions as F
 from .functions.random import sample
 from .tensor import Tensor
+from .tensor_base import Scalar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# What the dtype and device arguments take (as_dtype and as_device also read torch and numpy dtypes, a torch
+# device and Python types; these are the documented forms).
+DTypeLike = nd.DType | str | None
+DeviceLike = nd.Device | str | int | None
 
 
 def _leaf(array: nd.NDArray, requires_grad: bool) -> Tensor:
@@ -16,15 +28,25 @@ def _leaf(array: nd.NDArray, requires_grad: bool) -> Tensor:
     return t
 
 
-def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Copy ``data`` (lists, numbers, numpy arrays, Tensors) into a new leaf tensor."""
+def tensor(data: Any, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """A new leaf tensor with a copy of ``data``.
+
+    Args:
+        data: a number, (nested) lists or tuples of numbers, a numpy array or a Tensor.
+        dtype: the dtype; by default inferred from ``data``: Python floats give the default dtype,
+            ints int64, bools bool; a numpy array keeps its dtype.
+        device: the device (default: cpu).
+        requires_grad: make the result a leaf that requires grad.
+    """
     if isinstance(data, Tensor):
         data = data.data
     return _leaf(nd.array(data, dtype=dtype, device=device), requires_grad)
 
 
-def as_tensor(data, dtype=None, device=None) -> Tensor:
-    """Like tensor(), but reuses ``data`` when it already is a Tensor of that dtype and device."""
+def as_tensor(data: Any, dtype: DTypeLike = None, device: DeviceLike = None) -> Tensor:
+    """``data`` as a tensor, without a copy where possible: a Tensor of that dtype and device comes
+    back as it is, a numpy array (to cpu, dtype unchanged) shares its memory; otherwise as tensor().
+    """
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
     if hasattr(data, "__array_interface__") and device in (None, "cpu") and dtype is None:
@@ -32,37 +54,81 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
-def from_numpy(array) -> Tensor:
+def from_numpy(array: np.ndarray) -> Tensor:
     """Shares memory with the numpy array (cpu)."""
     return Tensor(nd.from_numpy(array))
 
 
-def from_dlpack(obj) -> Tensor:
+def from_dlpack(obj: Any) -> Tensor:
     """Zero-copy import of a DLPack producer (e.g. a torch tensor), on cpu or cuda."""
     return Tensor(nd.from_dlpack(obj))
 
 
-def zeros(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None,
+          requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros of the given shape (``zeros(2, 3)`` or ``zeros((2, 3))``).
+
+    Args:
+        shape: the sizes, as several ints or one sequence.
+        dtype: the dtype (default: the default dtype, ``genesis.get_default_dtype()``).
+        device: the device (default: cpu).
+        requires_grad: make the result a leaf that requires grad.
+    """
     return _leaf(nd.zeros(*shape, dtype=dtype, device=device), requires_grad)
 
 
-def ones(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of ones of the given shape (``ones(2, 3)`` or ``ones((2, 3))``).
+
+    Args:
+        shape: the sizes, as several ints or one sequence.
+        dtype: the dtype (default: the default dtype, ``genesis.get_default_dtype()``).
+        device: the device (default: cpu).
+        requires_grad: make the result a leaf that requires grad.
+    """
     return _leaf(nd.ones(*shape, dtype=dtype, device=device), requires_grad)
 
 
-def empty(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None,
+          requires_grad: bool = False) -> Tensor:
+    """A tensor of the given shape whose values are whatever the memory held.
+
+    Args:
+        shape: the sizes, as several ints or one sequence.
+        dtype: the dtype (default: the default dtype, ``genesis.get_default_dtype()``).
+        device: the device (default: cpu).
+        requires_grad: make the result a leaf that requires grad.
+    """
     return _leaf(nd.empty(*shape, dtype=dtype, device=device), requires_grad)
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def full(size: Sequence[int], fill_value: Scalar, dtype: DTypeLike = None, device: DeviceLike = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of shape ``size`` filled with ``fill_value``.
+
+    Args:
+        size: the sizes.
+        fill_value: the value; its type gives the dtype when none is given (bool, int64 for an int,
+            the default dtype for a float).
+        device: the device (default: cpu).
+        requires_grad: make the result a leaf that requires grad.
+    """
     return _leaf(nd.full(tuple(size), fill_value, dtype=dtype, device=device), requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: DTypeLike = None,
+           device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """The 1-D tensor start, start + step, ... up to but excluding ``end``; ``arange(n)`` is 0 .. n-1.
+
+    The dtype is int64 when all of start, end and step are ints, else the default dtype.
+    """
     return _leaf(nd.arange(start, end, step, dtype=dtype, device=device), requires_grad)
 
 
-def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def linspace(start: float, end: float, steps: int, dtype: DTypeLike = None, device: DeviceLike = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (a 1-D tensor)."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     if steps == 1:
@@ -73,28 +139,56 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
     return _leaf(idx * step + start, requires_grad)
 
 
-def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def eye(n: int, m: int | None = None, dtype: DTypeLike = None, device: DeviceLike = None,
+        requires_grad: bool = False) -> Tensor:
+    """A 2-D tensor of n rows and m (default n) columns with ones on the diagonal and zeros elsewhere."""
     m = n if m is None else m
     rows = nd.arange(n, device=device).reshape(n, 1)
     cols = nd.arange(m, device=device).reshape(1, m)
     return _leaf((rows == cols).astype(dtype or nd.get_default_dtype()), requires_grad)
 
 
-def rand(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of numbers drawn uniformly from [0, 1), from the device's generator.
+
+    Args:
+        shape: the sizes, as several ints or one sequence.
+        dtype: the dtype (default: the default dtype, ``genesis.get_default_dtype()``).
+        device: the device (default: cpu).
+        requires_grad: make the result a leaf that requires grad.
+    """
     return _leaf(nd.rand(*shape, dtype=dtype, device=device), requires_grad)
 
 
-def randn(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None,
+          requires_grad: bool = False) -> Tensor:
+    """A tensor of numbers drawn from the standard normal distribution, from the device's generator.
+
+    Args:
+        shape: the sizes, as several ints or one sequence.
+        dtype: the dtype (default: the default dtype, ``genesis.get_default_dtype()``).
+        device: the device (default: cpu).
+        requires_grad: make the result a leaf that requires grad.
+    """
     return _leaf(nd.randn(*shape, dtype=dtype, device=device), requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), dtype: DTypeLike = None,
+            device: DeviceLike = None) -> Tensor:
+    """A tensor of shape ``size`` of integers drawn uniformly from [low, high); ``randint(high, size)``
+    draws from [0, high). The dtype is int64 unless given.
+    """
     return Tensor(nd.randint(low, high, size, dtype=dtype, device=device))
 
 
-def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """normal(mean, std, size) with numbers; or mean and / or std Tensors (broadcast together, no size),
-    whose gradient is zero, as torch's."""
+def normal(mean: Tensor | float = 0.0, std: Tensor | float = 1.0, size: Sequence[int] | None = None,
+           dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """Numbers drawn from normal distributions N(mean, std^2).
+
+    ``mean`` and ``std`` are numbers (then ``size`` gives the shape) or tensors, broadcast together
+    (then no size); the gradient to tensor arguments is zero, as torch's.
+    """
     if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
@@ -102,9 +196,10 @@ def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None, requires_grad:
             raise TypeError("normal() with a number mean and std needs a size")
         return _leaf(nd.randn(*size, dtype=dtype, device=device) * std + mean, requires_grad)
     like = mean if isinstance(mean, Tensor) else std
+    assert isinstance(like, Tensor)  # one of mean and std is a Tensor here
     m = mean.data if isinstance(mean, Tensor) else mean
     s = std.data if isinstance(std, Tensor) else std
-    if isinstance(std, Tensor) and std.numel() and (s < 0).any().item():
+    if isinstance(std, Tensor) and std.numel() and (std.data < 0).any().item():
         raise RuntimeError("normal expects all elements of std >= 0.0")
     shape = nd.shape.broadcast_shapes(mean.shape if isinstance(mean, Tensor) else (),
                                       std.shape if isinstance(std, Tensor) else ())
@@ -112,23 +207,24 @@ def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None, requires_grad:
     return sample(values.astype(like.dtype), mean, std)
 
 
-def randperm(n: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randperm(n: int, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1 (int64 unless ``dtype`` says otherwise)."""
     return _leaf(nd.randperm(n, dtype=dtype, device=device), requires_grad)
 
 
-def bernoulli(input: Tensor, p=None) -> Tensor:
+def bernoulli(input: Tensor, p: Tensor | float | None = None) -> Tensor:
     """0 / 1 in input's dtype, each 1 with the probability at its place in ``input`` (or with ``p``);
-    the gradient to ``input`` is zero, as torch's."""
+    the gradient to ``input`` is zero, as torch's.
+    """
     return input.bernoulli(p)
 
 
-def get_rng_state(device=None) -> Tensor:
+def get_rng_state(device: DeviceLike = None) -> Tensor:
     """The generator state of ``device`` (default cpu), a uint8 tensor on the cpu."""
     return Tensor(nd.get_rng_state(device))
 
 
-def set_rng_state(state, device=None) -> None:
+def set_rng_state(state: Tensor, device: DeviceLike = None) -> None:
     """Restore a state from get_rng_state(device): the draws that followed it come again."""
     nd.set_rng_state(state.data if isinstance(state, Tensor) else state, device)
 
@@ -143,36 +239,51 @@ def initial_seed() -> int:
     return nd.initial_seed()
 
 
-def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros shaped like ``t``, with its dtype and device unless given."""
     return zeros(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
-def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones shaped like ``t``, with its dtype and device unless given."""
     return ones(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
-def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of uninitialised values shaped like ``t``, with its dtype and device unless given."""
     return empty(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
-def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def full_like(t: Tensor, fill_value: Scalar, dtype: DTypeLike = None, device: DeviceLike = None,
+              requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value`` with ``t``'s shape, and its dtype and device unless given."""
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
                 requires_grad=requires_grad)
 
 
-def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """Uniform draws from [0, 1) shaped like ``t``, with its dtype and device unless given."""
     return rand(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
-def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal draws shaped like ``t``, with its dtype and device unless given."""
     return randn(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
 def manual_seed(seed: int) -> None:
+    """Seed the generators of every device with ``seed``: the draws that follow are reproducible."""
     nd.manual_seed(seed)
 
 
-def where(condition: Tensor, x, y) -> Tensor:
+def where(condition: Tensor, x: Tensor | Scalar, y: Tensor | Scalar) -> Tensor:
+    """``x`` where ``condition`` is True, else ``y``; the three broadcast together (torch's input, other).
+
+    Args:
+        condition: a bool tensor.
+        x: the values where condition holds (a tensor or a number).
+        y: the values elsewhere (a tensor or a number; at least one of x and y is a tensor).
+    """
     if not isinstance(x, Tensor):
         if not isinstance(y, Tensor):
             raise TypeError("where(): expected at least one of x and y to be a Tensor")
@@ -180,14 +291,19 @@ def where(condition: Tensor, x, y) -> Tensor:
     return F.Where.apply(condition, x, y)
 
 
-def cat(tensors, dim: int = 0) -> Tensor:
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors joined along the existing dimension ``dim``; their other sizes must match.
+
+    The result has the promoted dtype of the inputs.
+    """
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
     return F.Cat.apply(dim, *tensors)
 
 
-def stack(tensors, dim: int = 0) -> Tensor:
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors, all of one shape, joined along a new dimension inserted at ``dim``."""
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")

@@ -8,13 +8,17 @@ backward share, as in torch.autograd.Function.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from genesis_ndarray import NDArray
+from genesis_ndarray import Device, DType, NDArray
 
 from . import grad_mode
 from .autocast import _state as _autocast_state
 from .autocast import cast_inputs, policy_of
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 _grad_state = grad_mode._state  # read on every apply: one lookup fewer (the object never changes)
 
@@ -52,16 +56,26 @@ class Node:
         self.num_outputs = 1
         self.materialize_grads = True
 
+    # Set on a recorded node by _wrap_outputs (in its __dict__): the outputs' (shape, dtype, device), and,
+    # for a Function whose forward kept its output NDArray in ctx.out, that output's (version counter,
+    # version) for check_output_version.
+    _output_meta: list[tuple[tuple[int, ...], DType, Device]]
+    out: NDArray
+    out_version: tuple[list[int], int]
+
     # A recorded node keeps what backward needs; see _NullCtx.
     records = True
 
     # ------------------------------------------------------------ ctx API
-    def save_for_backward(self, *tensors) -> None:
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        """Keep tensors for backward, which reads them as ``ctx.saved_tensors``; an in-place change to one
+        before backward is reported there."""
         self._saved = tensors
         self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
 
     @property
     def saved_tensors(self) -> tuple:
+        """The tensors given to save_for_backward, checked against in-place changes since."""
         if self._freed:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -79,13 +93,16 @@ class Node:
                 )
         return self._saved
 
-    def mark_non_differentiable(self, *tensors) -> None:
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Mark outputs of forward that get no gradient (indices, masks): they do not require grad."""
         self._non_differentiable = tensors
 
-    def mark_dirty(self, *tensors) -> None:
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """Mark inputs that forward modified in place."""
         self._dirty = tensors
 
     def set_materialize_grads(self, value: bool) -> None:
+        """Whether backward gets zeros (True, the default) or None for outputs that received no gradient."""
         self.materialize_grads = value
 
     # ------------------------------------------------------------ graph API
@@ -93,8 +110,8 @@ class Node:
         """torch's name for this node's class, e.g. ``MulBackward0``."""
         return torch_node_name(self._fn.__name__)
 
-    def register_hook(self, hook) -> None:
-        """hook(grad_inputs, grad_outputs) -> new grad_inputs or None, after backward runs."""
+    def register_hook(self, hook: Callable[[tuple, tuple], Sequence | None]) -> None:
+        """Register ``hook(grad_inputs, grad_outputs) -> new grad_inputs or None``, called after backward runs."""
         self._hooks.append(hook)
 
     def release(self) -> None:
@@ -102,7 +119,8 @@ class Node:
         self._saved = ()
         self._freed = True
 
-    def apply(self, *grad_outputs):
+    def apply(self, *grad_outputs: Any) -> tuple:
+        """Run the Function's backward on the gradients of the outputs, then the hooks: one gradient per input."""
         result = self._fn.backward(self, *grad_outputs)
         if not isinstance(result, tuple):
             result = (result,)
@@ -164,15 +182,28 @@ class Function:
     forward_uses_ndarrays = False
 
     @staticmethod
-    def forward(ctx: Node, *args: Any, **kwargs: Any):
+    def forward(ctx: Node, *args: Any, **kwargs: Any) -> Any:
+        """Compute the outputs from the inputs (override it; a staticmethod).
+
+        ``ctx`` keeps what backward needs (``ctx.save_for_backward(...)``, or attributes). Returns a Tensor,
+        an NDArray or a tuple of them.
+        """
         raise NotImplementedError
 
     @staticmethod
-    def backward(ctx: Node, *grad_outputs: Any):
+    def backward(ctx: Node, *grad_outputs: Any) -> Any:
+        """Compute the gradients of the inputs from those of the outputs (override it; a staticmethod).
+
+        Receives one gradient per output of forward and returns one per input of forward, None for an input
+        that needs none (``ctx.needs_input_grad[i]`` says which do). Written with Tensor ops, it can itself
+        be differentiated (create_graph=True).
+        """
         raise NotImplementedError(f"backward is not implemented for {ctx.name()}")
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args: Any) -> Any:
+        """Run the Function on ``args`` (call this, not forward): the outputs record a graph node when
+        grad mode is on and some input requires grad."""
         # This runs for every op of the framework: plain loops, no generators.
         if _autocast_state.active:  # inside an autocast region: cast the inputs by the op's policy
             policy = policy_of(cls)
@@ -218,10 +249,13 @@ class _NullCtx:
     def __init__(self, n_inputs: int):
         self.needs_input_grad = (False,) * n_inputs
 
-    def save_for_backward(self, *tensors) -> None:
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        """Keep tensors for backward, which reads them as ``ctx.saved_tensors``; an in-place change to one
+        before backward is reported there."""
         pass
 
-    def mark_non_differentiable(self, *tensors) -> None:
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Mark outputs of forward that get no gradient (indices, masks): they do not require grad."""
         pass
 
     def mark_dirty(self, *tensors) -> None:
@@ -242,7 +276,7 @@ class _NullCtxs(dict):
 _NULL_CTXS = _NullCtxs()
 
 
-def _wrap_outputs(out, ctx: Node | None, base, make: type | None):
+def _wrap_outputs(out: Any, ctx: Node | None, base: Tensor | None, make: type[Tensor] | None) -> Any:
     """Tensors of class ``make`` for a forward's outputs, linked to ``ctx`` when it records a graph.
 
     ``make`` comes from the inputs, so that this module never imports tensor.py (which imports it).
@@ -251,24 +285,25 @@ def _wrap_outputs(out, ctx: Node | None, base, make: type | None):
         make = _tensor_type(out if isinstance(out, tuple) else (out,))
         if make is None:
             raise TypeError("Function.apply needs a Tensor among its arguments or the outputs of its forward")
-    if ctx is None and out.__class__ is NDArray:  # the common no-grad case, kept short
-        t = make(out)
-        if base is not None:  # a view: a later in-place write through it must reach the base's history
-            t._version = base._version
-            t._base = base if base._base is None else base._base
-            t._view_version = base._version[0]
-        return t
-    if out.__class__ is NDArray and base is None and not ctx._non_differentiable:  # one recorded output
-        t = make(out)
-        if out.dtype.is_floating_point:
-            t.requires_grad = True
-            t.grad_fn = ctx
-            t._output_nr = 0
-        if "out" in ctx.__dict__:
-            ctx.out_version = (t._version, t._version[0])
-        ctx.num_outputs = 1
-        ctx._output_meta = [(out.shape, out.dtype, out.device)]
-        return t
+    if out.__class__ is NDArray:
+        if ctx is None:  # the common no-grad case, kept short
+            t = make(out)
+            if base is not None:  # a view: a later in-place write through it must reach the base's history
+                t._version = base._version
+                t._base = base if base._base is None else base._base
+                t._view_version = base._version[0]
+            return t
+        if base is None and not ctx._non_differentiable:  # one recorded output
+            t = make(out)
+            if out.dtype.is_floating_point:
+                t.requires_grad = True
+                t.grad_fn = ctx
+                t._output_nr = 0
+            if "out" in ctx.__dict__:
+                ctx.out_version = (t._version, t._version[0])
+            ctx.num_outputs = 1
+            ctx._output_meta = [(out.shape, out.dtype, out.device)]
+            return t
     single = not isinstance(out, tuple)
     items = (out,) if single else out
     tensors = []
@@ -299,7 +334,7 @@ def _wrap_outputs(out, ctx: Node | None, base, make: type | None):
     return tensors[0] if single else tuple(tensors)
 
 
-def _tensor_type(items) -> type | None:
+def _tensor_type(items: tuple) -> type[Tensor] | None:
     """The _result_type of the first Tensor among ``items``; None if there is none."""
     for item in items:
         make = getattr(item, "_result_type", None)

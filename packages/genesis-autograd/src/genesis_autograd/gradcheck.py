@@ -10,7 +10,7 @@ from .tensor import Tensor
 
 
 class GradcheckError(RuntimeError):
-    pass
+    """Raised by gradcheck / gradgradcheck when the analytical and numerical Jacobians differ."""
 
 
 def _flat_outputs(out) -> list[Tensor]:

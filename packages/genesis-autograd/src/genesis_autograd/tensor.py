@@ -8,11 +8,14 @@ functions/views.py, ``+`` in functions/elementwise.py, ...).
 
 from __future__ import annotations
 
-from genesis_ndarray import NDArray
+from collections.abc import Callable, Sequence
+from typing import Any, overload
+
+from genesis_ndarray import Device, DType, NDArray
 
 from . import grad_mode
 from .engine import run_backward
-from .function import AccumulateGrad
+from .function import AccumulateGrad, Node
 from .functions.creation import CreationMixin
 from .functions.elementwise import ElementwiseMixin
 from .functions.getitem import GetitemMixin
@@ -31,12 +34,15 @@ from .size import Size
 
 class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixin, GetitemMixin, SortMixin,
              ScanMixin, RandomMixin, CreationMixin, ViewsMixin, MemoryMixin):
-    """A multi-dimensional array that can record the operations applied to it."""
+    """A multi-dimensional array of one dtype on one device that can record the operations applied to it.
 
-    __slots__ = (
-        "__weakref__", "_accumulator", "_base", "_hooks", "_output_nr", "_retains_grad", "_version",
-        "_view_version", "data", "grad", "grad_fn", "requires_grad",
-    )
+    Make one with ``genesis.tensor(data)`` or a factory (``zeros``, ``randn``, ...). A tensor with
+    ``requires_grad=True`` is a leaf of the autograd graph: operations on it record a ``grad_fn``, and
+    ``backward()`` on a result fills the leaves' ``.grad``. Operations on any Tensor, an ``nn.Parameter``'s
+    included, return plain Tensors.
+    """
+
+    __slots__ = ()  # the slots are TensorBase's (tensor_base.py)
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
 
     def __init__(self, data: NDArray, requires_grad: bool = False):
@@ -55,42 +61,85 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
         self._view_version = 0  # for a view: the version its grad_fn was recorded at (see _refresh_view)
 
     # ------------------------------------------------------------- metadata
-    shape = property(lambda self: Size(self.data.shape))
-    dtype = property(lambda self: self.data.dtype)
-    device = property(lambda self: self.data.device)
-    ndim = property(lambda self: self.data.ndim)
-    strides = property(lambda self: self.data.strides)
-    is_cuda = property(lambda self: self.data.device.type == "cuda")
+    @property
+    def shape(self) -> Size:
+        """The size of each dimension, as a ``genesis.Size`` (``size()`` without an argument)."""
+        return Size(self.data.shape)
 
-    def dim(self) -> int:
+    @property
+    def dtype(self) -> DType:
+        """The element type (``genesis.float32``, ``genesis.int64``, ...)."""
+        return self.data.dtype
+
+    @property
+    def device(self) -> Device:
+        """The device the values live on (``device(type='cpu')``, ``device(type='cuda', index=0)``)."""
+        return self.data.device
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions; same as ``dim()``."""
         return self.data.ndim
 
-    def size(self, dim: int | None = None):
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """The step in elements between neighbours along each dimension; same as ``stride()``."""
+        return self.data.strides
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the tensor lives on a CUDA device."""
+        return self.data.device.type == "cuda"
+
+    def dim(self) -> int:
+        """The number of dimensions."""
+        return self.data.ndim
+
+    @overload
+    def size(self, dim: None = None) -> Size: ...
+    @overload
+    def size(self, dim: int) -> int: ...
+
+    def size(self, dim: int | None = None) -> Size | int:
+        """The shape as a ``genesis.Size``, or with ``dim`` the size of that dimension as an int."""
         return Size(self.data.shape) if dim is None else self.data.size(dim)
 
     def numel(self) -> int:
+        """The number of elements (the product of the sizes)."""
         return self.data.numel()
 
-    def stride(self, dim: int | None = None):
+    @overload
+    def stride(self, dim: None = None) -> tuple[int, ...]: ...
+    @overload
+    def stride(self, dim: int) -> int: ...
+
+    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """The strides (in elements) as a tuple, or with ``dim`` the stride of that dimension as an int."""
         return self.data.stride(dim)
 
     def storage_offset(self) -> int:
+        """The index, in elements, of this tensor's first element in its storage."""
         return self.data.storage_offset()
 
     def is_contiguous(self) -> bool:
+        """Whether the elements lie in memory in row-major (C) order without gaps."""
         return self.data.is_contiguous()
 
     def data_ptr(self) -> int:
+        """The address of the first element (a host address on cpu, a device address on cuda)."""
         return self.data.data_ptr()
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating-point type (float16, bfloat16, float32, float64)."""
         return self.data.dtype.is_floating_point
 
     def element_size(self) -> int:
+        """The size of one element in bytes."""
         return self.data.dtype.itemsize
 
     @property
     def is_leaf(self) -> bool:
+        """True for a tensor no recorded operation made (grad_fn is None): only leaves get ``.grad``."""
         return self.grad_fn is None
 
     @property
@@ -123,6 +172,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
 
     # ------------------------------------------------------------- autograd
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place (a leaf only; floating-point dtypes only) and return self."""
         if not self.is_leaf and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         if requires_grad and not (self.dtype.is_floating_point):
@@ -151,42 +201,50 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
         return out
 
     def detach_(self) -> Tensor:
+        """Detach this tensor from the graph that made it, in place: it becomes a leaf that does not
+        require grad."""
         self.grad_fn = None
         self.requires_grad = False
         return self
 
     def retain_grad(self) -> None:
+        """Make a non-leaf tensor keep its gradient in ``.grad`` during backward (a leaf always does)."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.is_leaf or self._retains_grad:
             return
         self._retains_grad = True
 
-        def keep(grad):
+        def keep(grad: Tensor) -> None:
             self.grad = grad if self.grad is None else self.grad + grad
 
         self.register_hook(keep)
 
     @property
     def retains_grad(self) -> bool:
+        """Whether retain_grad() was called on this non-leaf tensor."""
         return self._retains_grad
 
-    def register_hook(self, hook):
-        """hook(grad) -> Tensor or None, called with this tensor's gradient."""
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> _RemovableHandle:
+        """Register ``hook(grad) -> Tensor or None``, called with this tensor's gradient during backward.
+
+        A returned Tensor replaces the gradient. Returns a handle whose ``remove()`` unregisters the hook.
+        """
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.is_leaf:
+        grad_fn = self.grad_fn
+        if grad_fn is None:  # a leaf
             if self._hooks is None:
                 self._hooks = []
             self._hooks.append(hook)
             hooks = self._hooks
         else:
-            pre = self.grad_fn.__dict__.setdefault("_pre_hooks", {})
+            pre = grad_fn.__dict__.setdefault("_pre_hooks", {})
             hooks = pre.setdefault(self._output_nr, [])
             hooks.append(hook)
         return _RemovableHandle(hooks, hook)
 
-    def _grad_edge(self):
+    def _grad_edge(self) -> tuple[Node | AccumulateGrad, int]:
         if self._base is not None and self._view_version != self._version[0]:
             self._refresh_view()
         if self.grad_fn is not None:
@@ -211,8 +269,18 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
         else:
             self.grad.data.add_(grad.data)
 
-    def backward(self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False,
-                 inputs=None) -> None:
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Tensor | Sequence[Tensor] | None = None) -> None:
+        """Compute the gradient of this tensor with respect to the graph's leaves and add it to their ``.grad``.
+
+        Args:
+            gradient: the gradient of some scalar with respect to this tensor (same shape); may be omitted
+                when this tensor has one element, as for a loss.
+            retain_graph: keep the graph's saved tensors so that backward can run through it again;
+                defaults to ``create_graph``.
+            create_graph: record the backward pass itself, so that higher-order gradients can be taken.
+            inputs: accumulate gradients into these tensors only, instead of all the leaves.
+        """
         if retain_graph is None:
             retain_graph = create_graph
         if inputs is not None:
@@ -235,11 +303,14 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
         """
         snap = Tensor(self.data.clone(), self.requires_grad)
         snap.grad_fn, snap._output_nr = self.grad_fn, self._output_nr
-        if self.grad_fn is None and self.requires_grad:
-            snap._accumulator = self._grad_edge()[0]
+        if self.grad_fn is None and self.requires_grad:  # a leaf: the snapshot feeds the leaf's AccumulateGrad
+            if self._accumulator is None:
+                self._accumulator = AccumulateGrad(self)
+            snap._accumulator = self._accumulator
         return snap
 
-    def _inplace(self, recorded, plain, needs_graph: bool = False) -> Tensor:
+    def _inplace(self, recorded: Callable[[], Tensor], plain: Callable[[], object],
+                 needs_graph: bool = False) -> Tensor:
         """Run an in-place op: through a graph node when gradients flow, else directly."""
         base = self._base
         if base is not None and self._view_version != self._version[0]:
@@ -264,10 +335,10 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
             self._view_version = self._version[0]
         return self
 
-    def _math_inplace(self, method: str, *args, **kwargs) -> Tensor:
+    def _math_inplace(self, method: str, *args: Any, **kwargs: Any) -> Tensor:
         """self.<method>_(...): the out-of-place op written back into self, refused (as torch) when its
         result would need a wider dtype or a larger shape than self has."""
-        def run(x):
+        def run(x: Tensor) -> Tensor:
             out = getattr(x, method)(*args, **kwargs)
             if out.dtype.category > self.dtype.category:
                 raise RuntimeError(f"result type {out.dtype.name.capitalize()} can't be cast to the desired output "
@@ -284,10 +355,13 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
 
 
 class _RemovableHandle:
-    def __init__(self, hooks: list, hook):
+    """What register_hook returns: ``remove()`` takes the hook off again."""
+
+    def __init__(self, hooks: list, hook: Callable) -> None:
         self._hooks, self._hook = hooks, hook
 
     def remove(self) -> None:
+        """Unregister the hook (a second call does nothing)."""
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
 
@@ -295,3 +369,19 @@ class _RemovableHandle:
 # Ops on any Tensor, a subclass's included (nn.Parameter), make plain Tensors, as in torch. Functions and
 # the engine make their Tensors through this attribute of an input: they sit below this module.
 Tensor._result_type = Tensor
+
+
+def _document_inplace_forms(cls: type) -> None:
+    """Give each in-place method ``x_`` that has no docstring of its own torch's: "In-place version of x()".
+
+    Most of them are one-line forwards to ``_inplace`` or ``_math_inplace`` beside their out-of-place
+    form, which carries the real docstring.
+    """
+    for klass in cls.__mro__:
+        for name, member in vars(klass).items():
+            if (name.endswith("_") and not name.startswith("_") and callable(member) and not member.__doc__
+                    and callable(getattr(cls, name[:-1], None))):
+                member.__doc__ = f"In-place version of :meth:`{name[:-1]}`."
+
+
+_document_inplace_forms(Tensor)

@@ -8,7 +8,9 @@ genesis_autograd and are re-exported by ``genesis`` directly.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
+from typing import Any, overload
 
 from genesis_autograd import Tensor
 
@@ -52,19 +54,34 @@ negative = neg
 
 
 # ------------------------------------------------------------------ binary
-def add(input: Tensor | Number, other: Tensor | Number, *, alpha: Number = 1) -> Tensor:
+def add(input: Tensor, other: Tensor | Number, *, alpha: Number = 1) -> Tensor:
     return input + (other * alpha if alpha != 1 else other)
 
 
-def sub(input: Tensor | Number, other: Tensor | Number, *, alpha: Number = 1) -> Tensor:
+def sub(input: Tensor, other: Tensor | Number, *, alpha: Number = 1) -> Tensor:
     return input - (other * alpha if alpha != 1 else other)
 
 
-def mul(input: Tensor | Number, other: Tensor | Number) -> Tensor: return input * other
-def div(input: Tensor | Number, other: Tensor | Number) -> Tensor: return input / other
-def pow(input: Tensor | Number, exponent: Tensor | Number) -> Tensor: return input ** exponent
-def remainder(input: Tensor | Number, other: Tensor | Number) -> Tensor: return input % other
-def floor_divide(input: Tensor | Number, other: Tensor | Number) -> Tensor: return input // other
+def mul(input: Tensor, other: Tensor | Number) -> Tensor: return input * other
+def div(input: Tensor, other: Tensor | Number) -> Tensor: return input / other
+def floor_divide(input: Tensor, other: Tensor | Number) -> Tensor: return input // other
+
+
+# pow and remainder also take a number as input, as torch's: number ** tensor, number % tensor.
+@overload
+def pow(input: Tensor, exponent: Tensor | Number) -> Tensor: ...
+@overload
+def pow(input: Number, exponent: Tensor) -> Tensor: ...
+def pow(input: Any, exponent: Any) -> Tensor: return input ** exponent
+
+
+@overload
+def remainder(input: Tensor, other: Tensor | Number) -> Tensor: ...
+@overload
+def remainder(input: Number, other: Tensor) -> Tensor: ...
+def remainder(input: Any, other: Any) -> Tensor: return input % other
+
+
 def fmod(input: Tensor, other: Tensor | Number) -> Tensor: return input.fmod(other)
 def atan2(input: Tensor, other: Tensor) -> Tensor: return input.atan2(other)
 def maximum(input: Tensor, other: Tensor) -> Tensor: return input.maximum(other)
@@ -124,12 +141,13 @@ def amax(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor: retu
 def amin(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor: return input.amin(dim, keepdim)
 
 
-def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False):
+def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
     """The largest element; with dim, (values, indices); with a Tensor, the elementwise maximum."""
     return input.max(dim, keepdim)
 
 
-def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False):
+def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
+    """The smallest element; with dim, (values, indices); with a Tensor, the elementwise minimum."""
     return input.min(dim, keepdim)
 
 
@@ -151,7 +169,10 @@ def std(input: Tensor, dim: Dims = None, unbiased: bool | None = None, keepdim: 
     return input.std(dim, unbiased, keepdim, correction=correction)
 
 
-def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False) -> Tensor: return input.logsumexp(dim, keepdim)
+def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+    return input.logsumexp(dim, keepdim)
+
+
 def all(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor: return input.all(dim, keepdim)
 def any(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor: return input.any(dim, keepdim)
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor: return input.cumsum(dim, dtype=dtype)
@@ -189,6 +210,14 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor: return i
 
 
 def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of consecutive pieces of ``tensor`` along ``dim``.
+
+    Args:
+        tensor: the tensor to split.
+        split_size_or_sections: the size of each piece (the last may be smaller), or a list of sizes summing
+            to the size of ``dim``.
+        dim: the dimension to split.
+    """
     return tensor.split(split_size_or_sections, dim)
 
 
@@ -209,7 +238,9 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
 def clone(input: Tensor) -> Tensor: return input.clone()
 def detach(input: Tensor) -> Tensor: return input.detach()
 def numel(input: Tensor) -> int: return input.numel()
-def is_tensor(obj) -> bool: return isinstance(obj, Tensor)
+def is_tensor(obj: object) -> bool:
+    """Whether ``obj`` is a genesis Tensor (an nn.Parameter included)."""
+    return isinstance(obj, Tensor)
 def is_floating_point(input: Tensor) -> bool: return input.is_floating_point()
 
 
@@ -239,7 +270,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Tensor | Number) -> Tensor: 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor: return input.masked_select(mask)
 
 
-def nonzero(input: Tensor, *, as_tuple: bool = False):
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     return input.nonzero(as_tuple=as_tuple) if as_tuple else input.nonzero()
 
 
@@ -247,7 +278,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     return input.take_along_dim(indices, dim)
 
 
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> tuple[Tensor, Tensor]:
     return input.sort(dim=dim, descending=descending, stable=stable) if stable else \
         input.sort(dim=dim, descending=descending)
 
@@ -257,7 +288,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
         input.argsort(dim=dim, descending=descending)
 
 
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:
     return input.topk(k, dim=dim, largest=largest, sorted=sorted)
 
 
@@ -280,3 +311,20 @@ __all__ = [
     "std", "sub", "subtract", "sum", "swapaxes", "swapdims", "t", "take_along_dim", "tan", "tanh", "topk",
     "transpose", "tril", "triu", "true_divide", "trunc", "unflatten", "unsqueeze", "var",
 ]
+
+
+def _document() -> None:
+    """Give each function without a docstring of its own its Tensor method's, which it calls.
+
+    torch documents the function and points the method at it; here the methods sit a layer below,
+    in genesis_autograd, and carry the text.
+    """
+    for name in __all__:
+        fn = globals()[name]
+        method = getattr(Tensor, fn.__name__, None)
+        if not fn.__doc__ and method is not None and method.__doc__:
+            fn.__doc__ = (f"{inspect.cleandoc(method.__doc__)}\n\nThe function form of ``Tensor.{fn.__name__}``: "
+                          f"``genesis.{fn.__name__}(input, ...)`` is ``input.{fn.__name__}(...)``.")
+
+
+_document()

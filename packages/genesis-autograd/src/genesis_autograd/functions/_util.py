@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeGuard
+
 from genesis_ndarray import NDArray
 
 from .. import grad_mode
 from ..function import Function
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
 
 
 class Primitive(Function):
@@ -33,7 +38,7 @@ def wrap(like, array):
     return like._result_type(array)
 
 
-def is_tensor(x) -> bool:
+def is_tensor(x: object) -> TypeGuard[Tensor]:
     return hasattr(x, "_result_type")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..tensor_base import TensorBase
 from ._util import Primitive
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
@@ -33,10 +34,16 @@ class Triu(_Triangle):
     op = "triu"
 
 
-class CreationMixin:
+class CreationMixin(TensorBase):
     __slots__ = ()
 
-    def tril(self, diagonal: int = 0) -> Tensor: return Tril.apply(self, diagonal)
-    def triu(self, diagonal: int = 0) -> Tensor: return Triu.apply(self, diagonal)
-    def tril_(self, diagonal=0): return self._math_inplace("tril", diagonal)
-    def triu_(self, diagonal=0): return self._math_inplace("triu", diagonal)
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """A copy with the elements above the ``diagonal``-th diagonal of the last two dimensions zeroed."""
+        return Tril.apply(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """A copy with the elements below the ``diagonal``-th diagonal of the last two dimensions zeroed."""
+        return Triu.apply(self, diagonal)
+
+    def tril_(self, diagonal=0) -> Tensor: return self._math_inplace("tril", diagonal)
+    def triu_(self, diagonal=0) -> Tensor: return self._math_inplace("triu", diagonal)

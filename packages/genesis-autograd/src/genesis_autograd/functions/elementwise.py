@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 from numbers import Number
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import NDArray, full
 
+from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, data, meta, reduce_to, saved_output
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
@@ -455,7 +456,7 @@ class ClampTensor(Primitive):
 
 
 # ------------------------------------------------------------------ the Tensor methods
-class ElementwiseMixin:
+class ElementwiseMixin(TensorBase):
     """Tensor's elementwise methods and operators. Comparisons and logic have no gradient and go
     straight to the NDArray. In-place forms go through Tensor._inplace (a graph node when gradients
     flow) or Tensor._math_inplace (the out-of-place op written back, with torch's dtype and shape checks).
@@ -463,7 +464,7 @@ class ElementwiseMixin:
 
     __slots__ = ()
 
-    def _operand(self, other):
+    def _operand(self, other: object) -> Any:
         """``other`` as a binary op's operand: a Tensor or a number (an NDArray is wrapped), else NotImplemented."""
         if isinstance(other, self._result_type) or isinstance(other, Number):
             return other
@@ -473,182 +474,370 @@ class ElementwiseMixin:
 
     # ------------------------------------------------------------- arithmetic operators
     # The hot path of the framework: a Tensor of this class, the common operand, skips _operand's checks.
-    def __add__(self, other):
+    def __add__(self, other: Tensor | Scalar) -> Tensor:
         if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
         return Add.apply(self, other)
 
-    def __radd__(self, other):
+    def __radd__(self, other: Scalar) -> Tensor:
         return Add.apply(other, self)
 
-    def __sub__(self, other):
+    def __sub__(self, other: Tensor | Scalar) -> Tensor:
         if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
         return Sub.apply(self, other)
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: Scalar) -> Tensor:
         return Sub.apply(other, self)
 
-    def __mul__(self, other):
+    def __mul__(self, other: Tensor | Scalar) -> Tensor:
         if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
         return Mul.apply(self, other)
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: Scalar) -> Tensor:
         return Mul.apply(other, self)
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: Tensor | Scalar) -> Tensor:
         if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
         return Div.apply(self, other)
 
-    def __rtruediv__(self, other):
+    def __rtruediv__(self, other: Scalar) -> Tensor:
         return Div.apply(other, self)
 
-    def __pow__(self, other):
+    def __pow__(self, other: Tensor | Scalar) -> Tensor:
         if other.__class__ is not self.__class__:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
         return Pow.apply(self, other)
 
-    def __rpow__(self, other):
+    def __rpow__(self, other: Scalar) -> Tensor:
         return Pow.apply(other, self)
 
-    def __neg__(self):
+    def __neg__(self) -> Tensor:
         return Neg.apply(self)
 
-    def add(self, other, *, alpha=1): return self + (other * alpha if alpha != 1 else other)
-    def sub(self, other, *, alpha=1): return self - (other * alpha if alpha != 1 else other)
-    def mul(self, other): return self * other
-    def div(self, other): return self / other
-    def pow(self, exponent): return self ** exponent
-    def neg(self): return -self
-    def maximum(self, other): return Maximum.apply(self, other)
-    def minimum(self, other): return Minimum.apply(self, other)
+    def add(self, other: Tensor | Scalar, *, alpha: Scalar = 1) -> Tensor:
+        """self + alpha * other, broadcast, in the promoted dtype.
+
+        Args:
+            other: the tensor or number to add.
+            alpha: the multiplier for ``other``.
+        """
+        return self + (other * alpha if alpha != 1 else other)
+
+    def sub(self, other: Tensor | Scalar, *, alpha: Scalar = 1) -> Tensor:
+        """self - alpha * other, broadcast, in the promoted dtype.
+
+        Args:
+            other: the tensor or number to subtract.
+            alpha: the multiplier for ``other``.
+        """
+        return self - (other * alpha if alpha != 1 else other)
+
+    def mul(self, other: Tensor | Scalar) -> Tensor:
+        """self * other, broadcast, in the promoted dtype."""
+        return self * other
+
+    def div(self, other: Tensor | Scalar) -> Tensor:
+        """self / other, broadcast; true division (integer inputs give the default float dtype)."""
+        return self / other
+
+    def pow(self, exponent: Tensor | Scalar) -> Tensor:
+        """self ** exponent, elementwise and broadcast."""
+        return self ** exponent
+
+    def neg(self) -> Tensor:
+        """-self, elementwise."""
+        return -self
+
+    def maximum(self, other: Tensor) -> Tensor:
+        """The elementwise maximum of self and other (broadcast); NaN if either is NaN."""
+        return Maximum.apply(self, other)
+
+    def minimum(self, other: Tensor) -> Tensor:
+        """The elementwise minimum of self and other (broadcast); NaN if either is NaN."""
+        return Minimum.apply(self, other)
 
     # ------------------------------------------------------------- comparisons and logic: no gradient
-    def _no_grad_binary(self, op: str, other):
+    def _no_grad_binary(self, op: str, other: object) -> Tensor:
         other = self._operand(other)
         if other is NotImplemented:
             return other
         return self._result_type(self.data._binary(op, other.data if isinstance(other, self._result_type) else other))
 
-    def __eq__(self, other): return self._no_grad_binary("eq", other)  # type: ignore[override]
-    def __ne__(self, other): return self._no_grad_binary("ne", other)  # type: ignore[override]
-    def __lt__(self, other): return self._no_grad_binary("lt", other)
-    def __le__(self, other): return self._no_grad_binary("le", other)
-    def __gt__(self, other): return self._no_grad_binary("gt", other)
-    def __ge__(self, other): return self._no_grad_binary("ge", other)
-    def __and__(self, other): return self._no_grad_binary("bitwise_and", other)
-    def __or__(self, other): return self._no_grad_binary("bitwise_or", other)
-    def __xor__(self, other): return self._no_grad_binary("bitwise_xor", other)
-    def __invert__(self): return self._result_type(~self.data)
+    # == and != compare elementwise and give a bool Tensor, as torch's (object's give a bool): hence the ignores.
+    def __eq__(self, other: object) -> Tensor: return self._no_grad_binary("eq", other)  # type: ignore[override]
+    def __ne__(self, other: object) -> Tensor: return self._no_grad_binary("ne", other)  # type: ignore[override]
+    def __lt__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("lt", other)
+    def __le__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("le", other)
+    def __gt__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("gt", other)
+    def __ge__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("ge", other)
+    def __and__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("bitwise_and", other)
+    def __or__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("bitwise_or", other)
+    def __xor__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("bitwise_xor", other)
+    def __invert__(self) -> Tensor: return self._result_type(~self.data)
 
     __hash__ = object.__hash__  # defining __eq__ would otherwise make Tensors unhashable
 
-    def eq(self, other): return self.__eq__(other)
-    def ne(self, other): return self.__ne__(other)
-    def lt(self, other): return self.__lt__(other)
-    def le(self, other): return self.__le__(other)
-    def gt(self, other): return self.__gt__(other)
-    def ge(self, other): return self.__ge__(other)
+    def eq(self, other: Tensor | Scalar) -> Tensor:
+        """self == other, elementwise: a bool tensor (no gradient)."""
+        return self.__eq__(other)
 
-    def logical_and(self, other): return self._no_grad_binary("logical_and", other)
-    def logical_or(self, other): return self._no_grad_binary("logical_or", other)
-    def logical_xor(self, other): return self._no_grad_binary("logical_xor", other)
-    def logical_not(self): return self._result_type(self.data.logical_not())
-    def isnan(self): return self._result_type(self.data.isnan())
-    def isinf(self): return self._result_type(self.data.isinf())
-    def isfinite(self): return self._result_type(self.data.isfinite())
+    def ne(self, other: Tensor | Scalar) -> Tensor:
+        """self != other, elementwise: a bool tensor (no gradient)."""
+        return self.__ne__(other)
+
+    def lt(self, other: Tensor | Scalar) -> Tensor:
+        """self < other, elementwise: a bool tensor (no gradient)."""
+        return self.__lt__(other)
+
+    def le(self, other: Tensor | Scalar) -> Tensor:
+        """self <= other, elementwise: a bool tensor (no gradient)."""
+        return self.__le__(other)
+
+    def gt(self, other: Tensor | Scalar) -> Tensor:
+        """self > other, elementwise: a bool tensor (no gradient)."""
+        return self.__gt__(other)
+
+    def ge(self, other: Tensor | Scalar) -> Tensor:
+        """self >= other, elementwise: a bool tensor (no gradient)."""
+        return self.__ge__(other)
+
+    def logical_and(self, other: Tensor | Scalar) -> Tensor:
+        """Elementwise logical AND (nonzero is True): a bool tensor."""
+        return self._no_grad_binary("logical_and", other)
+
+    def logical_or(self, other: Tensor | Scalar) -> Tensor:
+        """Elementwise logical OR (nonzero is True): a bool tensor."""
+        return self._no_grad_binary("logical_or", other)
+
+    def logical_xor(self, other: Tensor | Scalar) -> Tensor:
+        """Elementwise logical XOR (nonzero is True): a bool tensor."""
+        return self._no_grad_binary("logical_xor", other)
+
+    # NDArray makes its unary methods with setattr (genesis_ndarray/ndarray.py), out of the type checker's
+    # sight: hence the four ignores below, to drop once NDArray declares those methods.
+    def logical_not(self) -> Tensor:
+        """Elementwise logical NOT (zero becomes True): a bool tensor."""
+        return self._result_type(self.data.logical_not())  # type: ignore[attr-defined]
+
+    def isnan(self) -> Tensor:
+        """A bool tensor, True where an element is NaN."""
+        return self._result_type(self.data.isnan())  # type: ignore[attr-defined]
+
+    def isinf(self) -> Tensor:
+        """A bool tensor, True where an element is +inf or -inf."""
+        return self._result_type(self.data.isinf())  # type: ignore[attr-defined]
+
+    def isfinite(self) -> Tensor:
+        """A bool tensor, True where an element is neither NaN nor infinite."""
+        return self._result_type(self.data.isfinite())  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------- unary math
-    def exp(self): return Exp.apply(self)
-    def exp2(self): return Exp2.apply(self)
-    def expm1(self): return Expm1.apply(self)
-    def log(self): return Log.apply(self)
-    def log2(self): return Log2.apply(self)
-    def log10(self): return Log10.apply(self)
-    def log1p(self): return Log1p.apply(self)
-    def sqrt(self): return Sqrt.apply(self)
-    def rsqrt(self): return Rsqrt.apply(self)
-    def reciprocal(self): return Reciprocal.apply(self)
-    def square(self): return Square.apply(self)
-    def abs(self): return Abs.apply(self)
-    def sin(self): return Sin.apply(self)
-    def cos(self): return Cos.apply(self)
-    def tan(self): return Tan.apply(self)
-    def tanh(self): return Tanh.apply(self)
-    def sigmoid(self): return Sigmoid.apply(self)
-    def relu(self): return ReLU.apply(self)
-    def silu(self): return Silu.apply(self)
-    def erf(self): return Erf.apply(self)
-    def sign(self): return Sign.apply(self)
-    def floor(self): return Floor.apply(self)
-    def ceil(self): return Ceil.apply(self)
-    def round(self): return Round.apply(self)
-    def trunc(self): return Trunc.apply(self)
+    def exp(self) -> Tensor:
+        """e ** x for each element x."""
+        return Exp.apply(self)
 
-    def gelu(self, approximate: str = "none"):
+    def exp2(self) -> Tensor:
+        """2 ** x for each element x."""
+        return Exp2.apply(self)
+
+    def expm1(self) -> Tensor:
+        """e ** x - 1 for each element x, accurate near 0."""
+        return Expm1.apply(self)
+
+    def log(self) -> Tensor:
+        """The natural logarithm of each element."""
+        return Log.apply(self)
+
+    def log2(self) -> Tensor:
+        """The base-2 logarithm of each element."""
+        return Log2.apply(self)
+
+    def log10(self) -> Tensor:
+        """The base-10 logarithm of each element."""
+        return Log10.apply(self)
+
+    def log1p(self) -> Tensor:
+        """log(1 + x) for each element x, accurate near 0."""
+        return Log1p.apply(self)
+
+    def sqrt(self) -> Tensor:
+        """The square root of each element."""
+        return Sqrt.apply(self)
+
+    def rsqrt(self) -> Tensor:
+        """1 / sqrt(x) for each element x."""
+        return Rsqrt.apply(self)
+
+    def reciprocal(self) -> Tensor:
+        """1 / x for each element x (integer inputs give the default float dtype)."""
+        return Reciprocal.apply(self)
+
+    def square(self) -> Tensor:
+        """x * x for each element x."""
+        return Square.apply(self)
+
+    def abs(self) -> Tensor:
+        """The absolute value of each element."""
+        return Abs.apply(self)
+
+    def sin(self) -> Tensor:
+        """The sine of each element (in radians)."""
+        return Sin.apply(self)
+
+    def cos(self) -> Tensor:
+        """The cosine of each element (in radians)."""
+        return Cos.apply(self)
+
+    def tan(self) -> Tensor:
+        """The tangent of each element (in radians)."""
+        return Tan.apply(self)
+
+    def tanh(self) -> Tensor:
+        """The hyperbolic tangent of each element."""
+        return Tanh.apply(self)
+
+    def sigmoid(self) -> Tensor:
+        """The logistic sigmoid 1 / (1 + e ** -x) of each element."""
+        return Sigmoid.apply(self)
+
+    def relu(self) -> Tensor:
+        """max(x, 0) for each element x."""
+        return ReLU.apply(self)
+
+    def silu(self) -> Tensor:
+        """x * sigmoid(x) for each element x (SiLU, also called swish)."""
+        return Silu.apply(self)
+
+    def erf(self) -> Tensor:
+        """The error function of each element."""
+        return Erf.apply(self)
+
+    def sign(self) -> Tensor:
+        """-1, 0 or 1 for each element by its sign (0 for 0)."""
+        return Sign.apply(self)
+
+    def floor(self) -> Tensor:
+        """The largest integer <= x for each element x (the gradient is zero)."""
+        return Floor.apply(self)
+
+    def ceil(self) -> Tensor:
+        """The smallest integer >= x for each element x (the gradient is zero)."""
+        return Ceil.apply(self)
+
+    def round(self) -> Tensor:
+        """Each element rounded to the nearest integer, halves to even (the gradient is zero)."""
+        return Round.apply(self)
+
+    def trunc(self) -> Tensor:
+        """Each element rounded toward zero (the gradient is zero)."""
+        return Trunc.apply(self)
+
+    def gelu(self, approximate: str = "none") -> Tensor:
+        """GELU of each element: x * Phi(x), Phi the standard normal CDF.
+
+        Args:
+            approximate: ``"none"`` for the exact erf form, ``"tanh"`` for the tanh approximation.
+        """
         if approximate not in ("none", "tanh"):
             raise RuntimeError("approximate argument must be either none or tanh.")
         return Gelu.apply(self) if approximate == "none" else GeluTanh.apply(self)
 
     # ------------------------------------------------------------- more binary math
     def atan2(self, other: Tensor) -> Tensor:
+        """The angle atan(self / other) of each point (other, self), in (-pi, pi], by quadrant.
+
+        Args:
+            other: the x coordinates, a Tensor that broadcasts with self.
+        """
         if not isinstance(other, self._result_type):
             raise TypeError(f"atan2(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
         return Atan2.apply(self, other)
 
     arctan2 = atan2
 
-    def remainder(self, other):
+    def remainder(self, other: Tensor | Scalar) -> Tensor:
+        """Python's modulus, elementwise: the result has the sign of ``other`` (torch.remainder).
+
+        Args:
+            other: the divisor, a tensor or a number.
+        """
         other = self._operand(other)
         return other if other is NotImplemented else Remainder.apply(self, other)
 
-    def fmod(self, other):
+    def fmod(self, other: Tensor | Scalar) -> Tensor:
+        """C's fmod, elementwise: the result has the sign of self.
+
+        Args:
+            other: the divisor, a tensor or a number.
+        """
         other = self._operand(other)
         return other if other is NotImplemented else Fmod.apply(self, other)
 
-    def floor_divide(self, other):
-        """Recorded like torch, which has no derivative for it: backward through it raises."""
+    def floor_divide(self, other: Tensor | Scalar) -> Tensor:
+        """self // other rounded toward -inf, elementwise (Python's //).
+
+        Recorded like torch, which has no derivative for it: backward through it raises.
+        """
         other = self._operand(other)
         return other if other is NotImplemented else FloorDivide.apply(self, other)
 
     __mod__ = remainder
     __floordiv__ = floor_divide
 
-    def __rmod__(self, other):
+    def __rmod__(self, other: Scalar) -> Tensor:
         return Remainder.apply(other, self)
 
-    def __rfloordiv__(self, other):
+    def __rfloordiv__(self, other: Scalar) -> Tensor:
         return FloorDivide.apply(other, self)
 
     # ------------------------------------------------------------- ternary, clamp
-    def where(self, condition: Tensor, other) -> Tensor:
-        """torch's x.where(condition, y): x where condition holds, else y."""
+    def where(self, condition: Tensor, other: Tensor | Scalar) -> Tensor:
+        """self where ``condition`` is True, else ``other`` (torch's ``x.where(condition, y)``).
+
+        Args:
+            condition: a bool tensor that broadcasts with self and other.
+            other: the values taken where condition is False.
+        """
         return Where.apply(condition, self, other)
 
-    def lerp(self, end: Tensor, weight) -> Tensor:
-        """self + weight * (end - self); weight a number or a Tensor (end and weight of self's dtype)."""
+    def lerp(self, end: Tensor, weight: Tensor | Scalar) -> Tensor:
+        """Linear interpolation self + weight * (end - self).
+
+        Args:
+            end: the tensor to interpolate toward, of self's dtype.
+            weight: a number, or a tensor of self's dtype that broadcasts.
+        """
         return Lerp.apply(self, end, weight)
 
-    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: Scalar = 1) -> Tensor:
+        """self + value * tensor1 * tensor2, elementwise and broadcast."""
         return Addcmul.apply(self, tensor1, tensor2, value)
 
-    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Scalar = 1) -> Tensor:
+        """self + value * tensor1 / tensor2, elementwise and broadcast."""
         return Addcdiv.apply(self, tensor1, tensor2, value)
 
-    def clamp(self, min=None, max=None):
-        """Bounds both numbers (or None), or both Tensors (or None) that broadcast with self, as torch."""
+    def clamp(self, min: Tensor | Scalar | None = None, max: Tensor | Scalar | None = None) -> Tensor:
+        """Each element limited to [min, max]; the gradient flows where the element was kept.
+
+        Args:
+            min: the lower bound, or None for none.
+            max: the upper bound, or None for none. Both numbers (or None), or both Tensors
+                (or None) that broadcast with self, as torch.
+        """
         if isinstance(min, self._result_type) or isinstance(max, self._result_type):
             if isinstance(min, Number) or isinstance(max, Number):
                 raise TypeError("clamp() received an invalid combination of arguments: min and max must both be "
@@ -660,8 +849,13 @@ class ElementwiseMixin:
 
     clip = clamp
 
-    def clamp_min(self, min): return self.clamp(min=min)
-    def clamp_max(self, max): return self.clamp(max=max)
+    def clamp_min(self, min: Tensor | Scalar) -> Tensor:
+        """clamp(min=min): each element at least ``min``."""
+        return self.clamp(min=min)
+
+    def clamp_max(self, max: Tensor | Scalar) -> Tensor:
+        """clamp(max=max): each element at most ``max``."""
+        return self.clamp(max=max)
 
     # ------------------------------------------------------------- in-place forms
     def _binary_inplace(self, fn, op: str, other) -> Tensor:
@@ -694,37 +888,37 @@ class ElementwiseMixin:
         return self._inplace(lambda: getattr(self._snapshot(), method)(),
                              lambda: self.data.copy_(getattr(self.data, method)()))
 
-    def exp_(self): return self._unary_inplace("exp")
-    def log_(self): return self._unary_inplace("log")
-    def sqrt_(self): return self._unary_inplace("sqrt")
-    def relu_(self): return self._unary_inplace("relu")
-    def sigmoid_(self): return self._unary_inplace("sigmoid")
-    def tanh_(self): return self._unary_inplace("tanh")
-    def neg_(self): return self._unary_inplace("neg")
-    def abs_(self): return self._unary_inplace("abs")
+    def exp_(self) -> Tensor: return self._unary_inplace("exp")
+    def log_(self) -> Tensor: return self._unary_inplace("log")
+    def sqrt_(self) -> Tensor: return self._unary_inplace("sqrt")
+    def relu_(self) -> Tensor: return self._unary_inplace("relu")
+    def sigmoid_(self) -> Tensor: return self._unary_inplace("sigmoid")
+    def tanh_(self) -> Tensor: return self._unary_inplace("tanh")
+    def neg_(self) -> Tensor: return self._unary_inplace("neg")
+    def abs_(self) -> Tensor: return self._unary_inplace("abs")
 
-    def exp2_(self): return self._math_inplace("exp2")
-    def expm1_(self): return self._math_inplace("expm1")
-    def log2_(self): return self._math_inplace("log2")
-    def log10_(self): return self._math_inplace("log10")
-    def log1p_(self): return self._math_inplace("log1p")
-    def sin_(self): return self._math_inplace("sin")
-    def cos_(self): return self._math_inplace("cos")
-    def tan_(self): return self._math_inplace("tan")
-    def rsqrt_(self): return self._math_inplace("rsqrt")
-    def reciprocal_(self): return self._math_inplace("reciprocal")
-    def square_(self): return self._math_inplace("square")
-    def erf_(self): return self._math_inplace("erf")
-    def sign_(self): return self._math_inplace("sign")
-    def floor_(self): return self._math_inplace("floor")
-    def ceil_(self): return self._math_inplace("ceil")
-    def round_(self): return self._math_inplace("round")
-    def trunc_(self): return self._math_inplace("trunc")
-    def atan2_(self, other): return self._math_inplace("atan2", other)
-    def remainder_(self, other): return self._math_inplace("remainder", other)
-    def fmod_(self, other): return self._math_inplace("fmod", other)
-    def floor_divide_(self, other): return self._math_inplace("floor_divide", other)
-    def lerp_(self, end, weight): return self._math_inplace("lerp", end, weight)
+    def exp2_(self) -> Tensor: return self._math_inplace("exp2")
+    def expm1_(self) -> Tensor: return self._math_inplace("expm1")
+    def log2_(self) -> Tensor: return self._math_inplace("log2")
+    def log10_(self) -> Tensor: return self._math_inplace("log10")
+    def log1p_(self) -> Tensor: return self._math_inplace("log1p")
+    def sin_(self) -> Tensor: return self._math_inplace("sin")
+    def cos_(self) -> Tensor: return self._math_inplace("cos")
+    def tan_(self) -> Tensor: return self._math_inplace("tan")
+    def rsqrt_(self) -> Tensor: return self._math_inplace("rsqrt")
+    def reciprocal_(self) -> Tensor: return self._math_inplace("reciprocal")
+    def square_(self) -> Tensor: return self._math_inplace("square")
+    def erf_(self) -> Tensor: return self._math_inplace("erf")
+    def sign_(self) -> Tensor: return self._math_inplace("sign")
+    def floor_(self) -> Tensor: return self._math_inplace("floor")
+    def ceil_(self) -> Tensor: return self._math_inplace("ceil")
+    def round_(self) -> Tensor: return self._math_inplace("round")
+    def trunc_(self) -> Tensor: return self._math_inplace("trunc")
+    def atan2_(self, other) -> Tensor: return self._math_inplace("atan2", other)
+    def remainder_(self, other) -> Tensor: return self._math_inplace("remainder", other)
+    def fmod_(self, other) -> Tensor: return self._math_inplace("fmod", other)
+    def floor_divide_(self, other) -> Tensor: return self._math_inplace("floor_divide", other)
+    def lerp_(self, end, weight) -> Tensor: return self._math_inplace("lerp", end, weight)
 
     def addcmul_(self, tensor1, tensor2, *, value=1):
         return self._math_inplace("addcmul", tensor1, tensor2, value=value)
@@ -732,8 +926,8 @@ class ElementwiseMixin:
     def addcdiv_(self, tensor1, tensor2, *, value=1):
         return self._math_inplace("addcdiv", tensor1, tensor2, value=value)
 
-    def clamp_(self, min=None, max=None): return self._math_inplace("clamp", min, max)
-    def clamp_min_(self, min): return self._math_inplace("clamp", min, None)
-    def clamp_max_(self, max): return self._math_inplace("clamp", None, max)
+    def clamp_(self, min=None, max=None) -> Tensor: return self._math_inplace("clamp", min, max)
+    def clamp_min_(self, min) -> Tensor: return self._math_inplace("clamp", min, None)
+    def clamp_max_(self, max) -> Tensor: return self._math_inplace("clamp", None, max)
 
     clip_ = clamp_

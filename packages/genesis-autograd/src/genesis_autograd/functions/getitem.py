@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from genesis_ndarray import NDArray, zeros
 
+from ..tensor_base import TensorBase
 from ._util import Primitive, data, is_tensor, meta, reduce_to, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
@@ -81,7 +82,7 @@ def _is_basic_index(index) -> bool:
                for i in items)
 
 
-class GetitemMixin:
+class GetitemMixin(TensorBase):
     __slots__ = ()
 
     def __getitem__(self, index) -> Tensor:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from genesis_ndarray import NDArray, zeros
 from genesis_ndarray.shape import broadcast_shapes, normalize_dim
 
+from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, data, meta, plain, reduce_to, requires_grad, tensor_arg, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
@@ -223,64 +224,103 @@ def _fill_value(self, value):
     return self._result_type(value) if isinstance(value, NDArray) else value
 
 
-class IndexMixin:
+class IndexMixin(TensorBase):
     """Tensor's index ops. In-place forms go through Tensor._inplace like add_."""
 
     __slots__ = ()
 
     def gather(self, dim: int, index: Tensor) -> Tensor:
+        """Values picked along ``dim`` by ``index``: out[i][j] = self[index[i][j]][j] for dim=0.
+
+        Args:
+            dim: the dimension to index along.
+            index: an int64 tensor with as many dimensions as self; the output has its shape.
+        """
         return Gather.apply(self, dim, tensor_arg(self, index, "gather", "index"))
 
-    def scatter(self, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
+    def scatter(self, dim: int, index: Tensor, src: Tensor | Scalar | None = None, *, value: Scalar | None = None,
+                reduce: str | None = None) -> Tensor:
+        """A copy of self with values written along ``dim`` at ``index``: out[index[i][j]][j] = src[i][j]
+        for dim=0.
+
+        Args:
+            dim: the dimension to index along.
+            index: an int64 tensor with as many dimensions as self.
+            src: the values to write (a tensor, read where index has elements, or a number).
+            value: a number to write, instead of ``src``.
+            reduce: not supported (must be None; use scatter_add to add).
+        """
         return Scatter.apply(self, dim, tensor_arg(self, index, "scatter", "index"),
                              _scatter_src(self, src, value, reduce))
 
-    def scatter_(self, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
+    def scatter_(self, dim: int, index: Tensor, src: Tensor | Scalar | None = None, *, value: Scalar | None = None,
+                 reduce: str | None = None) -> Tensor:
+        """In-place version of :meth:`scatter`."""
         index, src = tensor_arg(self, index, "scatter_", "index"), _scatter_src(self, src, value, reduce)
         return self._inplace(lambda: Scatter.apply(self._snapshot(), dim, index, src),
                              lambda: self.data.scatter_(dim, index.data, plain(src)),
                              needs_graph=requires_grad(src))
 
     def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """A copy of self with ``src`` added along ``dim`` at ``index`` (repeated indices add up):
+        out[index[i][j]][j] += src[i][j] for dim=0.
+        """
         return ScatterAdd.apply(self, dim, tensor_arg(self, index, "scatter_add", "index"),
                                 tensor_arg(self, src, "scatter_add", "src"))
 
     def scatter_add_(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """In-place version of :meth:`scatter_add`."""
         index, src = tensor_arg(self, index, "scatter_add_", "index"), tensor_arg(self, src, "scatter_add_", "src")
         return self._inplace(lambda: ScatterAdd.apply(self._snapshot(), dim, index, src),
                              lambda: self.data.scatter_add_(dim, index.data, src.data),
                              needs_graph=src.requires_grad)
 
     def index_select(self, dim: int, index: Tensor) -> Tensor:
+        """The slices of self at the positions ``index`` (a 1-D int64 tensor) along ``dim``."""
         return IndexSelect.apply(self, dim, tensor_arg(self, index, "index_select", "index"))
 
-    def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha: Scalar = 1) -> Tensor:
+        """A copy of self with ``alpha * source`` added to the slices at ``index`` (1-D, int64) along ``dim``;
+        repeated indices add up.
+        """
         return IndexAdd.apply(self, dim, tensor_arg(self, index, "index_add", "index"),
                               tensor_arg(self, source, "index_add", "source"), alpha)
 
-    def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: Scalar = 1) -> Tensor:
+        """In-place version of :meth:`index_add`."""
         index = tensor_arg(self, index, "index_add_", "index")
         source = tensor_arg(self, source, "index_add_", "source")
         return self._inplace(lambda: IndexAdd.apply(self._snapshot(), dim, index, source, alpha),
                              lambda: self.data.index_add_(dim, index.data, source.data, alpha),
                              needs_graph=source.requires_grad)
 
-    def masked_fill(self, mask: Tensor, value) -> Tensor:
-        """``value`` (a scalar or a 0-d Tensor, which then gets a gradient) where mask holds."""
+    def masked_fill(self, mask: Tensor, value: Tensor | Scalar) -> Tensor:
+        """A copy of self with ``value`` where ``mask`` (a bool tensor that broadcasts) is True.
+
+        ``value`` is a number, or a 0-d tensor, which then gets a gradient.
+        """
         return MaskedFill.apply(self, tensor_arg(self, mask, "masked_fill", "mask"), _fill_value(self, value), False)
 
-    def masked_fill_(self, mask: Tensor, value) -> Tensor:
+    def masked_fill_(self, mask: Tensor, value: Tensor | Scalar) -> Tensor:
+        """In-place version of :meth:`masked_fill`."""
         mask, value = tensor_arg(self, mask, "masked_fill_", "mask"), _fill_value(self, value)
         return self._inplace(lambda: MaskedFill.apply(self._snapshot(), mask, value, True),
                              lambda: self.data.masked_fill_(mask.data, plain(value)),
                              needs_graph=requires_grad(value))
 
     def masked_select(self, mask: Tensor) -> Tensor:
+        """The elements where ``mask`` (a bool tensor that broadcasts) is True, as a 1-D tensor."""
         return MaskedSelect.apply(self, tensor_arg(self, mask, "masked_select", "mask"))
 
-    def nonzero(self, *, as_tuple: bool = False):
+    def nonzero(self, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
+        """The indices of the nonzero elements: an int64 tensor of shape (n, ndim), or with
+        ``as_tuple=True`` one 1-D tensor per dimension.
+        """
         out = self.data.nonzero(as_tuple)
         return tuple(self._result_type(o) for o in out) if as_tuple else self._result_type(out)
 
     def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
+        """Values picked along ``dim`` by ``indices`` (which broadcast with self), as numpy's
+        take_along_axis; without ``dim``, from the flattened tensor.
+        """
         return TakeAlongDim.apply(self, tensor_arg(self, indices, "take_along_dim", "indices"), dim)

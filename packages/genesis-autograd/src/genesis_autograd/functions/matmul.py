@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..tensor_base import TensorBase
 from ._util import Primitive
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
@@ -54,16 +55,19 @@ def _batch_sum_to(grad, shape):
     return grad.reshape(*shape) if tuple(grad.shape) != tuple(shape) else grad
 
 
-class MatmulMixin:
+class MatmulMixin(TensorBase):
     __slots__ = ()
 
     def matmul(self, other: Tensor) -> Tensor:
+        """The matrix product, with torch.matmul's rules: 1-D operands are vectors (dot, matrix-vector),
+        leading dimensions of N-D operands broadcast as batches; under autocast, in the autocast dtype.
+        """
         if not isinstance(other, self._result_type):
             raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}")
         return MatMul.apply(self, other)
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: Tensor) -> Tensor:
         return self.matmul(other)
 
-    def __rmatmul__(self, other):
+    def __rmatmul__(self, other: Any) -> Tensor:
         return other.matmul(self)

@@ -4,13 +4,19 @@ numpy, DLPack)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import builtins
+from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import NDArray, as_device, as_dtype
 
+from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, meta, reduce_to
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
+    import numpy as np
+
+    from genesis_ndarray import Device, DType
+
     from ..tensor import Tensor
 
 
@@ -84,11 +90,29 @@ class Copy(Primitive):
                 reduce_to(g, ctx.src_meta) if ctx.needs_input_grad[1] else None)
 
 
-class MemoryMixin:
+class MemoryMixin(TensorBase):
+    """Tensor's casts, device moves, copies and ways out of genesis.
+
+    The methods named float, int and bool shadow the builtins inside this class body, so its annotations
+    spell the builtins ``builtins.float`` and so on.
+    """
+
     __slots__ = ()
 
     # ------------------------------------------------------------- transfers
-    def to(self, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool = False) -> Tensor:
+    def to(self, *args: Any, dtype: DType | str | None = None, device: Device | str | builtins.int | None = None,
+           non_blocking: builtins.bool = False, copy: builtins.bool = False) -> Tensor:
+        """This tensor in another dtype and/or on another device; self itself when it already matches.
+
+        Called as ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` (other's device and
+        dtype) or with the keywords. The result carries gradients back to self.
+
+        Args:
+            dtype: the dtype to convert to.
+            device: the device to move to (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``genesis.device``).
+            non_blocking: let a copy between pinned host memory and the GPU run asynchronously.
+            copy: return a new tensor even when dtype and device already match.
+        """
         for arg in args:
             if isinstance(arg, self._result_type):
                 device, dtype = arg.device, arg.dtype
@@ -104,28 +128,56 @@ class MemoryMixin:
             out = ToDevice.apply(out, as_device(device), non_blocking)
         if copy and out is self:
             out = self.clone()
-        return out
+        return out  # type: ignore[return-value]  # self is a Tensor: the mixins are only Tensor's bases
 
     def cpu(self) -> Tensor:
+        """This tensor in host memory; self if it is there already."""
         return self.to(device="cpu")
 
-    def cuda(self, device=None) -> Tensor:
+    def cuda(self, device: Device | str | builtins.int | None = None) -> Tensor:
+        """This tensor on a CUDA device: the current one, or ``device`` (an index or a device); self if
+        it is there already."""
         return self.to(device="cuda" if device is None else as_device(device if not isinstance(device, int)
                                                                       else f"cuda:{device}"))
 
-    def float(self) -> Tensor: return self.to(dtype="float32")
-    def half(self) -> Tensor: return self.to(dtype="float16")
-    def bfloat16(self) -> Tensor: return self.to(dtype="bfloat16")
-    def double(self) -> Tensor: return self.to(dtype="float64")
-    def long(self) -> Tensor: return self.to(dtype="int64")
-    def int(self) -> Tensor: return self.to(dtype="int32")
-    def bool(self) -> Tensor: return self.to(dtype="bool")
+    def float(self) -> Tensor:
+        """``self.to(genesis.float32)``."""
+        return self.to(dtype="float32")
 
-    def type(self, dtype=None):
+    def half(self) -> Tensor:
+        """``self.to(genesis.float16)``."""
+        return self.to(dtype="float16")
+
+    def bfloat16(self) -> Tensor:
+        """``self.to(genesis.bfloat16)``."""
+        return self.to(dtype="bfloat16")
+
+    def double(self) -> Tensor:
+        """``self.to(genesis.float64)``."""
+        return self.to(dtype="float64")
+
+    def long(self) -> Tensor:
+        """``self.to(genesis.int64)``."""
+        return self.to(dtype="int64")
+
+    def int(self) -> Tensor:
+        """``self.to(genesis.int32)``."""
+        return self.to(dtype="int32")
+
+    def bool(self) -> Tensor:
+        """``self.to(genesis.bool)``."""
+        return self.to(dtype="bool")
+
+    def type(self, dtype: DType | str | None = None) -> DType | Tensor:
+        """Without an argument, this tensor's dtype; with ``dtype``, ``self.to(dtype)``."""
         return self.dtype if dtype is None else self.to(dtype=dtype)
 
     # ------------------------------------------------------------- out of genesis
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
+        """The values as a numpy array: sharing memory on cpu, a copy from the GPU.
+
+        Refused for a tensor that requires grad (call ``detach()`` first) and for bfloat16, which numpy lacks.
+        """
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
@@ -134,10 +186,12 @@ class MemoryMixin:
     def __array__(self, dtype=None, copy=None):
         return self.detach().data.__array__(dtype)
 
-    def item(self):
+    def item(self) -> builtins.int | builtins.float | builtins.bool:
+        """The value of a one-element tensor as a Python number (reading it waits for the GPU)."""
         return self.data.item()
 
-    def tolist(self):
+    def tolist(self) -> Any:
+        """The values as (nested) Python lists of numbers; a number for a 0-d tensor."""
         return self.data.tolist()
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
@@ -145,25 +199,31 @@ class MemoryMixin:
             raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
         return self.data.__dlpack__(stream, max_version, dl_device, copy)
 
-    def __dlpack_device__(self) -> tuple[int, int]:
+    def __dlpack_device__(self) -> tuple[builtins.int, builtins.int]:
         return self.data.__dlpack_device__()
 
     # ------------------------------------------------------------- copies and writes
     def clone(self) -> Tensor:
+        """A copy in new memory; gradients flow back to self."""
         return Clone.apply(self)
 
     def contiguous(self) -> Tensor:
+        """A tensor with the same values in row-major order without gaps: self if it is already."""
         if self.is_contiguous():
-            return self
+            return self  # type: ignore[return-value]  # self is a Tensor: the mixins are only Tensor's bases
         return Contiguous.apply(self)
 
-    def fill_(self, value) -> Tensor:
+    def fill_(self, value: Scalar) -> Tensor:
+        """Set every element to ``value``, in place."""
         return self._inplace(lambda: Fill.apply(self._snapshot(), value), lambda: self.data.fill_(value))
 
     def zero_(self) -> Tensor:
+        """Set every element to zero, in place."""
         return self.fill_(0)
 
-    def copy_(self, src: Tensor, non_blocking: bool = False) -> Tensor:
+    def copy_(self, src: Tensor, non_blocking: builtins.bool = False) -> Tensor:
+        """Copy the elements of ``src`` into self, in place, broadcast to self's shape and cast to its dtype
+        (from any device); gradients flow back to ``src``."""
         if isinstance(src, NDArray):
             src = self._result_type(src)
         return self._inplace(lambda: Copy.apply(self._snapshot(), src),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import grad_mode
+from ..tensor_base import TensorBase
 from ._util import is_tensor, wrap
 from .memory import Copy
 
@@ -25,7 +26,7 @@ def sample(values, *params):
     return out
 
 
-class RandomMixin:
+class RandomMixin(TensorBase):
     """In-place random fills are recorded like fill_: nothing of the old value survives, so its gradient
     is zero. As torch, a leaf that requires grad (or a view of one) is refused outside no_grad (nn.init
     runs under it)."""
@@ -41,24 +42,30 @@ class RandomMixin:
         return self._inplace(recorded, lambda: fill(self.data))
 
     def uniform_(self, a: float = 0.0, b: float = 1.0) -> Tensor:
+        """Fill self with numbers drawn uniformly from [a, b), in place."""
         return self._random_(lambda d: d.uniform_(a, b))
 
     def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
+        """Fill self with numbers drawn from the normal distribution N(mean, std^2), in place."""
         return self._random_(lambda d: d.normal_(mean, std))
 
     def exponential_(self, lambd: float = 1.0) -> Tensor:
+        """Fill self with numbers drawn from the exponential distribution of rate ``lambd``, in place."""
         return self._random_(lambda d: d.exponential_(lambd))
 
-    def bernoulli_(self, p=0.5) -> Tensor:
-        if is_tensor(p):
-            p = p.data
-        return self._random_(lambda d: d.bernoulli_(p))
+    def bernoulli_(self, p: Tensor | float = 0.5) -> Tensor:
+        """Fill self with 0 or 1, each 1 with probability ``p`` (a number, or a tensor of probabilities), in place."""
+        prob = p.data if is_tensor(p) else p
+        return self._random_(lambda d: d.bernoulli_(prob))
 
     def random_(self, low: int | None = None, high: int | None = None) -> Tensor:
-        """random_(to): integers in [0, to); random_(from, to); random_(): every integer the dtype holds."""
+        """Fill self with random integers, in place: ``random_(to)`` in [0, to), ``random_(from, to)``
+        in [from, to), ``random_()`` over every integer the dtype holds (up to 2^mantissa for floats).
+        """
         return self._random_(lambda d: d.random_(low, high))
 
-    def bernoulli(self, p=None) -> Tensor:
+    def bernoulli(self, p: Tensor | float | None = None) -> Tensor:
         """0 / 1 in this tensor's dtype, each 1 with the probability at its place here (or with ``p``);
-        the gradient to this tensor is zero, as torch's."""
+        the gradient to this tensor is zero, as torch's.
+        """
         return sample(self.data.bernoulli(p.data if is_tensor(p) else p), self)

@@ -7,15 +7,19 @@ Each backward re-expands the gradient over the reduced dims.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import arange
 from genesis_ndarray.shape import normalize_dims
 
+from ..tensor_base import TensorBase
 from ._util import Primitive, ValuesIndices, check_output_version, saved_output, wrap
 from .scan import exclusive_prod, to_dtype
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
+    from genesis_ndarray import DType
+
     from ..tensor import Tensor
 
 
@@ -221,62 +225,109 @@ class VectorNorm(Primitive):
         return (g * scaled / safe).masked_fill(norm == 0, 0), None, None, None
 
 
-class ReduceMixin:
+class ReduceMixin(TensorBase):
     """Tensor's reductions. max / min with a dim give (values, indices), named as torch.return_types."""
 
     __slots__ = ()
 
-    def sum(self, dim=None, keepdim: bool = False, dtype=None):
+    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False,
+            dtype: DType | str | None = None) -> Tensor:
+        """The sum of the elements over ``dim`` (all of them by default).
+
+        Args:
+            dim: a dimension or a tuple of dimensions to reduce.
+            keepdim: whether the reduced dimensions stay, with size 1.
+            dtype: the dtype to accumulate and return in; by default self's, with bool and integer
+                inputs summed in int64, as torch.
+        """
         return Sum.apply(self, dim, keepdim, dtype)
 
-    def mean(self, dim=None, keepdim: bool = False, dtype=None):
+    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False,
+             dtype: DType | str | None = None) -> Tensor:
+        """The mean of the elements over ``dim`` (all of them by default); floating-point inputs only.
+
+        Args:
+            dim: a dimension or a tuple of dimensions to reduce.
+            keepdim: whether the reduced dimensions stay, with size 1.
+            dtype: the dtype to compute and return in.
+        """
         return Mean.apply(self, dim, keepdim, dtype)
 
     def prod(self, dim: int | None = None, keepdim: bool = False, dtype=None) -> Tensor:
+        """The product of the elements over one dimension ``dim`` (all of them by default).
+
+        Args:
+            dim: the dimension to reduce (one int, as torch).
+            keepdim: whether the reduced dimensions stay, with size 1.
+            dtype: the dtype to compute and return in.
+        """
         if dim is not None and not isinstance(dim, int):
             raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
         return Prod.apply(self, dim, keepdim, dtype)
 
-    def amax(self, dim=None, keepdim: bool = False):
+    def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """The largest element over ``dim`` (all by default); the gradient is shared evenly among ties."""
         return Amax.apply(self, dim, keepdim)
 
-    def amin(self, dim=None, keepdim: bool = False):
+    def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """The smallest element over ``dim`` (all by default); the gradient is shared evenly among ties."""
         return Amin.apply(self, dim, keepdim)
 
-    def max(self, dim=None, keepdim: bool = False):
+    def max(self, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
+        """The largest element; with ``dim``, the named tuple (values, indices) along it; with a Tensor,
+        the elementwise maximum (as ``maximum``).
+        """
         if isinstance(dim, self._result_type):
             return self.maximum(dim)
         if dim is None:
             return Amax.apply(self, None, False)
         return ValuesIndices(*MaxDim.apply(self, dim, keepdim))
 
-    def min(self, dim=None, keepdim: bool = False):
+    def min(self, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
+        """The smallest element; with ``dim``, the named tuple (values, indices) along it; with a Tensor,
+        the elementwise minimum (as ``minimum``).
+        """
         if isinstance(dim, self._result_type):
             return self.minimum(dim)
         if dim is None:
             return Amin.apply(self, None, False)
         return ValuesIndices(*MinDim.apply(self, dim, keepdim))
 
-    def argmax(self, dim=None, keepdim: bool = False):
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The int64 index of the largest element along ``dim``, or in the flattened tensor without it."""
         return self._result_type(self.data.argmax(dim, keepdim))
 
-    def argmin(self, dim=None, keepdim: bool = False):
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The int64 index of the smallest element along ``dim``, or in the flattened tensor without it."""
         return self._result_type(self.data.argmin(dim, keepdim))
 
-    def var(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    def var(self, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
+            correction: int | None = None) -> Tensor:
+        """The variance over ``dim`` (all elements by default): sum((x - mean)^2) / (N - correction).
+
+        Args:
+            dim: a dimension or a tuple of dimensions to reduce.
+            unbiased: the older spelling: True for correction=1 (the default), False for 0.
+            keepdim: whether the reduced dimensions stay, with size 1.
+            correction: subtracted from N in the divisor (1: Bessel's correction).
+        """
         if correction is None:
             correction = 1 if unbiased is None or unbiased else 0
         return Var.apply(self, dim, correction, keepdim)
 
-    def std(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    def std(self, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
+            correction: int | None = None) -> Tensor:
+        """The standard deviation over ``dim``: the square root of ``var`` with the same arguments."""
         return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
-    def vector_norm(self, ord: float = 2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    def vector_norm(self, ord: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+                    dtype: DType | str | None = None) -> Tensor:
         """torch.linalg.vector_norm: ``sum(|x|^ord)^(1/ord)`` over ``dim`` (inf / -inf: max / min of |x|)."""
         x = self if dtype is None else self.to(dtype=dtype)
         return VectorNorm.apply(x, float(ord), dim, keepdim)
 
-    def norm(self, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    def norm(self, p: float | str = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False,
+             dtype: DType | str | None = None) -> Tensor:
         """torch.norm for vector norms: ``p`` a number, inf or "fro" (the 2-norm over ``dim``)."""
         if isinstance(p, str):
             if p != "fro":
@@ -284,11 +335,14 @@ class ReduceMixin:
             p = 2
         return self.vector_norm(p, dim, keepdim, dtype=dtype)
 
-    def logsumexp(self, dim, keepdim: bool = False):
+    def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+        """log(sum(exp(x))) over ``dim``, computed without overflow."""
         return Logsumexp.apply(self, dim, keepdim)
 
-    def all(self, dim=None, keepdim: bool = False):
+    def all(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """Whether every element over ``dim`` (all by default) is nonzero: a bool tensor."""
         return self._result_type(self.data.all(dim, keepdim))
 
-    def any(self, dim=None, keepdim: bool = False):
+    def any(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """Whether some element over ``dim`` (all by default) is nonzero: a bool tensor."""
         return self._result_type(self.data.any(dim, keepdim))

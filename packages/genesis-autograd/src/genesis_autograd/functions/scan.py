@@ -10,10 +10,13 @@ from typing import TYPE_CHECKING
 from genesis_ndarray import arange, as_dtype, ones
 
 from .. import grad_mode
+from ..tensor_base import TensorBase
 from ._util import Primitive, saved_output, wrap
 from .views import Cat
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
+    from genesis_ndarray import DType
+
     from ..tensor import Tensor
 
 
@@ -110,16 +113,18 @@ def _cumprod_backward_by_position(x, g, dim: int):
     return before * Cat.apply(dim, *columns)
 
 
-class ScanMixin:
+class ScanMixin(TensorBase):
     """Tensor's scans; the in-place forms write the out-of-place result back (Tensor._math_inplace)."""
 
     __slots__ = ()
 
-    def cumsum(self, dim: int, dtype=None) -> Tensor:
+    def cumsum(self, dim: int, dtype: DType | str | None = None) -> Tensor:
+        """The cumulative sum along ``dim``: out[i] = self[0] + ... + self[i]; ``dtype`` to compute in."""
         return Cumsum.apply(self, dim, None if dtype is None else as_dtype(dtype))
 
-    def cumprod(self, dim: int, dtype=None) -> Tensor:
+    def cumprod(self, dim: int, dtype: DType | str | None = None) -> Tensor:
+        """The cumulative product along ``dim``: out[i] = self[0] * ... * self[i]; ``dtype`` to compute in."""
         return Cumprod.apply(self, dim, None if dtype is None else as_dtype(dtype))
 
-    def cumsum_(self, dim, dtype=None): return self._math_inplace("cumsum", dim, dtype)
-    def cumprod_(self, dim, dtype=None): return self._math_inplace("cumprod", dim, dtype)
+    def cumsum_(self, dim, dtype=None) -> Tensor: return self._math_inplace("cumsum", dim, dtype)
+    def cumprod_(self, dim, dtype=None) -> Tensor: return self._math_inplace("cumprod", dim, dtype)

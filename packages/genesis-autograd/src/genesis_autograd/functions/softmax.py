@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import grad_mode
+from ..tensor_base import TensorBase
 from ._util import Primitive, check_output_version, saved_output, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
@@ -49,11 +50,13 @@ class LogSoftmax(Primitive):
         return wrap(g, ctx.out.softmax_backward(g.data, ctx.dim, log=True)), None
 
 
-class SoftmaxMixin:
+class SoftmaxMixin(TensorBase):
     __slots__ = ()
 
     def softmax(self, dim: int) -> Tensor:
+        """exp(x) / sum(exp(x)) along ``dim``, computed without overflow."""
         return Softmax.apply(self, dim)
 
     def log_softmax(self, dim: int) -> Tensor:
+        """log(softmax(x)) along ``dim``, computed stably (x - logsumexp(x))."""
         return LogSoftmax.apply(self, dim)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from genesis_ndarray.shape import normalize_dim
 
+from ..tensor_base import TensorBase
 from ._util import Primitive, ValuesIndices, meta, wrap
 from .index import Scatter, zeros_like_input
 
@@ -46,16 +47,30 @@ class TopK(_Selection):
         return values, indices
 
 
-class SortMixin:
+class SortMixin(TensorBase):
     __slots__ = ()
 
-    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False):
-        """(values, indices), named like torch.return_types.sort."""
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> tuple[Tensor, Tensor]:
+        """The elements sorted along ``dim``: the named tuple (values, indices), indices int64.
+
+        Args:
+            dim: the dimension to sort along.
+            descending: largest first.
+            stable: keep the order of equal elements.
+        """
         return ValuesIndices(*Sort.apply(self, dim, descending, stable))
 
     def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+        """The int64 indices that sort self along ``dim`` (see ``sort``)."""
         return self._result_type(self.data.argsort(dim, descending, stable))
 
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
-        """(values, indices) of the k largest (or smallest) along dim, named like torch.return_types.topk."""
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:
+        """The ``k`` largest (or smallest) elements along ``dim``: the named tuple (values, indices).
+
+        Args:
+            k: how many.
+            dim: the dimension to search.
+            largest: the largest (True) or the smallest (False).
+            sorted: return them in sorted order.
+        """
         return ValuesIndices(*TopK.apply(self, k, dim, largest, sorted))

@@ -15,12 +15,14 @@ base: transposed, sliced, overlapping windows.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from genesis_ndarray import arange, empty, ones, promote_types, zeros
 from genesis_ndarray.shape import movedim_order, normalize_dim, unflatten_shape
 
 from .. import grad_mode
+from ..tensor_base import TensorBase
 from ._util import Primitive, meta, reduce_to
 from .getitem import scatter_into_zeros
 
@@ -402,83 +404,137 @@ def _shape(args) -> tuple[int, ...]:
     return tuple(int(a) for a in args)
 
 
-class ViewsMixin:
+class ViewsMixin(TensorBase):
     """Tensor's layout methods, and how a view follows in-place writes to its base's memory."""
 
     __slots__ = ()
 
-    def reshape(self, *shape) -> Tensor:
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+        """The same elements in a new shape: a view when the strides allow, else a copy.
+
+        Args:
+            shape: the new sizes, as ``reshape(2, 3)`` or ``reshape((2, 3))``; one may be -1, inferred.
+        """
         return Reshape.apply(self, _shape(shape))
 
-    def view(self, *shape) -> Tensor:
+    def view(self, *shape: int | Sequence[int]) -> Tensor:
+        """A view of the same memory in a new shape (an error where the strides do not allow one).
+
+        Args:
+            shape: the new sizes, as ``view(2, 3)`` or ``view((2, 3))``; one may be -1, inferred.
+        """
         return View.apply(self, _shape(shape))
 
     def view_as(self, other: Tensor) -> Tensor:
+        """``self.view(*other.shape)``."""
         return self.view(*other.shape)
 
     def reshape_as(self, other: Tensor) -> Tensor:
+        """``self.reshape(*other.shape)``."""
         return self.reshape(*other.shape)
 
-    def permute(self, *dims) -> Tensor:
+    def permute(self, *dims: int | Sequence[int]) -> Tensor:
+        """A view with the dimensions reordered: dimension i of the result is dimension ``dims[i]`` of self.
+
+        Args:
+            dims: a permutation of the dimensions, as ``permute(2, 0, 1)`` or ``permute((2, 0, 1))``.
+        """
         return Permute.apply(self, _shape(dims))
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
+        """A view with dimensions ``dim0`` and ``dim1`` swapped."""
         return Transpose.apply(self, dim0, dim1)
 
     def t(self) -> Tensor:
+        """The transpose of a 2-D tensor (a view); a 0-D or 1-D tensor is returned as it is."""
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
-        return self.transpose(0, 1) if self.ndim == 2 else self
+        # self is a Tensor: the mixins are only Tensor's bases
+        return self.transpose(0, 1) if self.ndim == 2 else self  # type: ignore[return-value]
 
     @property
-    def T(self):
+    def T(self) -> Tensor:
+        """A view with the order of all dimensions reversed."""
         return self.permute(*reversed(range(self.ndim)))
 
     @property
-    def mT(self):
+    def mT(self) -> Tensor:
+        """A view with the last two dimensions swapped (a batch of matrices transposed)."""
         if self.ndim < 2:
             if self.ndim == 0:
-                return self  # torch: deprecated, the identity
+                return self  # type: ignore[return-value]  # torch: deprecated, the identity (a Tensor)
             raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
         return self.transpose(-2, -1)
 
-    def expand(self, *shape) -> Tensor:
+    def expand(self, *shape: int | Sequence[int]) -> Tensor:
+        """A view repeating size-1 dimensions to ``shape`` without copying (stride 0).
+
+        Args:
+            shape: the new sizes; -1 keeps a dimension's size; new leading dimensions may be added.
+        """
         return Expand.apply(self, _shape(shape))
 
     def expand_as(self, other: Tensor) -> Tensor:
+        """``self.expand(*other.shape)``."""
         return self.expand(*other.shape)
 
-    def broadcast_to(self, shape) -> Tensor:
+    def broadcast_to(self, shape: Sequence[int]) -> Tensor:
+        """``self.expand(*shape)``: a view broadcast to ``shape``."""
         return self.expand(*shape)
 
-    def squeeze(self, dim=None) -> Tensor:
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        """A view without size-1 dimensions: all of them, or those among ``dim``.
+
+        Args:
+            dim: a dimension or a tuple of dimensions to remove if their size is 1.
+        """
         return Squeeze.apply(self, dim)
 
     def unsqueeze(self, dim: int) -> Tensor:
+        """A view with a new size-1 dimension inserted at position ``dim`` (negative counts from the end)."""
         return Unsqueeze.apply(self, dim)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """The dimensions ``start_dim`` to ``end_dim`` merged into one (a view when the strides allow).
+
+        Args:
+            start_dim: the first dimension to merge.
+            end_dim: the last dimension to merge (inclusive).
+        """
         return Flatten.apply(self, start_dim, end_dim)
 
     # unflatten, movedim and swapaxes are view / permute / transpose, their geometry worked out in
     # genesis_ndarray.shape.
-    def unflatten(self, dim: int, sizes) -> Tensor:
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+        """A view with dimension ``dim`` split into ``sizes`` (their product must be its size; one may be -1)."""
         return self.view(*unflatten_shape(self.shape, dim, sizes))
 
-    def movedim(self, source, destination) -> Tensor:
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+        """A view with the dimensions at ``source`` moved to positions ``destination``, the others keeping
+        their order.
+        """
         return self.permute(*movedim_order(self.ndim, source, destination))
 
     moveaxis = movedim
 
     def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        """Same as ``transpose(axis0, axis1)``."""
         return self.transpose(axis0, axis1)
 
     swapdims = swapaxes
 
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        """A view of ``length`` elements of dimension ``dim``, from index ``start``."""
         return Narrow.apply(self, dim, start, length)
 
-    def split(self, split_size, dim: int = 0) -> tuple[Tensor, ...]:
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        """Views of consecutive pieces along ``dim``.
+
+        Args:
+            split_size: the size of each piece (the last may be smaller), or a list of sizes summing to
+                the size of ``dim``.
+            dim: the dimension to split.
+        """
         size = self.shape[dim]
         if isinstance(split_size, int):
             sizes = [min(split_size, size - i) for i in range(0, size, split_size)] or [0]
@@ -494,17 +550,33 @@ class ViewsMixin:
         return tuple(out)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """``chunks`` views of (nearly) equal size along ``dim``; the last may be smaller, and fewer may
+        come back when the size does not divide.
+        """
         size = self.shape[dim]
         return self.split(max(1, -(-size // chunks)), dim)
 
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        """A view of the diagonal of the (``dim1``, ``dim2``) planes, as a new last dimension.
+
+        Args:
+            offset: 0 for the main diagonal, > 0 above it, < 0 below.
+            dim1: the first dimension of the planes.
+            dim2: the second dimension of the planes.
+        """
         return Diagonal.apply(self, offset, dim1, dim2)
 
     def unfold(self, dimension: int, size: int, step: int) -> Tensor:
+        """A view of all slices of length ``size`` along ``dimension``, ``step`` apart, in a new last
+        dimension: shape (..., (n - size) // step + 1, ..., size).
+        """
         return Unfold.apply(self, dimension, size, step)
 
-    def as_strided(self, size, stride, storage_offset: int | None = None) -> Tensor:
-        """A view of this tensor's memory; ``storage_offset`` counts from the storage's start, as torch."""
+    def as_strided(self, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
+        """A view of this tensor's memory with the given sizes and strides (in elements).
+
+        ``storage_offset`` counts from the storage's start, as torch; None keeps self's.
+        """
         rel = 0 if storage_offset is None else storage_offset - self.data.storage_offset()
         return AsStrided.apply(self, (tuple(size), tuple(stride), rel))
 
@@ -512,7 +584,9 @@ class ViewsMixin:
     # Tensor._inplace calls these for a tensor that is a view (``_base`` set).
     def _view_region(self) -> tuple:
         """(shape, strides, offset from the base's offset): where this view lies in its base's memory."""
-        return (tuple(self.shape), tuple(self.stride()), self.data.storage_offset() - self._base.data.storage_offset())
+        base = self._base
+        assert base is not None, "only a view has a region in its base"
+        return (tuple(self.shape), tuple(self.stride()), self.data.storage_offset() - base.data.storage_offset())
 
     def _refresh_view(self) -> None:
         """A view whose base was written in place (through the base or another view) since this view's
@@ -520,6 +594,7 @@ class ViewsMixin:
         base, as torch regenerates it."""
         self._view_version = self._version[0]
         base = self._base
+        assert base is not None, "only a view is refreshed"
         if base.requires_grad:
             with grad_mode.enable_grad():
                 view = AsStrided.apply(base, self._view_region())
@@ -530,6 +605,7 @@ class ViewsMixin:
         history (its old value with the view's region replaced by ``result``) and make
         this view a view of that new history, as torch does."""
         base = self._base
+        assert base is not None, "only a view is rebased"
         region = self._view_region()
         new_base = CopySlices.apply(base, result, region)
         base.grad_fn, base._output_nr, base.requires_grad = new_base.grad_fn, 0, new_base.requires_grad

@@ -13,6 +13,14 @@ def _inplace_repr(inplace: bool, first: bool = True) -> str:
 
 
 class ReLU(Module):
+    """max(x, 0) elementwise.
+
+    Args:
+        inplace: write the result into the input.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
@@ -25,6 +33,15 @@ class ReLU(Module):
 
 
 class LeakyReLU(Module):
+    """x where x > 0, else negative_slope * x.
+
+    Args:
+        negative_slope: the slope for negative inputs.
+        inplace: write the result into the input.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
@@ -37,6 +54,14 @@ class LeakyReLU(Module):
 
 
 class GELU(Module):
+    """GELU, x * Phi(x) with Phi the standard normal CDF.
+
+    Args:
+        approximate: ``"none"`` (exact, with erf) or ``"tanh"`` (the tanh approximation).
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         self.approximate = approximate
@@ -49,6 +74,14 @@ class GELU(Module):
 
 
 class SiLU(Module):
+    """SiLU (swish), x * sigmoid(x).
+
+    Args:
+        inplace: write the result into the input.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
@@ -61,6 +94,14 @@ class SiLU(Module):
 
 
 class Mish(Module):
+    """Mish, x * tanh(softplus(x)).
+
+    Args:
+        inplace: write the result into the input.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
@@ -73,16 +114,35 @@ class Mish(Module):
 
 
 class Tanh(Module):
+    """The hyperbolic tangent elementwise.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def forward(self, input: Tensor) -> Tensor:
         return F.tanh(input)
 
 
 class Sigmoid(Module):
+    """The logistic sigmoid 1 / (1 + exp(-x)) elementwise.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def forward(self, input: Tensor) -> Tensor:
         return F.sigmoid(input)
 
 
 class Softplus(Module):
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold.
+
+    Args:
+        beta: the sharpness.
+        threshold: above it the function is linear (for numerical stability).
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -95,6 +155,14 @@ class Softplus(Module):
 
 
 class Softmax(Module):
+    """exp(x) / sum(exp(x)) along ``dim``: each slice along dim sums to 1.
+
+    Args:
+        dim: the dimension to normalise.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
@@ -107,6 +175,14 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
+    """log(softmax(x)) along ``dim``, computed stably (the input NLLLoss expects).
+
+    Args:
+        dim: the dimension to normalise.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim

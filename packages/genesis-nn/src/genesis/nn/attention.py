@@ -17,6 +17,27 @@ class NonDynamicallyQuantizableLinear(Linear):
 
 
 class MultiheadAttention(Module):
+    """Multi-head attention (torch.nn.MultiheadAttention): the query, key and value
+    projected into ``num_heads`` heads, scaled dot-product attention in each, the heads joined and projected back.
+
+    Args:
+        embed_dim: the model width E (split evenly among the heads).
+        num_heads: the number of heads.
+        dropout: dropout on the attention weights (training mode).
+        bias: learn biases for the input and output projections.
+        add_bias_kv: learn a bias appended to the key and value sequences.
+        add_zero_attn: append a zero position to the key and value sequences.
+        kdim, vdim: the key and value widths (default E; then separate projection weights are used).
+        batch_first: inputs and output are (N, L, E) instead of (L, N, E).
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape (forward): query (L, N, E), key (S, N, kdim), value (S, N, vdim) (batch first with batch_first, or
+    unbatched without N); key_padding_mask (N, S), True where a key is ignored; attn_mask (L, S) or
+    (N * num_heads, L, S), bool (True: not allowed) or float (added). Returns (output, weights): output
+    shaped like query, weights (N, L, S) averaged over the heads, (N, num_heads, L, S) with
+    average_attn_weights=False, or None with need_weights=False.
+    """
+
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
                  vdim: int | None = None, batch_first: bool = False, device=None, dtype=None) -> None:
@@ -48,6 +69,8 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory)
+        self.bias_k: Parameter | None
+        self.bias_v: Parameter | None
         if add_bias_kv:
             self.bias_k = Parameter(empty(1, 1, embed_dim, **factory))
             self.bias_v = Parameter(empty(1, 1, embed_dim, **factory))

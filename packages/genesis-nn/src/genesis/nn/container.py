@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from itertools import chain, islice
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self, overload
 
 from genesis_autograd import Tensor
 
@@ -20,6 +20,13 @@ from .parameter import Parameter
 
 class _IndexedModules(Module):
     """What Sequential and ModuleList share: modules in order, addressed by position."""
+
+    # Module's table types an entry Module | None (a name may be registered as None). A container's entries
+    # are the modules it was given, and its methods hand them out as modules, as torch's containers do: the
+    # ignores marked "entries are modules" in this file say that to the type checker.
+
+    if TYPE_CHECKING:  # each subclass defines it
+        def __getitem__(self, idx: int | slice) -> Any: ...
 
     def _abs_index(self, idx) -> int:
         idx = operator.index(idx)
@@ -38,7 +45,7 @@ class _IndexedModules(Module):
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        return iter(self._modules.values())  # type: ignore[arg-type]  # entries are modules: see _IndexedModules
 
     def __setitem__(self, idx: int, module: Module) -> None:
         setattr(self, self._key_at(idx), module)
@@ -52,11 +59,12 @@ class _IndexedModules(Module):
     def __dir__(self) -> list[str]:
         return [k for k in super().__dir__() if not k.isdigit()]
 
-    def append(self, module: Module):
+    def append(self, module: Module) -> Self:
+        """Add ``module`` at the end; returns self."""
         self.add_module(str(len(self)), module)
         return self
 
-    def insert(self, index: int, module: Module) -> None:
+    def _insert(self, index: int, module: Module) -> None:
         n = len(self._modules)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
@@ -67,6 +75,7 @@ class _IndexedModules(Module):
         self._modules[str(index)] = module
 
     def pop(self, key: int | slice) -> Module:
+        """Remove the module at ``key`` and return it (the later ones move up)."""
         value = self[key]
         del self[key]
         return value
@@ -75,7 +84,12 @@ class _IndexedModules(Module):
 class Sequential(_IndexedModules):
     """Modules applied in turn; built from modules, or from an OrderedDict naming them."""
 
-    def __init__(self, *args: Module) -> None:
+    @overload
+    def __init__(self, *args: Module) -> None: ...
+    @overload
+    def __init__(self, arg: OrderedDict[str, Module], /) -> None: ...
+
+    def __init__(self, *args: Any) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for name, module in args[0].items():
@@ -86,7 +100,7 @@ class Sequential(_IndexedModules):
 
     def __getitem__(self, idx: int | slice):
         if isinstance(idx, slice):
-            return self.__class__(OrderedDict(list(self._modules.items())[idx]))
+            return self.__class__(OrderedDict(list(self._modules.items())[idx]))  # type: ignore[arg-type]  # entries are modules: see _IndexedModules
         return self._modules[self._key_at(idx)]
 
     def __add__(self, other: Sequential) -> Sequential:
@@ -118,12 +132,14 @@ class Sequential(_IndexedModules):
     __rmul__ = __mul__
 
     def insert(self, index: int, module: Module) -> Sequential:
+        """Insert ``module`` before position ``index`` (the later ones move down); returns self."""
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
-        super().insert(index, module)
+        self._insert(index, module)
         return self
 
     def extend(self, sequential: Iterable[Module]) -> Sequential:
+        """Append each module of ``sequential`` (any iterable of modules); returns self."""
         for module in sequential:
             self.append(module)
         return self
@@ -144,11 +160,15 @@ class ModuleList(_IndexedModules):
 
     def __getitem__(self, idx: int | slice):
         if isinstance(idx, slice):
-            return self.__class__(list(self._modules.values())[idx])
+            return self.__class__(list(self._modules.values())[idx])  # type: ignore[arg-type]  # entries are modules: see _IndexedModules
         return self._modules[self._key_at(idx)]
 
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
+
+    def insert(self, index: int, module: Module) -> None:
+        """Insert ``module`` before position ``index`` (the later ones move down)."""
+        self._insert(index, module)
 
     def __add__(self, other: Iterable[Module]) -> ModuleList:
         out = ModuleList()
@@ -157,6 +177,7 @@ class ModuleList(_IndexedModules):
         return out
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
+        """Append each module of ``modules``; returns self."""
         if not isinstance(modules, Iterable):
             raise TypeError(f"ModuleList.extend should be called with an iterable, but got {type(modules).__name__}")
         offset = len(self)
@@ -188,7 +209,7 @@ class ModuleDict(Module):
             self.update(modules)
 
     def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
+        return self._modules[key]  # type: ignore[return-value]  # entries are modules: see _IndexedModules
 
     def __setitem__(self, key: str, module: Module) -> None:
         self.add_module(key, module)
@@ -206,23 +227,31 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self) -> None:
+        """Remove every module."""
         self._modules.clear()
 
     def pop(self, key: str) -> Module:
+        """Remove the module under ``key`` and return it."""
         value = self[key]
         del self[key]
         return value
 
-    def keys(self):
+    def keys(self) -> KeysView[str]:
+        """The names, in insertion order."""
         return self._modules.keys()
 
-    def items(self):
-        return self._modules.items()
+    def items(self) -> ItemsView[str, Module]:
+        """(name, module) pairs, in insertion order."""
+        return self._modules.items()  # type: ignore[return-value]  # entries are modules: see _IndexedModules
 
-    def values(self):
-        return self._modules.values()
+    def values(self) -> ValuesView[Module]:
+        """The modules, in insertion order."""
+        return self._modules.values()  # type: ignore[return-value]  # entries are modules: see _IndexedModules
 
-    def update(self, modules) -> None:
+    def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
+        """Add or replace modules from a mapping (a ModuleDict or an OrderedDict keeps its order)
+        or from an iterable of (name, module) pairs.
+        """
         if not isinstance(modules, Iterable):
             raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
                             f"{type(modules).__name__}")
@@ -234,8 +263,9 @@ class ModuleDict(Module):
             if not isinstance(pair, Iterable):
                 raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"
                                 f"{type(pair).__name__}")
-            if len(pair) != 2:
-                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(pair)}; 2 is required")
+            n = len(pair)
+            if n != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length {n}; 2 is required")
             self[pair[0]] = pair[1]
 
 
@@ -287,11 +317,13 @@ class ParameterList(Module):
         return [k for k in super().__dir__() if not k.isdigit()]
 
     def append(self, value: Any) -> ParameterList:
+        """Add ``value`` at the end (a plain Tensor becomes a Parameter); returns self."""
         self._size += 1
         self[self._size - 1] = value
         return self
 
     def extend(self, values: Iterable[Any]) -> ParameterList:
+        """Append each value of ``values``; returns self."""
         if not isinstance(values, Iterable) or isinstance(values, Tensor):
             raise TypeError(f"ParameterList.extend should be called with an iterable, but got {type(values).__name__}")
         for value in values:
@@ -348,42 +380,55 @@ class ParameterDict(Module):
         return key in self._keys
 
     def copy(self) -> ParameterDict:
+        """A new ParameterDict holding the same parameters (not copies of them)."""
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
     def setdefault(self, key: str, default: Any = None) -> Any:
+        """The value under ``key``; first set to ``default`` if the key is absent."""
         if key not in self:
             self[key] = default
         return self[key]
 
     def clear(self) -> None:
+        """Remove every entry."""
         for key in list(self._keys):
             del self[key]
 
     def pop(self, key: str) -> Any:
+        """Remove the entry under ``key`` and return its value."""
         value = self[key]
         del self[key]
         return value
 
     def popitem(self) -> tuple[str, Any]:
+        """Remove the last inserted entry and return it as (key, value)."""
         key = next(reversed(self._keys))
         return key, self.pop(key)
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The value under ``key``, or ``default`` if the key is absent."""
         return self[key] if key in self else default
 
     def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
+        """A new ParameterDict with ``default`` under each of ``keys``."""
         return ParameterDict((k, default) for k in keys)
 
-    def keys(self):
+    def keys(self) -> KeysView[str]:
+        """The keys, in insertion order."""
         return self._keys.keys()
 
-    def items(self):
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """(key, value) pairs, in insertion order."""
         return ((k, self[k]) for k in self._keys)
 
-    def values(self):
+    def values(self) -> Iterator[Any]:
+        """The values, in insertion order."""
         return (self[k] for k in self._keys)
 
     def update(self, parameters: Any) -> None:
+        """Add or replace entries from a mapping (a plain dict's keys sorted, as torch;
+        an OrderedDict or ParameterDict keeps its order) or from (key, value) pairs.
+        """
         if not isinstance(parameters, Iterable):
             raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got "
                             f"{type(parameters).__name__}")
@@ -398,10 +443,11 @@ class ParameterDict(Module):
                 if not isinstance(pair, Iterable):
                     raise TypeError(f"ParameterDict update sequence element #{j} should be Iterable; is"
                                     f"{type(pair).__name__}")
-                if len(pair) != 2:
-                    raise ValueError(f"ParameterDict update sequence element #{j} has length {len(pair)}; 2 is "
-                                     "required")
-                self[pair[0]] = pair[1]
+                # An Iterable without a length or indexing fails in len() with torch's TypeError (the ignores).
+                n = len(pair)  # type: ignore[arg-type]
+                if n != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length {n}; 2 is required")
+                self[pair[0]] = pair[1]  # type: ignore[index]
 
     def extra_repr(self) -> str:
         return "\n".join(f"  ({k}): {_entry_repr(p)}" for k, p in self.items())

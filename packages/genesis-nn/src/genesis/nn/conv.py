@@ -52,6 +52,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-initialise the parameters as the constructor does."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
@@ -61,10 +62,8 @@ class _ConvNd(Module):
 
     def _pad_amounts(self) -> list[int]:
         """F.pad amounts (last dim first) for a non-zeros padding_mode."""
-        if self.padding == "valid":
-            return [0, 0] * self._dims
-        if self.padding == "same":
-            return same_padding(self.kernel_size, self.dilation)
+        if isinstance(self.padding, str):  # "valid" or "same" (__init__ checked)
+            return [0, 0] * self._dims if self.padding == "valid" else same_padding(self.kernel_size, self.dilation)
         return [p for p in reversed(self.padding) for _ in range(2)]
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
@@ -93,12 +92,48 @@ class _ConvNd(Module):
 
 
 class Conv1d(_ConvNd):
-    """(N, C_in, L) -> (N, C_out, L_out)."""
+    """A 1-D convolution (cross-correlation, as torch) over (N, C_in, L) input.
+
+    Args:
+        in_channels: C_in.
+        out_channels: C_out.
+        kernel_size: the kernel length.
+        stride: the kernel step.
+        padding: an int, or ``"valid"`` (none) or ``"same"`` (the output as long as the input; stride 1 only).
+        dilation: the spacing between kernel elements.
+        groups: split the channels into this many independent groups (both C_in and C_out divisible by it).
+        bias: learn a bias per output channel.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``.
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape: (N, C_in, L) -> (N, C_out, L_out), L_out = floor((L + 2 * padding - dilation * (kernel_size - 1)
+    - 1) / stride + 1).
+
+    Attributes: ``weight`` (C_out, C_in / groups, kernel_size), ``bias`` (C_out,) or None; initialised as torch's.
+    """
 
     _dims = 1
 
 
 class Conv2d(_ConvNd):
-    """(N, C_in, H, W) -> (N, C_out, H_out, W_out)."""
+    """A 2-D convolution (cross-correlation, as torch) over (N, C_in, H, W) input.
+
+    Args:
+        in_channels: C_in.
+        out_channels: C_out.
+        kernel_size: an int or (kh, kw).
+        stride: the kernel step (an int or a pair).
+        padding: an int or a pair, or ``"valid"`` (none) or ``"same"`` (the output the input's size; stride 1 only).
+        dilation: the spacing between kernel elements.
+        groups: split the channels into this many independent groups (both C_in and C_out divisible by it).
+        bias: learn a bias per output channel.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``.
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape: (N, C_in, H, W) -> (N, C_out, H_out, W_out), H_out = floor((H + 2 * padding - dilation * (kh - 1)
+    - 1) / stride + 1), likewise W_out.
+
+    Attributes: ``weight`` (C_out, C_in / groups, kh, kw), ``bias`` (C_out,) or None; initialised as torch's.
+    """
 
     _dims = 2

@@ -9,6 +9,16 @@ from .module import Module
 
 
 class Dropout(Module):
+    """In training mode, zero each element with probability ``p`` and scale the others by 1 / (1 - p);
+    in eval mode, the identity.
+
+    Args:
+        p: the probability of zeroing an element.
+        inplace: write the result into the input.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if p < 0 or p > 1:

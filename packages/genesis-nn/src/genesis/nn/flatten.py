@@ -10,6 +10,15 @@ from .module import Module
 
 
 class Flatten(Module):
+    """The dimensions ``start_dim`` to ``end_dim`` merged into one (Tensor.flatten as a layer).
+
+    Args:
+        start_dim: the first dimension to merge (1 keeps the batch dimension).
+        end_dim: the last dimension to merge.
+
+    Shape: (N, d1, d2, ...) -> (N, d1 * d2 * ...) with the defaults.
+    """
+
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
@@ -22,6 +31,15 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
+    """Dimension ``dim`` split into ``unflattened_size`` (Tensor.unflatten as a layer).
+
+    Args:
+        dim: the dimension to split.
+        unflattened_size: the new sizes; their product is the size of ``dim``.
+
+    Shape: (*, d, *) -> (*, u1, u2, ..., *) along ``dim``.
+    """
+
     def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
         super().__init__()
         if not isinstance(dim, int):

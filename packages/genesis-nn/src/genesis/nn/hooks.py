@@ -133,7 +133,9 @@ class BackwardHook:
         return tuple(grad_outputs[i] for i in self.output_positions)
 
     def _on_grad_input(self, grads: tuple) -> tuple:
-        grad_inputs = self._pack(self.input_positions, grads, self.n_inputs)
+        positions = self.input_positions
+        assert positions is not None, "called back only through the identity setup_input_hook put on the inputs"
+        grad_inputs = self._pack(positions, grads, self.n_inputs)
         for hook in self.hooks:
             res = hook(self.module, grad_inputs, self.grad_outputs)
             if res is not None:
@@ -143,4 +145,4 @@ class BackwardHook:
                                        f"but expected {len(grad_inputs)}")
                 grad_inputs = res
         self.grad_outputs = None
-        return tuple(grad_inputs[i] for i in self.input_positions)
+        return tuple(grad_inputs[i] for i in positions)

@@ -90,8 +90,8 @@ def _erfinv(y: Tensor) -> Tensor:
           -0.00417768164, 0.246640727, 1.50140941]
     pl = [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
           0.00943887047, 1.00167406, 2.83297682]
-    p_s, p_l = ps[0], pl[0]
-    for cs, cl in zip(ps[1:], pl[1:]):
+    p_s, p_l = ps[0] * ws + ps[1], pl[0] * wl + pl[1]
+    for cs, cl in zip(ps[2:], pl[2:]):
         p_s, p_l = p_s * ws + cs, p_l * wl + cl
     x = p_l.where(~small, p_s) * y  # where(cond, other): keep p_l where w >= 5
     for _ in range(2):
@@ -133,7 +133,8 @@ def eye_(tensor: Tensor) -> Tensor:
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with no_grad():
-        return tensor.copy_(eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+        rows, cols = tensor.shape
+        return tensor.copy_(eye(rows, cols, dtype=tensor.dtype, device=tensor.device))
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:

@@ -23,7 +23,18 @@ class Identity(Module):
 
 
 class Linear(Module):
-    """y = x W^T + b, with W (out_features, in_features) initialised as torch.nn.Linear."""
+    """y = x W^T + b, with torch.nn.Linear's initialisation (uniform in +-1/sqrt(in_features)).
+
+    Args:
+        in_features: the size of each input sample.
+        out_features: the size of each output sample.
+        bias: learn an additive bias.
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape: input (*, in_features); output (*, out_features).
+
+    Attributes: ``weight`` (out_features, in_features), ``bias`` (out_features,) or None.
+    """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
@@ -37,6 +48,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-initialise the parameters as the constructor does."""
         # kaiming_uniform_ with a = sqrt(5): uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)), as torch.
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from genesis_autograd import Tensor, as_dtype, from_dlpack, no_grad
+
+if TYPE_CHECKING:
+    from genesis_autograd import Device, DType
 
 from .hooks import BackwardHook, RemovableHandle, add_hook
 from .parameter import Parameter
@@ -57,9 +60,20 @@ def _as_state_tensor(value) -> Tensor | None:
 
 
 class Module:
-    """Base class of layers: subclass, assign parameters / submodules in ``__init__``, define ``forward``."""
+    """Base class of all layers: subclass it, assign parameters and submodules in ``__init__``,
+    and define ``forward``.
+
+    Parameters (``nn.Parameter``), buffers (``register_buffer``) and submodules assigned as attributes
+    are registered, so that ``parameters()``, ``to()``, ``state_dict()`` and the rest find them.
+    Calling the module runs ``forward`` with the registered hooks around it.
+    """
 
     training: bool
+    # The tables, set in __init__ past __setattr__; a name registered as None holds None.
+    _parameters: dict[str, Parameter | None]
+    _buffers: dict[str, Tensor | None]
+    _non_persistent_buffers_set: set[str]
+    _modules: dict[str, Module | None]
 
     def __init__(self, *args, **kwargs) -> None:
         if args or kwargs:
@@ -78,7 +92,11 @@ class Module:
         set_(self, "_backward_hooks", OrderedDict())
         set_(self, "_backward_pre_hooks", OrderedDict())
 
-    def forward(self, *args, **kwargs):
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation of the module: override it in every subclass.
+
+        Call the module (``module(x)``), not ``forward``: the call runs the registered hooks around it.
+        """
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     # ------------------------------------------------------------ registration
@@ -105,6 +123,9 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Register ``param`` (a Parameter, or None for an absent one such as a bias)
+        under ``name``; same as assigning it as an attribute.
+        """
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -125,6 +146,9 @@ class Module:
         self._parameters[name] = param
 
     def add_module(self, name: str, module: Module | None) -> None:
+        """Register ``module`` (or None) as a child under ``name``; same as assigning it as an
+        attribute.
+        """
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -151,6 +175,7 @@ class Module:
         return mod
 
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at a dotted path (``"layer1.0.weight"``); AttributeError if there is none."""
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, name):
@@ -161,6 +186,7 @@ class Module:
         return param
 
     def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path (``"bn.running_mean"``); AttributeError if there is none."""
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, name):
@@ -252,10 +278,12 @@ class Module:
                 yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
+        """This module and every descendant, depth first, each once."""
         for _, module in self.named_modules():
             yield module
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
+        """(name, module) for each direct child, each module once."""
         seen = set()
         for name, module in self._modules.items():
             if module is not None and id(module) not in seen:
@@ -263,6 +291,7 @@ class Module:
                 yield name, module
 
     def children(self) -> Iterator[Module]:
+        """The direct children, each once."""
         for _, module in self.named_children():
             yield module
 
@@ -284,14 +313,19 @@ class Module:
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """The parameters of this module and (with ``recurse``) of its descendants, each once:
+        what an optimizer is given.
+        """
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """(name, buffer) pairs of this module and (with ``recurse``) its descendants, each once."""
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """The buffers of this module and (with ``recurse``) of its descendants, each once."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
@@ -304,6 +338,9 @@ class Module:
 
     # ------------------------------------------------------------ modes
     def train(self, mode: bool = True) -> Module:
+        """Set training mode (``mode=True``) or evaluation mode on this module and its descendants; returns
+        self. Dropout and batch norm behave differently in each.
+        """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -312,14 +349,19 @@ class Module:
         return self
 
     def eval(self) -> Module:
+        """Set evaluation mode on this module and its descendants (``train(False)``); returns self."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Set ``requires_grad`` on every parameter (False freezes the module); returns self."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of every parameter: to None (``set_to_none=True``, the default) or
+        to zeros.
+        """
         for p in self.parameters():
             if p.grad is None:
                 continue
@@ -373,25 +415,32 @@ class Module:
         return self._apply(lambda t: t.to(device=device, dtype=dtype if t.is_floating_point() else None,
                                           non_blocking=non_blocking))
 
-    def cuda(self, device=None) -> Module:
+    def cuda(self, device: Device | str | int | None = None) -> Module:
+        """Move every parameter and buffer to a CUDA device (the current one, or ``device``), in place; returns self."""
         return self._apply(lambda t: t.cuda(device))
 
     def cpu(self) -> Module:
+        """Move every parameter and buffer to host memory, in place; returns self."""
         return self._apply(lambda t: t.cpu())
 
-    def type(self, dst_type) -> Module:
+    def type(self, dst_type: DType | str) -> Module:
+        """Cast every parameter and buffer to ``dst_type``, in place; returns self."""
         return self._apply(lambda t: t.to(dtype=dst_type))
 
     def float(self) -> Module:
+        """Cast floating-point parameters and buffers to float32, in place; returns self."""
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
     def double(self) -> Module:
+        """Cast floating-point parameters and buffers to float64, in place; returns self."""
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
     def half(self) -> Module:
+        """Cast floating-point parameters and buffers to float16, in place; returns self."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
     def bfloat16(self) -> Module:
+        """Cast floating-point parameters and buffers to bfloat16, in place; returns self."""
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     # ------------------------------------------------------------ state dicts
@@ -420,7 +469,7 @@ class Module:
 
     def _local_state(self) -> dict[str, Tensor]:
         """This module's own parameters and persistent buffers (what its state-dict keys name)."""
-        state = {k: v for k, v in self._parameters.items() if v is not None}
+        state: dict[str, Tensor] = {k: v for k, v in self._parameters.items() if v is not None}
         state.update((k, v) for k, v in self._buffers.items()
                      if v is not None and k not in self._non_persistent_buffers_set)
         return state
@@ -457,10 +506,21 @@ class Module:
                 child._plan_load({k: v for k, v in state_dict.items() if k.startswith(child_prefix)},
                                  child_prefix, plan, missing, unexpected, errors)
 
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False):
-        """Copy (or with ``assign``, put in place) the tensors of ``state_dict``. Returns
-        (missing_keys, unexpected_keys). Raises RuntimeError, with every problem listed, on a shape
-        mismatch or (when ``strict``) a missing or unexpected key; then nothing is changed."""
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """Copy the tensors of ``state_dict`` (from state_dict(), or torch's) into the parameters
+        and buffers of the same names.
+
+        Args:
+            state_dict: a mapping from dotted names to tensors (genesis tensors, or any DLPack
+                producer such as torch tensors).
+            strict: refuse missing and unexpected keys.
+            assign: put the given tensors in place instead of copying into the existing ones.
+
+        Returns:
+            The named tuple (missing_keys, unexpected_keys). Raises RuntimeError, with every problem
+            listed, on a shape mismatch or (when ``strict``) a missing or unexpected key; then nothing
+            is changed.
+        """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         plan: list = []

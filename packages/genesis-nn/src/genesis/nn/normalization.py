@@ -17,6 +17,19 @@ def _shape_tuple(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
 
 
 class LayerNorm(Module):
+    """(x - mean) / sqrt(var + eps) over the trailing ``normalized_shape`` dimensions (biased variance),
+    then ``weight`` and ``bias`` elementwise.
+
+    Args:
+        normalized_shape: the sizes of the trailing dimensions to normalise (an int for the last one).
+        eps: added to the variance.
+        elementwise_affine: learn ``weight`` (ones at start) and ``bias`` (zeros).
+        bias: learn the bias too (with elementwise_affine).
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape: input (*, normalized_shape); output the same shape.
+    """
+
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
@@ -34,6 +47,7 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Reset weight to ones and bias to zeros."""
         if self.weight is not None:
             init.ones_(self.weight)
         if self.bias is not None:
@@ -48,6 +62,17 @@ class LayerNorm(Module):
 
 
 class RMSNorm(Module):
+    """x / sqrt(mean(x^2) + eps) over the trailing ``normalized_shape`` dimensions, then ``weight``.
+
+    Args:
+        normalized_shape: the sizes of the trailing dimensions to normalise (an int for the last one).
+        eps: added to the mean square; None takes the dtype's machine epsilon, as torch.
+        elementwise_affine: learn ``weight`` (ones at start).
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape: input (*, normalized_shape); output the same shape.
+    """
+
     def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
                  elementwise_affine: bool = True, device=None, dtype=None) -> None:
         super().__init__()
@@ -60,6 +85,7 @@ class RMSNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Reset weight to ones."""
         if self.weight is not None:
             init.ones_(self.weight)
 
@@ -71,6 +97,20 @@ class RMSNorm(Module):
 
 
 class GroupNorm(Module):
+    """Normalise each sample over groups of channels (mean and biased variance per group), then
+    ``weight`` and ``bias`` per channel.
+
+    Args:
+        num_groups: the number of groups the channels are split into.
+        num_channels: C, divisible by num_groups.
+        eps: added to the variance.
+        affine: learn ``weight`` (ones at start) and ``bias`` (zeros) per channel.
+        bias: learn the bias too (with affine).
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape: input (N, C, *); output the same shape.
+    """
+
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, bias: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
@@ -89,6 +129,7 @@ class GroupNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Reset weight to ones and bias to zeros."""
         if self.weight is not None:
             init.ones_(self.weight)
         if self.bias is not None:
@@ -130,12 +171,14 @@ class _BatchNorm(Module):
         self.reset_parameters()
 
     def reset_running_stats(self) -> None:
+        """Reset running_mean to 0, running_var to 1 and num_batches_tracked to 0."""
         if self.track_running_stats:
             self.running_mean.zero_()
             self.running_var.fill_(1)
             self.num_batches_tracked.zero_()
 
     def reset_parameters(self) -> None:
+        """Reset the running statistics, weight to ones and bias to zeros."""
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
@@ -165,12 +208,32 @@ class _BatchNorm(Module):
 
 
 class BatchNorm1d(_BatchNorm):
-    """Over (N, C) or (N, C, L)."""
+    """Batch normalisation per channel of (N, C) or (N, C, L) input.
+
+    In training mode each channel is normalised with the batch's mean and biased variance, and the running
+    statistics are updated (with the unbiased variance); in eval mode the running statistics are used.
+
+    Args:
+        num_features: C.
+        eps: added to the variance.
+        momentum: the weight of the new batch in the running statistics; None for their cumulative average.
+        affine: learn ``weight`` (ones at start) and ``bias`` (zeros) per channel.
+        track_running_stats: keep the buffers running_mean, running_var and num_batches_tracked.
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape: input (N, C) or (N, C, L); output the same shape.
+    """
 
     _expected_dims = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
-    """Over (N, C, H, W)."""
+    """Batch normalisation per channel of (N, C, H, W) input (see BatchNorm1d for the arguments).
+
+    In training mode each channel is normalised with the batch's statistics and the running ones are updated;
+    in eval mode the running statistics are used.
+
+    Shape: input (N, C, H, W); output the same shape.
+    """
 
     _expected_dims = (4,)

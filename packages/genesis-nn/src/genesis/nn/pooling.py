@@ -9,6 +9,20 @@ from .module import Module
 
 
 class MaxPool2d(Module):
+    """The maximum of each kernel window over the last two dimensions.
+
+    Args:
+        kernel_size: the window size (an int or (kh, kw)).
+        stride: the window step (default: kernel_size).
+        padding: implicit -inf padding on both sides.
+        dilation: the spacing between window elements.
+        return_indices: also return each maximum's flat position in its (H * W) input plane.
+        ceil_mode: round the output size up instead of down.
+
+    Shape: (N, C, H, W) or (C, H, W) -> (N, C, H_out, W_out) or (C, H_out, W_out), with
+    H_out = floor((H + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1) (ceil with ceil_mode).
+    """
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
                  ceil_mode: bool = False) -> None:
         super().__init__()
@@ -27,6 +41,20 @@ class MaxPool2d(Module):
 
 
 class AvgPool2d(Module):
+    """The mean of each kernel window over the last two dimensions.
+
+    Args:
+        kernel_size: the window size (an int or (kh, kw)).
+        stride: the window step (default: kernel_size).
+        padding: implicit zero padding on both sides.
+        ceil_mode: round the output size up instead of down.
+        count_include_pad: count the zero padding in the divisor.
+        divisor_override: divide by this instead of the window size.
+
+    Shape: (N, C, H, W) or (C, H, W) -> (N, C, H_out, W_out) or (C, H_out, W_out), with
+    H_out = floor((H + 2 * padding - kernel) / stride + 1) (ceil with ceil_mode).
+    """
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                  divisor_override: int | None = None) -> None:
         super().__init__()
@@ -44,6 +72,14 @@ class AvgPool2d(Module):
 
 
 class AdaptiveAvgPool2d(Module):
+    """Average pooling to a fixed output size, whatever the input size (torch's window bounds).
+
+    Args:
+        output_size: (H_out, W_out), or one int for both; None keeps that input size.
+
+    Shape: (N, C, H, W) or (C, H, W) -> (N, C, H_out, W_out) or (C, H_out, W_out).
+    """
+
     def __init__(self, output_size) -> None:
         super().__init__()
         self.output_size = output_size

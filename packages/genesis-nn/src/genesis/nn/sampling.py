@@ -9,10 +9,23 @@ from .module import Module
 
 
 class Upsample(Module):
+    """Resize the spatial dimensions (F.interpolate as a layer).
+
+    Args:
+        size: the output spatial size; or give ``scale_factor``.
+        scale_factor: the multiplier for each spatial size.
+        mode: ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (3-D input) or ``"bilinear"`` (4-D input).
+        align_corners: for the linear modes, align the corner pixels of input and output.
+        recompute_scale_factor: compute the sampling from the output size rather than from scale_factor.
+
+    Shape: (N, C, d1, ...) -> (N, C, o1, ...).
+    """
+
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
                  recompute_scale_factor: bool | None = None) -> None:
         super().__init__()
         self.size = size
+        self.scale_factor: tuple[float, ...] | float | None
         if isinstance(scale_factor, tuple):
             self.scale_factor = tuple(float(f) for f in scale_factor)
         else:

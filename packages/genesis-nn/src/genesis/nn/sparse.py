@@ -12,8 +12,22 @@ from .parameter import Parameter
 
 
 class Embedding(Module):
-    """weight[input] with weight (num_embeddings, embedding_dim) ~ N(0, 1); the padding_idx row starts at
-    zero and receives no gradient."""
+    """A lookup table: ``weight[input]``, one row of ``embedding_dim`` per index.
+
+    Args:
+        num_embeddings: the number of rows.
+        embedding_dim: the size of each row.
+        padding_idx: a row that starts at zero and receives no gradient, or None.
+        max_norm: renormalise each looked-up row to at most this norm (in place), or None.
+        norm_type: the p of the p-norm for max_norm.
+        scale_grad_by_freq: scale the gradients by the inverse frequency of the indices in the batch.
+        sparse: must be False: sparse gradients are not supported.
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape: input (*) int64 indices; output (*, embedding_dim).
+
+    Attributes: ``weight`` (num_embeddings, embedding_dim), drawn from N(0, 1).
+    """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
@@ -34,6 +48,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
+        """Redraw weight from N(0, 1), the padding_idx row at zero."""
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 
@@ -73,7 +88,19 @@ class Embedding(Module):
 
 
 class EmbeddingBag(Module):
-    """Sums or means of embedding rows per bag (rows of a 2D input, or runs of a 1D input at offsets)."""
+    """Sums or means of embedding rows per bag.
+
+    Args:
+        num_embeddings: the number of rows.
+        embedding_dim: the size of each row.
+        max_norm, norm_type, scale_grad_by_freq, sparse, padding_idx: as Embedding's.
+        mode: ``"sum"`` or ``"mean"`` (``"max"`` is not supported).
+        include_last_offset: ``offsets`` has one more entry, the end of the last bag.
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape: input (B, L) (each row a bag), or (total,) with ``offsets`` (B,) the start of each bag;
+    output (B, embedding_dim). ``per_sample_weights`` (input's shape) weighs the rows (mode="sum").
+    """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
@@ -93,6 +120,7 @@ class EmbeddingBag(Module):
         self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
 
     def reset_parameters(self) -> None:
+        """Redraw weight from N(0, 1), the padding_idx row at zero."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with no_grad():
@@ -122,6 +150,9 @@ class EmbeddingBag(Module):
                         norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
                         sparse: bool = False, include_last_offset: bool = False,
                         padding_idx: int | None = None) -> EmbeddingBag:
+        """An EmbeddingBag whose weight is ``embeddings`` (2-D; shared, not copied),
+        frozen unless ``freeze=False``; the other arguments as the constructor's.
+        """
         if embeddings.ndim != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape

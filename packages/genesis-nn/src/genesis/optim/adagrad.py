@@ -8,6 +8,22 @@ from .optimizer import Optimizer, _new_step, _to_float, _use_grad_for_differenti
 
 
 class Adagrad(Optimizer):
+    """Adagrad: per-coordinate step sizes lr / sqrt(sum of squared gradients).
+
+    Args:
+        params: the parameters to optimise (an iterable of tensors), or dicts of parameter groups with their
+            own options.
+        lr: the learning rate (a float, or a one-element tensor).
+        lr_decay: the learning rate decays as lr / (1 + (step - 1) * lr_decay).
+        weight_decay: L2 penalty, added to the gradient.
+        initial_accumulator_value: the starting value of the sum of squares.
+        eps: added to the denominator for numerical stability.
+        foreach, fused: accepted for torch's signature: one per-tensor implementation serves every choice
+            (fused also keeps a step counter on the device, as capturable).
+        differentiable: record the step itself in the autograd graph.
+        maximize: maximise the objective instead of minimising it.
+    """
+
     def __init__(self, params, lr: float | Tensor = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:

@@ -8,6 +8,24 @@ from .optimizer import Optimizer, _new_step, _to_float, _use_grad_for_differenti
 
 
 class Adam(Optimizer):
+    """Adam: steps from bias-corrected running averages of the gradient and of its square.
+
+    Args:
+        params: the parameters to optimise (an iterable of tensors), or dicts of parameter groups with their
+            own options.
+        lr: the learning rate (a float, or a one-element tensor).
+        betas: the decay rates of the two running averages.
+        eps: added to the denominator for numerical stability.
+        weight_decay: L2 penalty added to the gradient (or, with decoupled_weight_decay, AdamW's decay).
+        amsgrad: use the maximum of the past squared averages (AMSGrad).
+        capturable: keep the step counter on the device, so that a step reads nothing back to the host.
+        decoupled_weight_decay: shrink the parameters directly by lr * weight_decay (AdamW).
+        foreach, fused: accepted for torch's signature: one per-tensor implementation serves every choice
+            (fused also keeps a step counter on the device, as capturable).
+        differentiable: record the step itself in the autograd graph.
+        maximize: maximise the objective instead of minimising it.
+    """
+
     def __init__(self, params, lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
@@ -100,15 +118,15 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_
             # float64 bias corrections (float32 ones would cost ~1e-7 relative). Scalars enter as float64
             # tensors: a Python float on the left of a Tensor op is rounded to float32 by genesis_autograd.
             step = step_t.double()
-            bias_correction1 = 1 - full_like(step, beta1) ** step
+            bias_correction1: Tensor | float = 1 - full_like(step, beta1) ** step  # a float in the else branch
             bias_correction2 = 1 - full_like(step, beta2) ** step
             step_size_neg = (full_like(step, lr) / bias_correction1).neg()
             denom = (second.sqrt() / (bias_correction2.sqrt() * step_size_neg))
             denom.add_(full_like(step, eps) / step_size_neg)
             param.addcdiv_(exp_avg, denom)
         else:
-            step = step_t.item()  # a cpu scalar: no device synchronisation
-            bias_correction1 = 1 - beta1**step
-            bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+            count = step_t.item()  # a cpu scalar: no device synchronisation
+            bias_correction1 = 1 - beta1**count
+            bias_correction2_sqrt = (1 - beta2**count) ** 0.5
             denom = (second.sqrt() / bias_correction2_sqrt).add_(eps)
             param.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1))

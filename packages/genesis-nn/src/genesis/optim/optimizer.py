@@ -140,7 +140,16 @@ class Optimizer:
                         p.grad.requires_grad_(False)
                     p.grad.zero_()
 
-    def step(self, closure: Callable[[], Any] | None = None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimisation step, updating the parameters in place from their ``.grad``.
+
+        Args:
+            closure: a function that re-evaluates the model and returns the loss (it runs forward and backward
+                itself); optional for most optimizers.
+
+        Returns:
+            The closure's loss, or None.
+        """
         raise NotImplementedError
 
     @staticmethod

@@ -8,6 +8,23 @@ from .optimizer import Optimizer, _new_step, _to_float, _use_grad_for_differenti
 
 
 class RMSprop(Optimizer):
+    """RMSprop: steps scaled by a running average of squared gradients.
+
+    Args:
+        params: the parameters to optimise (an iterable of tensors), or dicts of parameter groups with their
+            own options.
+        lr: the learning rate (a float, or a one-element tensor).
+        alpha: the smoothing constant of the running average.
+        eps: added to the denominator for numerical stability.
+        weight_decay: L2 penalty, added to the gradient.
+        momentum: the momentum factor.
+        centered: normalise by the variance (the average minus the squared running mean of the gradient).
+        capturable: keep the step counter on the device, so that a step reads nothing back to the host.
+        foreach: accepted for torch's signature.
+        differentiable: record the step itself in the autograd graph.
+        maximize: maximise the objective instead of minimising it.
+    """
+
     def __init__(self, params, lr: float | Tensor = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:

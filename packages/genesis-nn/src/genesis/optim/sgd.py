@@ -8,6 +8,23 @@ from .optimizer import Optimizer, _to_float, _use_grad_for_differentiable
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent, with optional momentum (torch's formulation: the velocity
+    accumulates gradients, the learning rate scales the step), Nesterov momentum and weight decay.
+
+    Args:
+        params: the parameters to optimise (an iterable of tensors), or dicts of parameter groups with their
+            own options.
+        lr: the learning rate (a float, or a one-element tensor).
+        momentum: the momentum factor.
+        dampening: the dampening of the momentum (1 - dampening weighs the new gradient).
+        weight_decay: L2 penalty, added to the gradient.
+        nesterov: Nesterov momentum (needs momentum > 0 and dampening 0).
+        foreach, fused: accepted for torch's signature: one per-tensor implementation serves every choice
+            (fused also keeps a step counter on the device, as capturable).
+        differentiable: record the step itself in the autograd graph.
+        maximize: maximise the objective instead of minimising it.
+    """
+
     def __init__(self, params, lr: float | Tensor = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from genesis_autograd import Tensor, autocast_policy, is_grad_enabled
+
+if TYPE_CHECKING:
+    from genesis_autograd import DType
 
 __all__ = [
     "gelu", "glu", "hardtanh", "leaky_relu", "log_softmax", "logsigmoid", "mish", "relu", "relu6", "sigmoid",
@@ -25,31 +29,69 @@ def _apply(fn: Callable[[Tensor], Tensor], input: Tensor, inplace: bool) -> Tens
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0) elementwise.
+
+    Args:
+        input: any shape.
+        inplace: write the result into ``input`` (the gradient still flows).
+    """
     return input.relu_() if inplace else input.relu()
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6) elementwise (``hardtanh(input, 0, 6)``).
+
+    Args:
+        input: any shape.
+        inplace: write the result into ``input`` (the gradient still flows).
+    """
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """x clamped to [min_val, max_val] elementwise.
+
+    Args:
+        input: any shape.
+        min_val: the lower bound.
+        max_val: the upper bound.
+        inplace: write the result into ``input`` (the gradient still flows).
+    """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return _apply(lambda t: t.clamp(min_val, max_val), input, inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    # x where x > 0, else slope * x: at 0 the gradient is the slope, as torch's.
+    """x where x > 0, else negative_slope * x (the slope is also the gradient at 0, as torch's).
+
+    Args:
+        input: any shape.
+        negative_slope: the slope for negative inputs.
+        inplace: write the result into ``input`` (the gradient still flows).
+    """
     return _apply(lambda t: t.where(t > 0, t * negative_slope), input, inplace)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """GELU, x * Phi(x) with Phi the standard normal CDF, elementwise.
+
+    Args:
+        input: any shape.
+        approximate: ``"none"`` (exact, with erf) or ``"tanh"`` (the tanh approximation).
+    """
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     return input.gelu(approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """SiLU (swish), x * sigmoid(x) elementwise.
+
+    Args:
+        input: any shape.
+        inplace: write the result into ``input`` (the gradient still flows).
+    """
     return _apply(Tensor.silu, input, inplace)
 
 
@@ -63,10 +105,17 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """Mish, x * tanh(softplus(x)) elementwise.
+
+    Args:
+        input: any shape.
+        inplace: write the result into ``input`` (the gradient still flows).
+    """
     return _apply(lambda t: t * softplus(t).tanh(), input, inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """The logistic sigmoid 1 / (1 + exp(-x)) elementwise."""
     return input.sigmoid()
 
 
@@ -76,10 +125,15 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def tanh(input: Tensor) -> Tensor:
+    """The hyperbolic tangent elementwise."""
     return input.tanh()
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: a * sigmoid(b), where a and b are the two halves of ``input`` along ``dim``.
+
+    Shape: (*, 2n, *) -> (*, n, *) along ``dim``.
+    """
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     if input.shape[dim] % 2:
@@ -95,7 +149,14 @@ def _softmax_dim(name: str, ndim: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: DType | str | None = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``: the slices along dim sum to 1.
+
+    Args:
+        input: any shape.
+        dim: the dimension to normalise (None: torch's deprecated implicit choice, with a warning).
+        dtype: cast ``input`` to this dtype first.
+    """
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim)
     if dtype is not None:
@@ -103,7 +164,14 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
     return input.softmax(dim)
 
 
-def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: DType | str | None = None) -> Tensor:
+    """``softmax(-input, dim)``: the smallest elements get the largest weights.
+
+    Args:
+        input: any shape.
+        dim: the dimension to normalise (None: torch's deprecated implicit choice, with a warning).
+        dtype: cast ``input`` to this dtype first.
+    """
     if dim is None:
         dim = _softmax_dim("softmin", input.ndim)
     if dtype is not None:
@@ -111,7 +179,15 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
     return (-input).softmax(dim)
 
 
-def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype: DType | str | None = None) -> Tensor:
+    """log(softmax(x)) along ``dim``, computed stably; the input of nll_loss.
+
+    Args:
+        input: any shape.
+        dim: the dimension to normalise (None: torch's deprecated implicit choice, with a warning).
+        dtype: cast ``input`` to this dtype first.
+    """
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim)
     if dtype is not None:

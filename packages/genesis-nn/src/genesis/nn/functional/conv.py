@@ -13,7 +13,7 @@ from .padding import pad as _pad
 __all__ = ["conv1d", "conv2d", "unfold"]
 
 
-def windows(x: Tensor, kernel: tuple[int, int], dilation: tuple[int, int], stride: tuple[int, int]) -> Tensor:
+def windows(x: Tensor, kernel: tuple[int, ...], dilation: tuple[int, ...], stride: tuple[int, ...]) -> Tensor:
     """(N, C, H, W) -> the (N, C, OH, OW, kh, kw) view of every kernel window (no padding added)."""
     for axis, (k, d, s) in enumerate(zip(kernel, dilation, stride)):
         span = d * (k - 1) + 1

@@ -8,6 +8,15 @@ __all__ = ["dropout"]
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """While ``training``, zero each element with probability ``p`` and scale the others by
+    1 / (1 - p); otherwise return ``input`` unchanged.
+
+    Args:
+        input: any shape.
+        p: the probability of zeroing an element.
+        training: apply dropout (False: the identity).
+        inplace: write the result into ``input``.
+    """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:

@@ -12,6 +12,16 @@ __all__ = ["linear"]
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y = input @ weight^T + bias.
+
+    Args:
+        input: (*, in_features).
+        weight: (out_features, in_features).
+        bias: (out_features,) or None.
+
+    Returns:
+        (*, out_features); under autocast, in the autocast dtype.
+    """
     if input.shape[-1:] != weight.shape[-1:]:
         rows = math.prod(input.shape[:-1])
         w = "x".join(map(str, reversed(weight.shape)))

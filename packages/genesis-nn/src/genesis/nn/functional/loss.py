@@ -159,6 +159,15 @@ def _weighted(loss: Tensor, weight: Tensor | None) -> Tensor:
 @autocast_policy("float32")
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """The squared error (input - target)^2, reduced.
+
+    Args:
+        input: any shape.
+        target: the same shape as input.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (the per-element loss).
+        size_average, reduce: torch's deprecated spellings of ``reduction``.
+        weight: a per-element weight that broadcasts with the loss, or None.
+    """
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_same_size(input, target)
@@ -169,6 +178,15 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, re
 @autocast_policy("float32")
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """The absolute error |input - target|, reduced.
+
+    Args:
+        input: any shape.
+        target: the same shape as input.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (the per-element loss).
+        size_average, reduce: torch's deprecated spellings of ``reduction``.
+        weight: a per-element weight that broadcasts with the loss, or None.
+    """
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_same_size(input, target)

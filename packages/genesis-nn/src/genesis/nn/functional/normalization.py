@@ -56,6 +56,16 @@ def _channel_shape(input: Tensor) -> tuple[int, ...]:
 @autocast_policy("float32")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
+    """Normalise each sample over groups of channels: (x - mean) / sqrt(var + eps) within each
+    of ``num_groups`` groups (biased variance), then ``weight`` and ``bias`` per channel.
+
+    Args:
+        input: (N, C, *), C divisible by ``num_groups``.
+        num_groups: the number of channel groups.
+        weight: (C,) scale, or None.
+        bias: (C,) shift, or None.
+        eps: added to the variance.
+    """
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     n, c = input.shape[0], input.shape[1]

@@ -49,6 +49,15 @@ def _pad_constant(input: Tensor, amounts: list[tuple[int, int]], value: float) -
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last dimensions of ``input``.
+
+    Args:
+        input: any shape.
+        pad: (left, right) amounts from the last dimension backwards: ``(1, 1)`` pads the last
+            dimension, ``(1, 1, 2, 2)`` the last two. Negative amounts crop (constant mode).
+        mode: ``"constant"``, ``"reflect"``, ``"replicate"`` or ``"circular"``.
+        value: the fill value of constant padding (default 0).
+    """
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:

@@ -69,6 +69,19 @@ def _along(input: Tensor, axis: int, index: list[int]) -> Tensor:
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+    """Resize the spatial dimensions of ``input`` by sampling.
+
+    Args:
+        input: (N, C, d1, ...); 3-D for ``"linear"``, 4-D for ``"bilinear"``.
+        size: the output spatial size (an int or one per dimension); or give ``scale_factor``.
+        scale_factor: the multiplier for each spatial size (a number or one per dimension).
+        mode: ``"nearest"``, ``"nearest-exact"``, ``"linear"`` or ``"bilinear"``.
+        align_corners: for the linear modes, map the corner pixels of input and output onto each
+            other (torch's meaning).
+        recompute_scale_factor: compute the sampling from the output size rather than from
+            ``scale_factor``.
+        antialias: not supported (must be False).
+    """
     if mode not in _MODES:
         raise NotImplementedError(f"interpolate mode {mode!r} is not supported (nearest, nearest-exact, linear, "
                                   "bilinear are)")

@@ -59,8 +59,10 @@ def _track_optimizer_steps(scheduler: LRScheduler) -> None:
         target._opt_called = True
         return method(target, *args, **kwargs)
 
-    step._wrapped_by_lr_sched = True
-    opt.step = step
+    # A marker on the wrapper (as torch's), then the wrapper as this optimizer's own step, in front of the
+    # class's: both are what the monkeypatch is for.
+    step._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
+    opt.step = step  # type: ignore[method-assign]
 
 
 class LRScheduler:
@@ -101,6 +103,7 @@ class LRScheduler:
         return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the schedule from a state_dict() (the optimizer's own state is restored separately)."""
         self.__dict__.update(state_dict)
 
     def get_last_lr(self) -> list:

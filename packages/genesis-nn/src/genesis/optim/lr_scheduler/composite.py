@@ -28,6 +28,8 @@ def _check_members(owner: str, optimizer: Optimizer, schedulers: Sequence[LRSche
 class _Composite(LRScheduler):
     """state_dict / load_state_dict carry the member schedulers' states."""
 
+    _schedulers: Sequence[LRScheduler]  # set by each subclass's __init__
+
     def state_dict(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         state["_schedulers"] = [s.state_dict() for s in self._schedulers]
@@ -72,7 +74,9 @@ class SequentialLR(_Composite):
         elif hasattr(scheduler, "last_epoch"):
             scheduler.last_epoch -= 1
 
-    def step(self) -> None:
+    # torch's SequentialLR.step takes no epoch either (LRScheduler's is deprecated)
+    def step(self) -> None:  # type: ignore[override]
+        """Advance one epoch: step the scheduler whose milestone range it falls in."""
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -96,7 +100,9 @@ class ChainedScheduler(_Composite):
         self.optimizer = optimizer
         self._last_lr = _group_values(schedulers[-1].optimizer, "lr")
 
-    def step(self) -> None:
+    # torch's ChainedScheduler.step takes no epoch either (LRScheduler's is deprecated)
+    def step(self) -> None:  # type: ignore[override]
+        """Step every member scheduler once, in order."""
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")

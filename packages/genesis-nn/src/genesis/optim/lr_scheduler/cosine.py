@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from ..optimizer import Optimizer
 from .base import LRScheduler, _format_param, _group_values, _set_group_value, _warn_get_lr_called_within_step
@@ -120,6 +120,8 @@ class OneCycleLR(LRScheduler):
         else:
             raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
         warm = float(pct_start * self.total_steps) - 1
+        # Each phase: where it ends (a step, float) and the param-group keys of its start and end values.
+        self._schedule_phases: list[dict[str, Any]]
         if three_phase:
             self._schedule_phases = [
                 dict(end_step=warm, start_lr="initial_lr", end_lr="max_lr", start_momentum="max_momentum",

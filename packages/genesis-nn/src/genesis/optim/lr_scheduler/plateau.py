@@ -44,7 +44,10 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
-    def step(self, metrics: SupportsFloat, epoch=None) -> None:  # type: ignore[override]
+    # torch's signature: this scheduler's step takes the metric it watches (LRScheduler's takes none)
+    def step(self, metrics: SupportsFloat, epoch: int | None = None) -> None:  # type: ignore[override]
+        """Record ``metrics`` (the validation loss, say) for this epoch, reducing the learning rates when it has
+        not improved for ``patience`` epochs. ``epoch`` is torch's deprecated explicit epoch."""
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -81,6 +84,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self) -> bool:
+        """Whether the scheduler is waiting out its cooldown after a reduction (no reduction meanwhile)."""
         return self.cooldown_counter > 0
 
     def _is_better(self, a: float, best: float) -> bool:

@@ -110,10 +110,12 @@ class DataLoader:
         if sampler is None:
             if self._iterable:
                 sampler = _InfiniteConstantSampler()
+            # A map-style dataset has a length here (Dataset declares no __len__, as torch's: a dataset
+            # without one fails in len(), as in torch).
             elif shuffle:
-                sampler = RandomSampler(dataset, generator=generator)
+                sampler = RandomSampler(dataset, generator=generator)  # type: ignore[arg-type]
             else:
-                sampler = SequentialSampler(dataset)
+                sampler = SequentialSampler(dataset)  # type: ignore[arg-type]
         if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
 
@@ -137,8 +139,8 @@ class DataLoader:
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def __len__(self) -> int:
-        if self._iterable:
-            length = len(self.dataset)
+        if self._iterable:  # an IterableDataset's own __len__, if it has one (TypeError otherwise, as torch)
+            length = len(self.dataset)  # type: ignore[arg-type]
             if self.batch_size is not None:
                 length = length // self.batch_size if self.drop_last else -(-length // self.batch_size)
             return length
@@ -225,6 +227,7 @@ class _MultiProcessIter(_BaseIter):
         elif isinstance(context, str):
             context = multiprocessing.get_context(context)
         self._num_workers = loader.num_workers
+        assert loader.prefetch_factor is not None, "DataLoader sets it whenever num_workers > 0"
         self._prefetch = loader.prefetch_factor * loader.num_workers
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers

@@ -20,7 +20,8 @@ class Dataset:
     def __getitem__(self, index) -> Any:
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
-    def __add__(self, other: Dataset) -> ConcatDataset:
+    def __add__(self, other: Dataset) -> Dataset:
+        """The two datasets one after the other (a ConcatDataset; a ChainDataset for iterable ones)."""
         return ConcatDataset([self, other])
 
 
@@ -114,7 +115,7 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float],
     """Split into non-overlapping random Subsets of the given lengths, or fractions of len(dataset) (the
     remainder going one by one to the first parts, as torch does)."""
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
-        n = len(dataset)
+        n = len(dataset)  # type: ignore[arg-type]  # a dataset to split has a length (TypeError otherwise)
         sizes = [math.floor(n * frac) for frac in lengths]
         for frac in lengths:
             if frac < 0 or frac > 1:
@@ -126,9 +127,9 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float],
                 warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
                               stacklevel=2)
         lengths = sizes
-    if sum(lengths) != len(dataset):
+    if sum(lengths) != len(dataset):  # type: ignore[arg-type]  # as above
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     with drawing_from(generator):
-        indices = randperm(sum(lengths)).tolist()
+        indices = randperm(sum(lengths)).tolist()  # type: ignore[arg-type]  # the lengths are counts by now
     return [Subset(dataset, indices[end - length : end])
             for end, length in zip(itertools.accumulate(lengths), lengths)]

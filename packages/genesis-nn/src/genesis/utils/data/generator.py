@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from genesis_autograd import Tensor, as_device, cuda, get_rng_state, manual_seed, set_rng_state
+from genesis_autograd import Device, Tensor, as_device, cuda, get_rng_state, manual_seed, set_rng_state
 
 _DEFAULT_SEED = 67280421310721  # a fresh torch.Generator's seed
 
@@ -38,7 +38,7 @@ def _cpu_state_for_seed(seed: int) -> Tensor:
 class Generator:
     """A cpu random generator with torch.Generator's seeding API."""
 
-    def __init__(self, device="cpu") -> None:
+    def __init__(self, device: Device | str = "cpu") -> None:
         self.device = as_device(device)
         if self.device.type != "cpu":
             raise RuntimeError("genesis.Generator draws on the cpu only (it serves data loading)")
@@ -46,6 +46,7 @@ class Generator:
         self._state: Tensor | None = None  # made on first use: seeding costs a state round trip
 
     def manual_seed(self, seed: int) -> Generator:
+        """Seed this generator with ``seed`` (its stream then matches torch.Generator's); returns self."""
         self._seed = int(seed)
         self._state = None
         return self
@@ -57,12 +58,15 @@ class Generator:
         return seed
 
     def initial_seed(self) -> int:
+        """The seed this generator was last seeded with."""
         return self._seed
 
     def get_state(self) -> Tensor:
+        """A copy of the generator's state, a uint8 tensor, for set_state."""
         return self._current().clone()
 
     def set_state(self, new_state: Tensor) -> Generator:
+        """Restore a state from get_state: the draws that followed it come again; returns self."""
         self._state = new_state.clone()
         return self
 

@@ -124,6 +124,7 @@ class BatchSampler(Sampler):
             yield batch
 
     def __len__(self) -> int:
+        # The sampler's length: a BatchSampler over an unsized iterable has none (TypeError, as torch).
         if self.drop_last:
-            return len(self.sampler) // self.batch_size
-        return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+            return len(self.sampler) // self.batch_size  # type: ignore[arg-type]
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size  # type: ignore[arg-type]

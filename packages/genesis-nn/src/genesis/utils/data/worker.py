@@ -234,11 +234,14 @@ def worker_loop(iterable: bool, dataset, index_queue, data_queue, done_event, au
             if done_event.is_set() or iteration_end:
                 continue
             task, index = request
+            data: Any  # a batch, or the ExceptionWrapper / IterableStop the main process acts on
             if init_error is not None:
                 data, init_error = init_error, None
             else:
                 try:
-                    data = pack(fetcher.fetch(index))
+                    # fetcher is None only after an init error, which the first request reported; a later
+                    # request reports this AttributeError instead, as torch's worker does.
+                    data = pack(fetcher.fetch(index))  # type: ignore[union-attr]
                 except StopIteration:
                     if not iterable:
                         data = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
