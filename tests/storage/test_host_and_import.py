@@ -45,10 +45,17 @@ def test_import_without_gpu_never_fails():
 @pytest.mark.skipif(gs.is_available(), reason="checks the no-GPU behaviour")
 def test_no_gpu_errors_are_clear():
     assert gs.device_count() == 0 and not gs.is_available()
-    with pytest.raises(gs.CUDAUnavailableError, match="not available"):
+    # torch's words: no driver at all, or a driver that sees no GPU
+    reason = gs.unavailable_reason()
+    assert reason.startswith("Found no NVIDIA driver") or reason == "No CUDA GPUs are available"
+    with pytest.raises(gs.CUDAUnavailableError, match=r"driver|GPU"):
         gs.get_device_name(0)
     with pytest.raises(gs.CUDAUnavailableError):
         gs.CUDAStorage(16)
+    # the full stack says the same, not "invalid device ordinal"
+    script = "import genesis\ntry:\n    genesis.randn(3, device='cuda')\nexcept RuntimeError as e:\n    print(e)"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == reason
 
 
 def test_pageable_host_storage():

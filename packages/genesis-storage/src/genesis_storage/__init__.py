@@ -38,6 +38,7 @@ from .device import (
     mem_get_info,
     set_device,
     synchronize,
+    unavailable_reason,
 )
 from .dtypes import DTYPES
 from .errors import (
@@ -77,6 +78,7 @@ __all__ = [
     "empty", "empty_cache", "from_cuda_array_interface", "from_dlpack", "from_numpy", "get_allocator",
     "get_device_capability", "get_device_name", "get_device_properties", "host_empty_cache",
     "host_memory_stats", "is_available", "max_memory_allocated", "max_memory_reserved", "mem_get_info",
+    "unavailable_reason",
     "memory_allocated", "memory_reserved", "memory_snapshot", "memory_stats",
     "reset_accumulated_memory_stats", "reset_peak_memory_stats", "set_allocator", "set_device",
     "set_per_process_memory_fraction", "set_stream", "stream", "synchronize", "to_numpy",

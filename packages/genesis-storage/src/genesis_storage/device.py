@@ -67,9 +67,19 @@ def check_index(index: int) -> int:
         raise TypeError(f"device index must be an int, got {type(index).__name__}")
     if not 0 <= index < n:
         if n == 0:
-            raise CUDAUnavailableError(f"device {index} requested but no CUDA device is available")
+            raise CUDAUnavailableError(unavailable_reason())
         raise ValueError(f"device index {index} out of range: {n} CUDA device(s) present")
     return index
+
+
+def unavailable_reason() -> str:
+    """Why no CUDA device can be used, in torch's words: no driver, or a driver with no GPU."""
+    try:
+        _driver.driver()
+    except CUDAUnavailableError:
+        return ("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
+                "driver from http://www.nvidia.com/Download/index.aspx")
+    return "No CUDA GPUs are available"
 
 
 def _cu_device(index: int) -> Any:

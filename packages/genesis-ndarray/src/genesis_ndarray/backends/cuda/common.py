@@ -34,10 +34,11 @@ def empty_like_shape(v: View, shape, dtype: DType | None = None) -> View:
 
 
 def new(shape, dtype: DType, device: Device) -> View:
-    if device.index >= gs.device_count():
-        raise RuntimeError(
-            f"CUDA error: invalid device ordinal (device {device} requested, {gs.device_count()} available)"
-        )
+    count = gs.device_count()
+    if device.index >= count:
+        if count == 0:  # torch's one message: no driver, or no GPU
+            raise RuntimeError(gs.unavailable_reason())
+        raise RuntimeError(f"CUDA error: invalid device ordinal (device {device} requested, {count} available)")
     return gs.empty(tuple(shape), dtype.name, device.index)
 
 
