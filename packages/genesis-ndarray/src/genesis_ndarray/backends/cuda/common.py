@@ -24,6 +24,14 @@ def dtype_of(v: View) -> DType:
     return dtype_by_name[v.dtype]
 
 
+def index_of(device: Device) -> int:
+    """A cuda device's index (Device fills in 0 for a bare "cuda"; only cpu's index is None)."""
+    index = device.index
+    if index is None:
+        raise RuntimeError(f"expected a cuda device, got {device}")
+    return index
+
+
 def stream_of(v: View) -> int:
     """The raw handle of this thread's current stream on v's device (read on every launch)."""
     return current_stream_handle(v.device)
@@ -34,7 +42,7 @@ def empty_like_shape(v: View, shape, dtype: DType | None = None) -> View:
 
 
 def new(shape, dtype: DType, device: Device) -> View:
-    if device.index >= gs.device_count():
+    if index_of(device) >= gs.device_count():
         raise RuntimeError(
             f"CUDA error: invalid device ordinal (device {device} requested, {gs.device_count()} available)"
         )
