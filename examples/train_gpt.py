@@ -213,7 +213,7 @@ def parse_args(argv=None):
     cuda = genesis.cuda.is_available()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if cuda else "cpu")
-    parser.add_argument("--steps", type=int, default=None, help="default: 600 on cpu, 3000 on cuda")
+    parser.add_argument("--steps", type=int, default=None, help="default: 1500 on cpu, 3000 on cuda")
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--block-size", type=int, default=None)
     parser.add_argument("--n-layer", type=int, default=None)
@@ -226,7 +226,7 @@ def parse_args(argv=None):
     parser.add_argument("--clip", type=float, default=1.0)
     parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default=None,
                         help="autocast dtype (default: bfloat16 on cuda, none on cpu)")
-    parser.add_argument("--eval-interval", type=int, default=200)
+    parser.add_argument("--eval-interval", type=int, default=250)
     parser.add_argument("--eval-batches", type=int, default=10)
     parser.add_argument("--out-dir", type=Path, default=Path("out/gpt"))
     parser.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.safetensors")
@@ -239,7 +239,7 @@ def parse_args(argv=None):
     # cpu: small enough for a visibly falling loss in about three minutes on two cores.
     defaults = dict(steps=3000, batch_size=64, block_size=256, n_layer=6, n_head=6, n_embd=384, lr=1e-3,
                     dtype="bfloat16") if on_gpu else \
-        dict(steps=600, batch_size=16, block_size=64, n_layer=4, n_head=4, n_embd=128, lr=2e-3, dtype="float32")
+        dict(steps=1500, batch_size=16, block_size=64, n_layer=4, n_head=4, n_embd=128, lr=2e-3, dtype="float32")
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)

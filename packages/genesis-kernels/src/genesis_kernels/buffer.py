@@ -13,7 +13,7 @@ that are contiguous for every operand, so that the common case is rank 1.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import triton.language as tl
 
@@ -28,6 +28,11 @@ class BufferLike(Protocol):
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     dtype: str
+
+
+def is_buffer(v: object) -> TypeGuard[BufferLike]:
+    """Whether ``v`` is a device buffer rather than a Python scalar (anything with a ``ptr``)."""
+    return hasattr(v, "ptr")
 
 
 class Buffer:

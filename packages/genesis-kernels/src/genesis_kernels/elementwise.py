@@ -577,11 +577,11 @@ def unary(op: str, x: BufferLike | Scalar, out: BufferLike, *, stream: int = 0) 
     if _alike(x, shape, ostrides) and _is_dense(shape, ostrides):
         _unary_dense(op, x, out, numel(shape), x_scalar, stream)
         return
-    if x_scalar:
+    if isinstance(x, _SCALARS):  # == x_scalar, spelled so that mypy narrows x
         strides = [ostrides]
     else:
         check_same_shape(x, out)
-        strides = [ostrides, x.strides]  # type: ignore[union-attr]
+        strides = [ostrides, x.strides]
     lay = layout(shape, strides)
     if lay.n == 0:
         return
@@ -697,6 +697,8 @@ def binary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferL
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
     st = lay.strides
     k = 1
+    a_st: tuple[int, ...]
+    b_st: tuple[int, ...]
     if a_scalar:
         a_arg, a_st = _scalar_value(a, cdt), (0,) * 8  # type: ignore[arg-type]
     else:
@@ -717,8 +719,8 @@ def _ternary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, c: BufferL
     operands = (a, b, c)
     scal = tuple(_is_scalar(t) for t in operands)
     strides = [out.strides]
-    for t, s in zip(operands, scal):
-        if not s:
+    for t in operands:
+        if not isinstance(t, _SCALARS):  # == not _is_scalar(t), spelled so that mypy narrows t
             check_same_shape(t, out)
             strides.append(t.strides)
     lay = layout(out.shape, strides)

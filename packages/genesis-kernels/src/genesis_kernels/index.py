@@ -19,11 +19,11 @@ import triton
 import triton.language as tl
 
 from . import runtime as rt
-from .buffer import MAX_RANK, Buffer, BufferLike, numel
+from .buffer import MAX_RANK, Buffer, BufferLike, is_buffer, numel
 from .elementwise import where
 from .indexed import launch, shape1, with_size, wrap_dim
 from .runtime import Kernel, cdiv, ptr_type
-from .strided import layout, offset_of, size_types, stride_types
+from .strided import Layout, layout, offset_of, size_types, stride_types
 
 
 def gather(x: BufferLike, dim: int, index: BufferLike, out: BufferLike, *, stream: int = 0) -> None:
@@ -51,8 +51,8 @@ def _scatter(mode: str, out: BufferLike, dim: int, index: BufferLike, src: Buffe
     if len(ishape) != len(os_):
         raise ValueError("scatter: index and out must have the same number of dims")
     sst: tuple[int, ...] = (0,) * len(ishape)
-    if hasattr(src, "ptr"):
-        ss, sst = shape1(src)  # type: ignore[arg-type]
+    if is_buffer(src):
+        ss, sst = shape1(src)
         if len(ss) != len(ishape) or any(i > s for i, s in zip(ishape, ss)):
             raise ValueError(f"scatter: index.shape {tuple(index.shape)} exceeds src.shape {tuple(src.shape)}")
     for d in range(len(os_)):
@@ -235,7 +235,7 @@ _OFFSETS = Kernel(_offsets_kernel)
 _COMPACT = Kernel(_compact_kernel)
 
 
-def _scan_counts(mask: BufferLike, strides: list[tuple[int, ...]], stream: int):  # type: ignore[no-untyped-def]
+def _scan_counts(mask: BufferLike, strides: list[tuple[int, ...]], stream: int) -> tuple[Layout, int, int]:
     """Launch the count and offset passes; returns (layout, nblocks, scratch pointer of the offsets)."""
     lay = layout(tuple(mask.shape), strides, reorder=False)  # keep the row-major logical order
     nblocks = cdiv(lay.n, _SCAN_BLOCK)

@@ -232,15 +232,18 @@ def launch(mode: str, dst: BufferLike, src: BufferLike | float | int | bool | No
         fn = _INDEX.build(key, types, consts, (), num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     conv = float if cdt_f else int
-    st = lay.strides
-    idx_ptrs, sizes, istrides, ist = [], [], [], []
+    lst = lay.strides  # not `st`: that name is the index loop's tuple of strides above
+    idx_ptrs: list[int] = []
+    sizes: list[int] = []
+    istrides: list[int] = []
+    ist: list[int] = []
     for j in range(MAX_INDICES):
         if j < k:
             b, _, _, size, stride = indices[j]
             idx_ptrs.append(b.ptr)
             sizes.append(size)
             istrides.append(stride)
-            ist.extend(st[2 + j])
+            ist.extend(lst[2 + j])
         else:
             idx_ptrs.append(0)
             sizes.append(0)
@@ -250,7 +253,7 @@ def launch(mode: str, dst: BufferLike, src: BufferLike | float | int | bool | No
     value = conv(src) if src_scalar else 0  # type: ignore[arg-type]
     fn((cdiv(lay.n, _BLOCK), 1, 1), stream,
        (target.ptr, 0 if src_scalar else src.ptr, err, *idx_ptrs, value, conv(alpha),  # type: ignore[union-attr]
-        0 if skip is None else int(skip), lay.n, *sizes, *istrides, *lay.sizes, *st[0], *st[1], *ist,
+        0 if skip is None else int(skip), lay.n, *sizes, *istrides, *lay.sizes, *lst[0], *lst[1], *ist,
         *fn._consts))  # type: ignore[attr-defined]
     if wide is not None:
         copy(wide, Buffer(dst.ptr, dshape, shape1(dst)[1], dst.dtype), stream=stream)

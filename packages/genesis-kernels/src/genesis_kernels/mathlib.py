@@ -59,4 +59,6 @@ if INTERPRET:
     for _name in NAMES:
         setattr(lib, _name, _numpy_elementwise(_NUMPY[_name]))
 else:
-    from triton.language.extra import libdevice as lib
+    from triton.language.extra import libdevice
+
+    lib = libdevice  # typed Any above, as the interpreter's stand-in is

@@ -94,7 +94,7 @@ def _launch(dist: str, x: BufferLike | None, out: BufferLike, p0: float | int, p
     fn = _RANDOM.cache.get(key)
     if fn is None:
         it = "i64"
-        types = {"x": "i64" if x_scalar else ptr_type(x.dtype), "out": ptr_type(out.dtype),
+        types = {"x": "i64" if x is None else ptr_type(x.dtype), "out": ptr_type(out.dtype),
                  "keep_out": "i64" if keep is None else ptr_type(keep.dtype), "p0": pt, "p1": pt,
                  "seed": "i64", "offset": "i64", "n": it, **size_types(it), **stride_types("x", it),
                  **stride_types("o", it), **stride_types("k", it)}

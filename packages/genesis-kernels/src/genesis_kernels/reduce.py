@@ -318,7 +318,11 @@ def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
            len(kshape), 1, (M, split, split))
 
 
-def _prepare(x: BufferLike, out: BufferLike, dims: tuple[int, ...]):  # type: ignore[no-untyped-def]
+_Dims = tuple[int, ...]
+
+
+def _prepare(x: BufferLike, out: BufferLike, dims: _Dims) -> tuple[tuple[_Dims, _Dims, _Dims], tuple[_Dims, _Dims]]:
+    """((kept shape, x's kept strides, out's strides), (reduced shape, x's reduced strides)), collapsed."""
     rank = len(x.shape)
     kept_dims = [d for d in range(rank) if d not in dims]
     kshape_full = tuple(x.shape[d] for d in kept_dims)
@@ -423,7 +427,8 @@ def logsumexp(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None
     _two_pass("logsumexp", x, out, dims, 0, stream)
 
 
-def _two_pass(kind: str, x: BufferLike, out: BufferLike, dims, correction: int, stream: int) -> None:  # type: ignore[no-untyped-def]
+def _two_pass(kind: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None, correction: int,
+              stream: int) -> None:
     dims = _normalize_dims(dims, len(x.shape))
     if numel(tuple(out.shape)) == 0:
         return

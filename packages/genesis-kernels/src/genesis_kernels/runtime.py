@@ -217,7 +217,7 @@ class _Cuda:
             self.check(self.lib.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
             self.check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
             self.check(self.lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-        return int(ctx.value)
+        return ctx.value or 0  # c_void_p reads NULL as None; set and checked above
 
     def malloc(self, nbytes: int) -> int:
         ptr = ctypes.c_uint64()
@@ -233,7 +233,7 @@ class _Cuda:
         self.check(self.lib.cuMemHostGetDevicePointer_v2(ctypes.byref(dev), host, ctypes.c_uint(0)),
                    "cuMemHostGetDevicePointer")
         ctypes.memset(host, 0, nbytes)
-        return int(host.value), int(dev.value)
+        return host.value or 0, int(dev.value)  # c_void_p reads NULL as None
 
     def synchronize(self, stream: int) -> None:
         self.check(self.lib.cuStreamSynchronize(ctypes.c_void_p(stream)), "cuStreamSynchronize")

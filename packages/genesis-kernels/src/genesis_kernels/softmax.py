@@ -9,6 +9,8 @@ one read, one write. Longer rows stream in chunks with the online max/sum rescal
 
 from __future__ import annotations
 
+from typing import Any
+
 import triton
 import triton.language as tl
 
@@ -152,6 +154,8 @@ def _rows(bufs: list[BufferLike]) -> tuple[int, int, tuple[int, ...], list[tuple
     for b in bufs:
         if tuple(b.shape) != shape:
             raise ValueError(f"shape mismatch: {tuple(b.shape)} vs {shape}")
+    shape_rows: tuple[int, ...]
+    strides: list[tuple[int, ...]]
     if not shape:
         shape_rows, n = (), 1
         strides = [() for _ in bufs]
@@ -240,5 +244,5 @@ def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool
         *_pad(ds, 0), *fn._consts))  # type: ignore[attr-defined]
 
 
-def _tl(name: str):  # type: ignore[no-untyped-def]
+def _tl(name: str) -> Any:  # a triton.language dtype (Triton ships no types)
     return dtype_info(name).tl

@@ -17,7 +17,14 @@ import torch
 class DType:
     """One element type: name, size, category and its torch / numpy counterparts."""
 
-    __slots__ = ("_rank", "itemsize", "name", "numpy", "torch")
+    # A dict __slots__ documents each attribute (help() and the docs-coverage check read it).
+    __slots__ = {
+        "_rank": "Position in the promotion lattice inside its category (see promote_types).",
+        "itemsize": "Bytes per element, as torch.dtype.itemsize (bool: 1).",
+        "name": "The dtype's name without the module, as torch spells it: 'float32', 'int64', 'bool', ...",
+        "numpy": "The matching numpy.dtype, or None for bfloat16 (numpy has none; conversions go through torch).",
+        "torch": "The matching torch.dtype (the CPU backend's, and what to_torch / from_torch convert to and from).",
+    }
 
     def __init__(self, name: str, itemsize: int, torch_dtype: torch.dtype, numpy_dtype, rank: int):
         self.name = name
@@ -30,14 +37,17 @@ class DType:
 
     @property
     def is_floating_point(self) -> bool:
+        """True for float16, bfloat16, float32 and float64, as torch.dtype.is_floating_point."""
         return self.name in _FLOATING
 
     @property
     def is_signed(self) -> bool:
+        """False for uint8 and bool, True for the rest, as torch.dtype.is_signed."""
         return self.name not in ("uint8", "bool")
 
     @property
     def is_complex(self) -> bool:
+        """Always False: Genesis has no complex dtypes (torch.dtype.is_complex)."""
         return False
 
     @property
@@ -110,6 +120,7 @@ def as_dtype(value) -> DType:
 
 
 def get_default_dtype() -> DType:
+    """The floating-point dtype factories use for Python floats (float32 unless set_default_dtype changed it)."""
     return _default_dtype
 
 

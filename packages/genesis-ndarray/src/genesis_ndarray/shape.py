@@ -92,7 +92,7 @@ def view_strides(shape: Sequence[int], strides: Sequence[int], new_shape: Sequen
     """
     numel = math.prod(shape)
     if numel == 0:
-        return contiguous_strides(new_shape)
+        return contiguous_strides(tuple(new_shape))
     new_strides = [0] * len(new_shape)
     view_d = len(new_shape) - 1
     chunk_base_stride = strides[-1] if strides else 1

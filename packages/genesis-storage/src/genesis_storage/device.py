@@ -8,11 +8,14 @@ per device and made current in each thread before that thread issues driver call
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _driver
 from ._driver import check
 from .errors import CUDAUnavailableError
+
+if TYPE_CHECKING:  # stream.py imports this module
+    from .stream import Stream
 
 
 class _ThreadState(threading.local):
@@ -20,7 +23,7 @@ class _ThreadState(threading.local):
     a plain attribute lookup (getattr(local, name, default) on a missing name costs ~0.3 us)."""
 
     device = 0  # this thread's current device
-    streams: dict[int, Any] | None = None  # device -> current Stream (None: all default streams)
+    streams: dict[int, Stream] | None = None  # device -> current Stream (None: all default streams)
     handles: dict[int, int] | None = None  # device -> raw handle of that Stream
 
 
@@ -156,7 +159,7 @@ def _attr(index: int, name: str) -> int:
 
 def get_device_name(index: int | None = None) -> str:
     index = resolve(index)
-    raw = check("cuDeviceGetName", _driver.driver().cuDeviceGetName(256, _cu_device(index)))
+    raw: bytes = check("cuDeviceGetName", _driver.driver().cuDeviceGetName(256, _cu_device(index)))
     return raw.split(b"\0", 1)[0].decode()
 
 

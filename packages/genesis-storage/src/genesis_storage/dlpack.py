@@ -88,27 +88,32 @@ def _release(key: int) -> None:
         _exported.pop(key, None)
 
 
-@_Deleter
-def _deleter_versioned(ptr: int) -> None:
+# The C callbacks are wrapped by calling the CFUNCTYPE rather than using it as a decorator:
+# CFUNCTYPE's result is untyped, and as a decorator it would erase the functions' signatures.
+def _release_versioned(ptr: int) -> None:
     _release(DLManagedTensorVersioned.from_address(ptr).manager_ctx or 0)
 
 
-@_Deleter
-def _deleter_legacy(ptr: int) -> None:
+def _release_legacy(ptr: int) -> None:
     _release(DLManagedTensor.from_address(ptr).manager_ctx or 0)
 
+
+_deleter_versioned = _Deleter(_release_versioned)
+_deleter_legacy = _Deleter(_release_legacy)
 
 _CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
-@_CapsuleDestructor
-def _capsule_destructor(capsule: int) -> None:
+def _destroy_capsule(capsule: int) -> None:
     # Called when the capsule object dies. Consumed capsules were renamed "used_*": nothing to do.
     for name, cls in ((NAME_VERSIONED, DLManagedTensorVersioned), (NAME_LEGACY, DLManagedTensor)):
         if _raw.PyCapsule_IsValid(capsule, name):
             ptr = _raw.PyCapsule_GetPointer(capsule, name)
             cls.from_address(ptr).deleter(ptr)
             return
+
+
+_capsule_destructor = _CapsuleDestructor(_destroy_capsule)
 
 
 def _sync_consumer(view: Any, stream: int | None) -> None:

@@ -7,19 +7,21 @@ file), "w+" (create or overwrite). flush() writes dirty pages to the file.
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 import numpy as np
 
 from .dtypes import NUMPY_DTYPES, itemsize
 from .errors import StorageClosedError
 
-_MODES = ("r", "r+", "w+")
+MapMode = Literal["r", "r+", "w+"]
+_MODES: tuple[MapMode, ...] = ("r", "r+", "w+")
 
 
 class MappedStorage:
     __slots__ = ("__weakref__", "_map", "mode", "nbytes", "path")
 
-    def __init__(self, path: str | os.PathLike[str], mode: str = "r", nbytes: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], mode: MapMode = "r", nbytes: int | None = None) -> None:
         if mode not in _MODES:
             raise ValueError(f"MappedStorage mode must be one of {_MODES}, got {mode!r}")
         self.path = os.fspath(path)

@@ -88,6 +88,8 @@ class SharedStorage:
     def numpy(self, dtype: str = "uint8", shape: tuple[int, ...] | None = None) -> np.ndarray:
         """A numpy view on the shared bytes (valid until close())."""
         buf = self._live().buf
+        if buf is None:  # typeshed: None once the mapping is closed, which _live() has ruled out
+            raise StorageClosedError(f"SharedStorage {self.name!r} used after close()")
         n = self.nbytes // itemsize(dtype)
         arr = np.frombuffer(buf, dtype=NUMPY_DTYPES[dtype], count=n)
         return arr.reshape(shape) if shape is not None else arr

@@ -33,6 +33,7 @@ class CUDAStorage:
     # _streams: Stream objects this memory was recorded on; held so that none of them is destroyed
     # before the free below records its event on it (a destroyed stream's handle is invalid).
     __slots__ = ("__weakref__", "_alloc", "_block", "_owner", "_ptr", "_streams", "device", "nbytes")
+    _streams: list[Stream]  # set on the first record_stream()
 
     def __init__(self, nbytes: int, device: int | None = None) -> None:
         # Hot path (every op's output): thread-local reads with class defaults, one allocator call.
@@ -44,7 +45,7 @@ class CUDAStorage:
                 a = get_allocator(device)
             handles = _tls.handles
             block = a.malloc(nbytes, 0 if handles is None else handles.get(device, 0))
-            self._ptr = block.addr
+            self._ptr: int | None = block.addr
             self._block: Block | None = block
         elif nbytes == 0:
             a = allocators.get(device)

@@ -124,13 +124,13 @@ class Event:
         check("cuEventRecord", drv.cuEventRecord(self._cu, stream._cu_stream()))
 
     def synchronize(self) -> None:
-        if self._cu is None:
+        if self._cu is None or self.device is None:  # not recorded yet (record() sets both)
             return
         drv = ensure_context(self.device)
         check("cuEventSynchronize", drv.cuEventSynchronize(self._cu))
 
     def query(self) -> bool:
-        if self._cu is None:
+        if self._cu is None or self.device is None:  # not recorded yet (record() sets both)
             return True
         drv = ensure_context(self.device)
         (err,) = drv.cuEventQuery(self._cu)
@@ -144,7 +144,7 @@ class Event:
 
     def elapsed_time(self, end: Event) -> float:
         """Milliseconds between this event and `end` (both recorded, timing enabled)."""
-        if self._cu is None or end._cu is None:
+        if self._cu is None or end._cu is None or self.device is None:
             raise RuntimeError("elapsed_time needs both events recorded")
         if not (self.enable_timing and end.enable_timing):
             raise RuntimeError("elapsed_time needs events created with enable_timing=True")
@@ -195,11 +195,12 @@ def current_stream_handle(dev: int) -> int:
 
 def set_stream(s: Stream) -> None:
     """Make `s` the current stream of its device in this thread."""
-    if _tls.streams is None:
-        _tls.streams = {}
-        _tls.handles = {}
-    _tls.streams[s.device] = s
-    _tls.handles[s.device] = s.handle
+    streams, handles = _tls.streams, _tls.handles
+    if streams is None or handles is None:  # both are set together, here
+        streams = _tls.streams = {}
+        handles = _tls.handles = {}
+    streams[s.device] = s
+    handles[s.device] = s.handle
 
 
 class stream:

@@ -216,7 +216,9 @@ def empty(shape: tuple[int, ...], dtype: str, device: int | None = None) -> Stri
     v.itemsize = isz
     v.device = storage.device
     v.numel = numel
-    v.ptr = storage._ptr
+    # A storage fresh from CUDAStorage() is live, so _ptr is an int (None only after free());
+    # reading the field skips the .ptr property's check on every op's output.
+    v.ptr = storage._ptr  # type: ignore[assignment]
     v._contig = True
     return v
 

@@ -630,19 +630,19 @@ class ElementwiseMixin(TensorBase):
     # sight: hence the four ignores below, to drop once NDArray declares those methods.
     def logical_not(self) -> Tensor:
         """Elementwise logical NOT (zero becomes True): a bool tensor."""
-        return self._result_type(self.data.logical_not())  # type: ignore[attr-defined]
+        return self._result_type(self.data.logical_not())
 
     def isnan(self) -> Tensor:
         """A bool tensor, True where an element is NaN."""
-        return self._result_type(self.data.isnan())  # type: ignore[attr-defined]
+        return self._result_type(self.data.isnan())
 
     def isinf(self) -> Tensor:
         """A bool tensor, True where an element is +inf or -inf."""
-        return self._result_type(self.data.isinf())  # type: ignore[attr-defined]
+        return self._result_type(self.data.isinf())
 
     def isfinite(self) -> Tensor:
         """A bool tensor, True where an element is neither NaN nor infinite."""
-        return self._result_type(self.data.isfinite())  # type: ignore[attr-defined]
+        return self._result_type(self.data.isfinite())
 
     # ------------------------------------------------------------- unary math
     def exp(self) -> Tensor:

@@ -318,11 +318,8 @@ class CachingAllocator:
         else:
             kind = LARGE_KIND
         pool = self._pools.get((stream, kind))
-        block = None
-        if pool is not None:
-            block = pool.best_fit(size, size + OVERSIZE_SLACK if kind == HUGE_KIND else None)
-        if block is None:
-            block = self._new_block(size, kind, stream, nbytes)
+        fit = None if pool is None else pool.best_fit(size, size + OVERSIZE_SLACK if kind == HUGE_KIND else None)
+        block = fit if fit is not None else self._new_block(size, kind, stream, nbytes)
         block.state = ALLOCATED  # before splitting: the remainder must not merge back into it
         rem = block.size - size
         if rem >= MIN_BLOCK if small else rem > SMALL_SIZE:

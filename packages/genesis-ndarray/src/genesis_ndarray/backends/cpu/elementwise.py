@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 
 from .common import reg
 
-_BINARY = {
+_BINARY: dict[str, Callable[..., torch.Tensor]] = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
     "floor_divide": torch.floor_divide, "remainder": torch.remainder, "fmod": torch.fmod, "pow": torch.pow,
     "maximum": torch.maximum, "minimum": torch.minimum, "atan2": torch.atan2,
@@ -20,7 +21,7 @@ _BINARY = {
 _NEEDS_TENSOR = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor"}
 
 # Unary names torch has under nn.functional only (or under another spelling); the rest are torch.<name>.
-_UNARY = {
+_UNARY: dict[str, Callable[..., torch.Tensor]] = {
     "relu": torch.relu, "sigmoid": torch.sigmoid, "silu": torch.nn.functional.silu,
     "logical_not": torch.logical_not, "bitwise_not": torch.bitwise_not,
     "gelu": torch.nn.functional.gelu,

@@ -24,6 +24,14 @@ def dtype_of(v: View) -> DType:
     return dtype_by_name[v.dtype]
 
 
+def index_of(device: Device) -> int:
+    """A cuda device's index (Device fills in 0 for a bare "cuda"; only cpu's index is None)."""
+    index = device.index
+    if index is None:
+        raise RuntimeError(f"expected a cuda device, got {device}")
+    return index
+
+
 def stream_of(v: View) -> int:
     """The raw handle of this thread's current stream on v's device (read on every launch)."""
     return current_stream_handle(v.device)
@@ -34,12 +42,13 @@ def empty_like_shape(v: View, shape, dtype: DType | None = None) -> View:
 
 
 def new(shape, dtype: DType, device: Device) -> View:
+    index = index_of(device)
     count = gs.device_count()
-    if device.index >= count:
+    if index >= count:
         if count == 0:  # torch's one message: no driver, or no GPU
             raise RuntimeError(gs.unavailable_reason())
         raise RuntimeError(f"CUDA error: invalid device ordinal (device {device} requested, {count} available)")
-    return gs.empty(tuple(shape), dtype.name, device.index)
+    return gs.empty(tuple(shape), dtype.name, index)
 
 
 def result_type(a, b) -> DType:

@@ -213,6 +213,8 @@ def _result_type(*views: View) -> DType:
         else:
             zero = d if zero is None else promote_types(zero, d)
     if dim is None:
+        if zero is None:
+            raise TypeError("result_type needs at least one array")
         return zero
     if zero is None or zero.category <= dim.category:
         return dim

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ def _scalar_of(a: View):
 def _prepare(v: View, index) -> tuple:
     """The index's items, with lists / numpy / torch arrays copied to v's device and 0-d arrays
     read back as Python scalars (torch does the same: a 0-d integer index selects)."""
-    items = []
+    items: list[Any] = []  # scalars, slices, None, Ellipsis and index views
     for item in normalize(index):
         if item is None or item is Ellipsis or isinstance(item, slice | bool | int):
             items.append(item)

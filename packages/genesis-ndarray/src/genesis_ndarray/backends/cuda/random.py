@@ -16,7 +16,7 @@ import genesis_kernels as gk
 
 from ...device import Device
 from ...dtypes import DType, bool_, float32, int64
-from .common import View, dtype_of, new, reg, stream_of
+from .common import View, dtype_of, index_of, new, reg, stream_of
 from .elementwise import binary, unary
 from .memory import cast, copy_, fill_
 
@@ -25,7 +25,7 @@ _default_seed = [0]
 
 
 def _take(device: Device, n: int) -> tuple[int, int]:
-    state = _state.setdefault(device.index, [_default_seed[0], 0])
+    state = _state.setdefault(index_of(device), [_default_seed[0], 0])
     seed, offset = state
     # Philox yields four numbers per counter; keep draws on whole counters.
     state[1] = offset + (n + 3) // 4 * 4
@@ -178,7 +178,7 @@ def dropout_backward(grad_output: View, mask: View, scale: float) -> View:
 # The state of one device's generator is 16 bytes, as torch's CUDA generator state:
 # the seed and the offset, two little-endian uint64.
 def _state_of(device: Device) -> list[int]:
-    return _state.setdefault(device.index, [_default_seed[0], 0])
+    return _state.setdefault(index_of(device), [_default_seed[0], 0])
 
 
 @reg("get_rng_state")
@@ -195,7 +195,7 @@ def set_rng_state(state, device: Device) -> None:
         seed, offset = (int(x) for x in state.contiguous().numpy().view("<u8"))
     else:
         seed, offset = state
-    _state[device.index] = [int(seed), int(offset)]
+    _state[index_of(device)] = [int(seed), int(offset)]
 
 
 @reg("initial_seed")
