@@ -74,8 +74,10 @@ def main() -> None:
     else:
         config, batch = dict(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768), 8
     rng = np.random.default_rng(0)
-    trainers = {"genesis": Trainer(load("gpt_genesis", None), config, batch),
-                "torch": Trainer(load("gpt_torch", TO_TORCH), config, batch)}
+    trainers = {
+        "genesis": Trainer(load("gpt_genesis", None), config, batch),
+        "torch": Trainer(load("gpt_torch", TO_TORCH), config, batch),
+    }
     times: dict[str, list[float]] = {name: [] for name in trainers}
     first: dict[str, float] = {}
     for step in range(args.warmup + args.steps):

@@ -77,38 +77,59 @@ def main() -> None:
         o = torch.empty(n, device="cuda", dtype=dtype)
         cdt = "float32"
         for op, tfn in (("add", torch.add), ("mul", torch.mul)):
-            t = interleaved({"genesis": partial(gk.binary, op, buf(a), buf(b), buf(o), compute_dtype=cdt),
-                             "torch": partial(tfn, a, b, out=o)}, reps)
+            t = interleaved(
+                {
+                    "genesis": partial(gk.binary, op, buf(a), buf(b), buf(o), compute_dtype=cdt),
+                    "torch": partial(tfn, a, b, out=o),
+                },
+                reps,
+            )
             report(f"{op} {str(dtype)[6:]} contiguous", t["genesis"], t["torch"], 3 * n * dtype.itemsize, copy_gbs)
         a2 = a[: side * side].view(side, side)
         b2t = b[: side * side].view(side, side).t()
         o2 = o[: side * side].view(side, side)
         for op, tfn in (("add", torch.add), ("mul", torch.mul)):
-            t = interleaved({"genesis": partial(gk.binary, op, buf(a2), buf(b2t), buf(o2), compute_dtype=cdt),
-                             "torch": partial(tfn, a2, b2t, out=o2)}, reps)
-            report(f"{op} {str(dtype)[6:]} one operand transposed", t["genesis"], t["torch"],
-                   3 * side * side * dtype.itemsize, copy_gbs)
+            t = interleaved(
+                {
+                    "genesis": partial(gk.binary, op, buf(a2), buf(b2t), buf(o2), compute_dtype=cdt),
+                    "torch": partial(tfn, a2, b2t, out=o2),
+                },
+                reps,
+            )
+            report(
+                f"{op} {str(dtype)[6:]} one operand transposed",
+                t["genesis"],
+                t["torch"],
+                3 * side * side * dtype.itemsize,
+                copy_gbs,
+            )
         del a, b, o
 
     x = torch.randn(8192, 8192, device="cuda")
     for label, dims in (("sum over last dim", (1,)), ("sum over first dim", (0,)), ("sum over all", (0, 1))):
         out = torch.empty(tuple(s for d, s in enumerate(x.shape) if d not in dims), device="cuda")
-        t = interleaved({"genesis": lambda dims=dims, out=out: gk.reduce("sum", buf(x), buf(out), dims),
-                         "torch": lambda dims=dims, out=out: torch.sum(x, dim=dims, out=out)}, reps)
+        t = interleaved(
+            {
+                "genesis": lambda dims=dims, out=out: gk.reduce("sum", buf(x), buf(out), dims),
+                "torch": lambda dims=dims, out=out: torch.sum(x, dim=dims, out=out),
+            },
+            reps,
+        )
         report(f"{label} 8192x8192 fp32", t["genesis"], t["torch"], x.numel() * 4, copy_gbs)
 
     x = torch.randn(8192, 8192, device="cuda")
     y = torch.empty_like(x)
-    t = interleaved({"genesis": lambda: gk.softmax(buf(x), buf(y)), "torch": lambda: torch.softmax(x, -1, out=y)},
-                    reps)
+    t = interleaved({"genesis": lambda: gk.softmax(buf(x), buf(y)), "torch": lambda: torch.softmax(x, -1, out=y)}, reps)
     report("softmax 8192x8192 fp32", t["genesis"], t["torch"], 2 * x.numel() * 4, copy_gbs)
     for dtype in (torch.bfloat16, torch.float32):
         a = torch.randn(4096, 4096, device="cuda", dtype=dtype)
         b = torch.randn(4096, 4096, device="cuda", dtype=dtype)
         o = torch.empty(4096, 4096, device="cuda", dtype=dtype)
         a3, b3, o3 = a.unsqueeze(0), b.unsqueeze(0), o.unsqueeze(0)
-        t = interleaved({"genesis": partial(gk.matmul, buf(a3), buf(b3), buf(o3)),
-                         "torch": partial(torch.matmul, a, b, out=o)}, max(3, reps // 3))
+        t = interleaved(
+            {"genesis": partial(gk.matmul, buf(a3), buf(b3), buf(o3)), "torch": partial(torch.matmul, a, b, out=o)},
+            max(3, reps // 3),
+        )
         tflops = 2 * 4096**3 / (t["genesis"] * 1e-3) / 1e12
         report(f"matmul 4096^3 {str(dtype)[6:]} ({tflops:.0f} TFLOP/s)", t["genesis"], t["torch"])
 
@@ -121,8 +142,11 @@ def main() -> None:
         gk.binary("add", ba, bb, bo, compute_dtype="float32")
         torch.add(a, b, out=o)
     results = {}
-    for name, fn in (("genesis", lambda: gk.binary("add", ba, bb, bo, compute_dtype="float32")),
-                     ("torch out=", lambda: torch.add(a, b, out=o)), ("torch a + b", lambda: a + b)):
+    for name, fn in (
+        ("genesis", lambda: gk.binary("add", ba, bb, bo, compute_dtype="float32")),
+        ("torch out=", lambda: torch.add(a, b, out=o)),
+        ("torch a + b", lambda: a + b),
+    ):
         samples = []
         for _ in range(5):
             torch.cuda.synchronize()
@@ -142,14 +166,24 @@ def main() -> None:
     x = torch.randn(n, device="cuda")
     idx = torch.randint(0, n, (n,), device="cuda")
     out = torch.empty(n, device="cuda")
-    t = interleaved({"genesis": lambda: gk.gather(buf(x), 0, buf(idx), buf(out)),
-                     "torch": lambda: torch.gather(x, 0, idx, out=out)}, reps)
+    t = interleaved(
+        {
+            "genesis": lambda: gk.gather(buf(x), 0, buf(idx), buf(out)),
+            "torch": lambda: torch.gather(x, 0, idx, out=out),
+        },
+        reps,
+    )
     report("gather 1e7 fp32 (int64 index)", t["genesis"], t["torch"], n * (4 + 8 + 4), copy_gbs)
     rows = x.view(n // 100, 100)
     ridx = torch.randint(0, n // 100, (n // 100,), device="cuda")
     rout = torch.empty(n // 100, 100, device="cuda")
-    t = interleaved({"genesis": lambda: gk.index_select(buf(rows), 0, buf(ridx), buf(rout)),
-                     "torch": lambda: torch.index_select(rows, 0, ridx, out=rout)}, reps)
+    t = interleaved(
+        {
+            "genesis": lambda: gk.index_select(buf(rows), 0, buf(ridx), buf(rout)),
+            "torch": lambda: torch.index_select(rows, 0, ridx, out=rout),
+        },
+        reps,
+    )
     report("index_select 1e5 rows x 100 fp32", t["genesis"], t["torch"], 2 * n * 4, copy_gbs)
     mask = torch.rand(n, device="cuda") > 0.5
 

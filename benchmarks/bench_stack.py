@@ -53,7 +53,8 @@ def bench_small_add(quick: bool) -> None:
         result = _interleaved(
             {"genesis": lambda ga=ga, gb=gb: ga + gb, "torch": lambda ta=ta, tb=tb: ta + tb},
             {"genesis": genesis.cuda.synchronize, "torch": torch.cuda.synchronize},
-            iters, rounds,
+            iters,
+            rounds,
         )
         g, t = result["genesis"] * 1e6, result["torch"] * 1e6
         print(f"{requires_grad!s:>14} {g:9.2f} {t:9.2f} {g / t:7.2f}")
@@ -63,8 +64,9 @@ def bench_mlp(quick: bool) -> None:
     iters, rounds = (10, 3) if quick else (50, 7)
     width, batch, depth = 1024, 64, 4
     torch.manual_seed(0)
-    tmodel = torch.nn.Sequential(*[m for _ in range(depth) for m in (torch.nn.Linear(width, width),
-                                                                     torch.nn.ReLU())]).cuda()
+    tmodel = torch.nn.Sequential(
+        *[m for _ in range(depth) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]
+    ).cuda()
     gmodel = gnn.Sequential(*[m for _ in range(depth) for m in (gnn.Linear(width, width), gnn.ReLU())])
     with genesis.no_grad():
         for gp, tp in zip(gmodel.parameters(), tmodel.parameters()):
@@ -81,8 +83,12 @@ def bench_mlp(quick: bool) -> None:
         tmodel.zero_grad()
         tmodel(tx).sum().backward()
 
-    result = _interleaved({"genesis": g_step, "torch": t_step},
-                          {"genesis": genesis.cuda.synchronize, "torch": torch.cuda.synchronize}, iters, rounds)
+    result = _interleaved(
+        {"genesis": g_step, "torch": t_step},
+        {"genesis": genesis.cuda.synchronize, "torch": torch.cuda.synchronize},
+        iters,
+        rounds,
+    )
     g, t = result["genesis"] * 1e3, result["torch"] * 1e3
     print(f"== MLP forward + backward ({depth} x Linear({width}, {width}) + ReLU, batch {batch}, float32; ms) ==")
     print(f"genesis {g:.3f}   torch {t:.3f}   ratio {g / t:.2f}")

@@ -73,8 +73,10 @@ def bench_alloc(quick: bool) -> None:
         for _ in range(k):
             torch.cuda.current_stream(0).cuda_stream  # noqa: B018
 
-    print(f"current_stream(0).handle: genesis {median_us(cs, n * 5, reps):.3f} us  "
-          f"torch.cuda.current_stream(0).cuda_stream {median_us(tcs, n * 5, reps):.3f} us")
+    print(
+        f"current_stream(0).handle: genesis {median_us(cs, n * 5, reps):.3f} us  "
+        f"torch.cuda.current_stream(0).cuda_stream {median_us(tcs, n * 5, reps):.3f} us"
+    )
 
 
 def workload(quick: bool, seed: int = 0) -> list[tuple[int, int]]:
@@ -129,10 +131,14 @@ def bench_fragmentation(quick: bool) -> None:
     t_ratio = torch.cuda.max_memory_reserved() / torch.cuda.max_memory_allocated()
     t_na = torch.cuda.memory_stats().get("num_device_alloc", 0) - n0
     torch.cuda.empty_cache()
-    print(f"genesis (default)                {g_ratio:.3f}  ratio {g_ratio / t_ratio:.3f}  {g_us:8.2f} us/step  "
-          f"device alloc/free {g_na}/{g_nf}")
-    print(f"genesis (max_fragmentation=1.0)  {c_ratio:.3f}  ratio {c_ratio / t_ratio:.3f}  {c_us:8.2f} us/step  "
-          f"device alloc/free {c_na}/{c_nf}")
+    print(
+        f"genesis (default)                {g_ratio:.3f}  ratio {g_ratio / t_ratio:.3f}  {g_us:8.2f} us/step  "
+        f"device alloc/free {g_na}/{g_nf}"
+    )
+    print(
+        f"genesis (max_fragmentation=1.0)  {c_ratio:.3f}  ratio {c_ratio / t_ratio:.3f}  {c_us:8.2f} us/step  "
+        f"device alloc/free {c_na}/{c_nf}"
+    )
     print(f"torch                            {t_ratio:.3f}                {t_us:8.2f} us/step  device alloc {t_na}")
 
 

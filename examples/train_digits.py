@@ -46,11 +46,14 @@ def main(argv=None) -> float:
 
     genesis.manual_seed(args.seed)
     (x_train, y_train), (x_test, y_test) = load_digits(args.seed)
-    loader = DataLoader(TensorDataset(x_train, y_train), batch_size=args.batch_size, shuffle=True,
-                        seed=args.seed, device=args.device)
+    loader = DataLoader(
+        TensorDataset(x_train, y_train), batch_size=args.batch_size, shuffle=True, seed=args.seed, device=args.device
+    )
     model = nn.Sequential(
-        nn.Linear(64, args.hidden), nn.ReLU(),
-        nn.Linear(args.hidden, args.hidden), nn.ReLU(),
+        nn.Linear(64, args.hidden),
+        nn.ReLU(),
+        nn.Linear(args.hidden, args.hidden),
+        nn.ReLU(),
         nn.Linear(args.hidden, 10),
     ).to(args.device)
     optimizer = genesis.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)

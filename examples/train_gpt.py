@@ -138,8 +138,8 @@ class CharData:
     def batch(self, split: str, batch_size: int, block_size: int, rng: np.random.Generator):
         data = self.split[split]
         starts = rng.integers(0, len(data) - block_size - 1, size=batch_size)
-        x = np.stack([data[s:s + block_size] for s in starts])
-        y = np.stack([data[s + 1:s + 1 + block_size] for s in starts])
+        x = np.stack([data[s : s + block_size] for s in starts])
+        y = np.stack([data[s + 1 : s + 1 + block_size] for s in starts])
         return x, y
 
     def decode(self, ids) -> str:
@@ -181,7 +181,7 @@ def sample(model, data: CharData, args, prompt: str, tokens: int, rng: np.random
     model.eval()
     ids = [data.index[c] for c in prompt]
     for _ in range(tokens):
-        context = genesis.tensor([ids[-args.block_size:]], device=args.device)
+        context = genesis.tensor([ids[-args.block_size :]], device=args.device)
         logits, _ = model(context)
         probs = F.softmax(logits[0, -1].float() / args.temperature, dim=-1).cpu().numpy().astype(np.float64)
         ids.append(int(rng.choice(len(probs), p=probs / probs.sum())))
@@ -224,8 +224,12 @@ def parse_args(argv=None):
     parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--clip", type=float, default=1.0)
-    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default=None,
-                        help="autocast dtype (default: bfloat16 on cuda, none on cpu)")
+    parser.add_argument(
+        "--dtype",
+        choices=["float32", "bfloat16", "float16"],
+        default=None,
+        help="autocast dtype (default: bfloat16 on cuda, none on cpu)",
+    )
     parser.add_argument("--eval-interval", type=int, default=250)
     parser.add_argument("--eval-batches", type=int, default=10)
     parser.add_argument("--out-dir", type=Path, default=Path("out/gpt"))
@@ -237,9 +241,11 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     on_gpu = args.device.startswith("cuda")
     # cpu: small enough for a visibly falling loss in about three minutes on two cores.
-    defaults = dict(steps=3000, batch_size=64, block_size=256, n_layer=6, n_head=6, n_embd=384, lr=1e-3,
-                    dtype="bfloat16") if on_gpu else \
-        dict(steps=1500, batch_size=16, block_size=64, n_layer=4, n_head=4, n_embd=128, lr=2e-3, dtype="float32")
+    defaults = (
+        dict(steps=3000, batch_size=64, block_size=256, n_layer=6, n_head=6, n_embd=384, lr=1e-3, dtype="bfloat16")
+        if on_gpu
+        else dict(steps=1500, batch_size=16, block_size=64, n_layer=4, n_head=4, n_embd=128, lr=2e-3, dtype="float32")
+    )
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -251,8 +257,14 @@ def main(argv=None) -> dict:
     genesis.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     data = CharData()
-    config = GPTConfig(vocab_size=len(data.chars), block_size=args.block_size, n_layer=args.n_layer,
-                       n_head=args.n_head, n_embd=args.n_embd, dropout=args.dropout)
+    config = GPTConfig(
+        vocab_size=len(data.chars),
+        block_size=args.block_size,
+        n_layer=args.n_layer,
+        n_head=args.n_head,
+        n_embd=args.n_embd,
+        dropout=args.dropout,
+    )
     model = GPT(config).to(args.device)
     optimizer = configure_optimizer(model, args.lr, args.weight_decay)
     scheduler = genesis.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, args.warmup, args.steps))
@@ -276,9 +288,11 @@ def main(argv=None) -> dict:
         print(f"resumed from {ckpt_path} at step {start_step}")
 
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"GPT: {n_params / 1e6:.2f} M parameters, {config.n_layer} layers, {config.n_embd} wide, "
-          f"{len(data.chars)} characters, context {config.block_size}; {args.device}, "
-          f"{args.dtype}; {args.steps} steps of {args.batch_size} x {args.block_size} tokens")
+    print(
+        f"GPT: {n_params / 1e6:.2f} M parameters, {config.n_layer} layers, {config.n_embd} wide, "
+        f"{len(data.chars)} characters, context {config.block_size}; {args.device}, "
+        f"{args.dtype}; {args.steps} steps of {args.batch_size} x {args.block_size} tokens"
+    )
 
     try:
         from tqdm import tqdm
@@ -320,16 +334,27 @@ def main(argv=None) -> dict:
                 tqdm.write(message)
             else:
                 print(message)
-            genesis.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                          "scheduler": scheduler.state_dict(), "step": step + 1, "history": history,
-                          "config": asdict(config)}, ckpt_path)
+            genesis.save(
+                {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "step": step + 1,
+                    "history": history,
+                    "config": asdict(config),
+                },
+                ckpt_path,
+            )
             save_plot(history, args.out_dir / "loss.png")
     if bar is not None:
         bar.close()
     text = sample(model, data, args, "And God said", args.sample_tokens, np.random.default_rng(args.seed))
     print("\n--- sample ---\n" + text + "\n--------------")
-    summary = {"final_val": history["val"][-1] if history["val"] else None,
-               "first_train": history["train"][0] if history["train"] else None, "steps": args.steps}
+    summary = {
+        "final_val": history["val"][-1] if history["val"] else None,
+        "first_train": history["train"][0] if history["train"] else None,
+        "steps": args.steps,
+    }
     (args.out_dir / "summary.json").write_text(json.dumps(summary))
     return summary
 

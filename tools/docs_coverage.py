@@ -84,7 +84,7 @@ def members(cls: type, skip: set[type]) -> Iterator[tuple[str, bool]]:
                 continue
             documented = has_doc(unwrap(member))
             # An override takes the docstring of the method it overrides (see the module docstring).
-            for base in own[i + 1:]:
+            for base in own[i + 1 :]:
                 if name in vars(base) and isinstance(vars(base)[name], MEMBER_KINDS):
                     documented = documented or has_doc(unwrap(vars(base)[name]))
             yield f"{klass.__qualname__}.{name}", documented

@@ -57,15 +57,21 @@ def persistent_add() -> None:
         for per_sm in (2, 4, 8, 16):
             for evict in (False, True):
                 progs = per_sm * sm_count()
-                f = k.build((block, warps, progs, evict), {"a": "*fp32", "b": "*fp32", "out": "*fp32", "n": "i32"},
-                            {"BLOCK": block, "STEP": progs * block, "EVICT": evict}, ("a", "b", "out", "n"),
-                            num_warps=warps)
+                f = k.build(
+                    (block, warps, progs, evict),
+                    {"a": "*fp32", "b": "*fp32", "out": "*fp32", "n": "i32"},
+                    {"BLOCK": block, "STEP": progs * block, "EVICT": evict},
+                    ("a", "b", "out", "n"),
+                    num_warps=warps,
+                )
                 args = (a.data_ptr(), b.data_ptr(), o.data_ptr(), n, block, progs * block, evict)
-                t = interleaved({"g": lambda: f((progs, 1, 1), stream, args),
-                                 "t": lambda: torch.add(a, b, out=o)}, 30)
+                t = interleaved({"g": lambda: f((progs, 1, 1), stream, args), "t": lambda: torch.add(a, b, out=o)}, 30)
                 torch.testing.assert_close(o, a + b)
-                print(f"  BLOCK {block:5d} warps {warps} programs/SM {per_sm:2d} evict_first {evict!s:<5} "
-                      f"ratio {t['t'] / t['g']:.3f}", flush=True)
+                print(
+                    f"  BLOCK {block:5d} warps {warps} programs/SM {per_sm:2d} evict_first {evict!s:<5} "
+                    f"ratio {t['t'] / t['g']:.3f}",
+                    flush=True,
+                )
 
 
 def wall_per_op(fn, loops: int = 20000) -> float:
@@ -113,8 +119,13 @@ def elementwise_sweep() -> None:
         a, b, o = (torch.randn(n, device="cuda", dtype=dtype) for _ in range(3))
         for block, warps in ((1024, 4), (2048, 4), (2048, 8), (4096, 4), (4096, 8), (8192, 8), (8192, 16)):
             ew.launch_config = lambda itemsize, contiguous, _b=block, _w=warps: (_b, _w)
-            t = interleaved({"g": lambda: gk.binary("add", buf(a), buf(b), buf(o), compute_dtype=str(dtype)[6:]),
-                             "t": lambda: torch.add(a, b, out=o)}, 30)
+            t = interleaved(
+                {
+                    "g": lambda: gk.binary("add", buf(a), buf(b), buf(o), compute_dtype=str(dtype)[6:]),
+                    "t": lambda: torch.add(a, b, out=o),
+                },
+                30,
+            )
             print(f"  {str(dtype)[6:]:<9} BLOCK {block:5d} warps {warps:2d}   ratio {t['t'] / t['g']:.3f}", flush=True)
     ew.launch_config = original
 
@@ -124,20 +135,63 @@ def reduce_sweep() -> None:
     x = torch.randn(8192, 8192, device="cuda")
     original = rd.tile_config
     cases = {
-        "last": (-1, [(1, 2048, 4, 4), (2, 2048, 8, 4), (4, 1024, 8, 4), (1, 4096, 8, 4), (1, 8192, 16, 4),
-                      (2, 4096, 8, 4), (4, 2048, 8, 4), (8, 1024, 8, 4), (1, 2048, 8, 4), (4, 512, 4, 4)]),
-        "first": (0, [(128, 32, 8, 4), (128, 32, 8, 8), (128, 32, 8, 16), (256, 16, 8, 8), (256, 32, 8, 8),
-                      (512, 8, 8, 8), (64, 64, 4, 8), (128, 16, 4, 16), (256, 16, 4, 16), (512, 16, 8, 16)]),
-        "all": (None, [(1, 2048, 4, 4), (1, 4096, 8, 4), (1, 8192, 8, 4), (1, 4096, 4, 8), (1, 2048, 4, 8),
-                       (1, 4096, 8, 8), (1, 8192, 16, 4), (1, 1024, 4, 16), (1, 2048, 8, 16)]),
+        "last": (
+            -1,
+            [
+                (1, 2048, 4, 4),
+                (2, 2048, 8, 4),
+                (4, 1024, 8, 4),
+                (1, 4096, 8, 4),
+                (1, 8192, 16, 4),
+                (2, 4096, 8, 4),
+                (4, 2048, 8, 4),
+                (8, 1024, 8, 4),
+                (1, 2048, 8, 4),
+                (4, 512, 4, 4),
+            ],
+        ),
+        "first": (
+            0,
+            [
+                (128, 32, 8, 4),
+                (128, 32, 8, 8),
+                (128, 32, 8, 16),
+                (256, 16, 8, 8),
+                (256, 32, 8, 8),
+                (512, 8, 8, 8),
+                (64, 64, 4, 8),
+                (128, 16, 4, 16),
+                (256, 16, 4, 16),
+                (512, 16, 8, 16),
+            ],
+        ),
+        "all": (
+            None,
+            [
+                (1, 2048, 4, 4),
+                (1, 4096, 8, 4),
+                (1, 8192, 8, 4),
+                (1, 4096, 4, 8),
+                (1, 2048, 4, 8),
+                (1, 4096, 8, 8),
+                (1, 8192, 16, 4),
+                (1, 1024, 4, 16),
+                (1, 2048, 8, 16),
+            ],
+        ),
     }
     for name, (dim, configs) in cases.items():
         out = torch.empty(8192, device="cuda") if dim is not None else torch.empty((), device="cuda")
         dims = (dim % 2,) if dim is not None else (0, 1)
         for cfg in [None, *configs]:
             rd.tile_config = original if cfg is None else (lambda M, K, rc, kc, _c=cfg: _c)
-            t = interleaved({"g": lambda: gk.reduce("sum", buf(x), buf(out), dims),
-                             "t": lambda: torch.sum(x, dim=dim, out=out) if dim is not None else torch.sum(x)}, 30)
+            t = interleaved(
+                {
+                    "g": lambda: gk.reduce("sum", buf(x), buf(out), dims),
+                    "t": lambda: torch.sum(x, dim=dim, out=out) if dim is not None else torch.sum(x),
+                },
+                30,
+            )
             torch.testing.assert_close(out.double().sum(), x.double().sum(dims).sum(), rtol=1e-4, atol=1e-2)
             label = "default" if cfg is None else str(cfg)
             print(f"  sum {name:<6} {label:<22} ratio {t['t'] / t['g']:.3f}", flush=True)
@@ -150,14 +204,20 @@ def indexing() -> None:
     x = torch.randn(n, device="cuda")
     idx = torch.randint(0, n, (n,), device="cuda")
     out = torch.empty(n, device="cuda")
-    t = interleaved({"g": lambda: gk.gather(buf(x), 0, buf(idx), buf(out)),
-                     "t": lambda: torch.gather(x, 0, idx, out=out)}, 30)
+    t = interleaved(
+        {"g": lambda: gk.gather(buf(x), 0, buf(idx), buf(out)), "t": lambda: torch.gather(x, 0, idx, out=out)}, 30
+    )
     print(f"  gather       ratio {t['t'] / t['g']:.3f}", flush=True)
     rows = x.view(n // 100, 100)
     ridx = torch.randint(0, n // 100, (n // 100,), device="cuda")
     rout = torch.empty(n // 100, 100, device="cuda")
-    t = interleaved({"g": lambda: gk.index_select(buf(rows), 0, buf(ridx), buf(rout)),
-                     "t": lambda: torch.index_select(rows, 0, ridx, out=rout)}, 30)
+    t = interleaved(
+        {
+            "g": lambda: gk.index_select(buf(rows), 0, buf(ridx), buf(rout)),
+            "t": lambda: torch.index_select(rows, 0, ridx, out=rout),
+        },
+        30,
+    )
     print(f"  index_select ratio {t['t'] / t['g']:.3f}", flush=True)
 
 

@@ -23,8 +23,7 @@ def main(paths: list[str]) -> int:
         text = Path(name).read_text()
         for match in BLOCK.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
-            result = subprocess.run([sys.executable, "-c", match.group(1)], capture_output=True, text=True,
-                                    timeout=300)
+            result = subprocess.run([sys.executable, "-c", match.group(1)], capture_output=True, text=True, timeout=300)
             ran += 1
             if result.returncode:
                 failures += 1

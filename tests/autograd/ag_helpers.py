@@ -85,8 +85,11 @@ def make_inputs(specs, device):
 
 
 # ---------------------------------------------------------------- forward in any dtype
-FWD_TOL = {torch.float32: dict(rtol=1.3e-6, atol=1e-5), torch.float16: dict(rtol=2e-3, atol=1e-4),
-           torch.bfloat16: dict(rtol=1.6e-2, atol=1e-3)}
+FWD_TOL = {
+    torch.float32: dict(rtol=1.3e-6, atol=1e-5),
+    torch.float16: dict(rtol=2e-3, atol=1e-4),
+    torch.bfloat16: dict(rtol=1.6e-2, atol=1e-3),
+}
 
 
 def to_genesis_any_dtype(t, device):
@@ -115,8 +118,9 @@ def I(shape, rg=True, domain="any", layout="c"):  # noqa: E743 - a compact spec 
 
 def params(cases, devices=("cpu", "cuda")):
     """pytest params (case, device), with ids "<case>-<device>"; cuda ones skipped where there is none."""
-    return [pytest.param(c, d, id=f"{c[0]}-{d}", marks=requires_cuda if d == "cuda" else ())
-            for c in cases for d in devices]
+    return [
+        pytest.param(c, d, id=f"{c[0]}-{d}", marks=requires_cuda if d == "cuda" else ()) for c in cases for d in devices
+    ]
 
 
 def _outputs(out):

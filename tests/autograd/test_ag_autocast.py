@@ -39,8 +39,9 @@ def test_op_policies_follow_torchs_cuda_lists(device: str, low: str, torch_low) 
         }
     for name, (ours, theirs, expected) in cases.items():
         assert ours.dtype.name == expected, name
-        np.testing.assert_allclose(ours.float().cpu().numpy(), theirs.float().numpy(), rtol=1e-2, atol=1e-2,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            ours.float().cpu().numpy(), theirs.float().numpy(), rtol=1e-2, atol=1e-2, err_msg=name
+        )
 
 
 @pytest.mark.parametrize(("low", "torch_low"), LOW)
@@ -51,8 +52,14 @@ def test_dtypes_equal_torch_cuda_autocast(low: str, torch_low) -> None:
     h, th = pair((4, 5), "cuda", low, seed=3)
     ta, th = ta.cuda(), th.cuda()
     with ag.autocast("cuda", dtype=low), torch.autocast("cuda", dtype=torch_low):
-        pairs = [(a @ a.T, ta @ ta.T), (h.softmax(-1), th.softmax(-1)), (h.exp(), th.exp()), (h.sum(), th.sum()),
-                 (ag.cat([h, a]), torch.cat([th, ta])), (h.log_softmax(-1), th.log_softmax(-1))]
+        pairs = [
+            (a @ a.T, ta @ ta.T),
+            (h.softmax(-1), th.softmax(-1)),
+            (h.exp(), th.exp()),
+            (h.sum(), th.sum()),
+            (ag.cat([h, a]), torch.cat([th, ta])),
+            (h.log_softmax(-1), th.log_softmax(-1)),
+        ]
     for ours, theirs in pairs:
         assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
 

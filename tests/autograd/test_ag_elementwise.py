@@ -58,11 +58,11 @@ CASES = [
     ("div", lambda lib, a, b: a / b, [I((3, 4), False), I((3, 4), domain="pos")]),
     ("div-bcast", lambda lib, a, b: a / b, [I((2, 3, 4)), I((3, 1), domain="pos")]),
     ("rdiv", lambda lib, a: 2.0 / a, [I((3, 4), domain="pos")]),
-    ("pow", lambda lib, a, b: a ** b, [I((3, 4), domain="pos"), I((3, 4))]),
-    ("pow-nograd-base", lambda lib, a, b: a ** b, [I((3, 4), False, "pos"), I((4,))]),
-    ("pow-scalar", lambda lib, a: a ** 2.5, [I((3, 4), domain="pos")]),
+    ("pow", lambda lib, a, b: a**b, [I((3, 4), domain="pos"), I((3, 4))]),
+    ("pow-nograd-base", lambda lib, a, b: a**b, [I((3, 4), False, "pos"), I((4,))]),
+    ("pow-scalar", lambda lib, a: a**2.5, [I((3, 4), domain="pos")]),
     ("pow-int", lambda lib, a: a.pow(3), [I((3, 4))]),
-    ("rpow", lambda lib, a: 2 ** a, [I((3, 4))]),
+    ("rpow", lambda lib, a: 2**a, [I((3, 4))]),
     ("neg", lambda lib, a: -a, [I((3, 4), layout="t")]),
     ("maximum", lambda lib, a, b: a.maximum(b), [I((3, 4), False), I((3, 4))]),
     ("maximum-ties", lambda lib, a, b: a.maximum(b), [I((3, 4), domain="ties"), I((4,), domain="ties")]),
@@ -98,8 +98,11 @@ CASES = [
     ("erf", lambda lib, a: a.erf(), [I((3, 4))]),
     ("silu", lambda lib, a: lib.nn.functional.silu(a) if lib is torch else a.silu(), [I((3, 4), layout="t")]),
     ("gelu", lambda lib, a: lib.nn.functional.gelu(a) if lib is torch else a.gelu(), [I((3, 4))]),
-    ("gelu-tanh", lambda lib, a: lib.nn.functional.gelu(a, approximate="tanh") if lib is torch
-     else a.gelu(approximate="tanh"), [I((4, 3), layout="t")]),
+    (
+        "gelu-tanh",
+        lambda lib, a: lib.nn.functional.gelu(a, approximate="tanh") if lib is torch else a.gelu(approximate="tanh"),
+        [I((4, 3), layout="t")],
+    ),
     ("sign-floor-ceil", lambda lib, a: a.sign() + a.floor() * a + a.ceil() * 2, [I((3, 4))]),
     ("round-trunc", lambda lib, a: a.round() * a + a.trunc(), [I((3, 4), layout="t")]),
     # ---- ternary, clamp, where
@@ -108,8 +111,11 @@ CASES = [
     ("lerp-tensor", lambda lib, a, b, w: a.lerp(b, w), [I((3, 4)), I((3, 4), False), I((2, 1, 4))]),
     ("lerp-tensor-t", lambda lib, w, a, b: a.lerp(b, w), [I((3, 4), layout="t"), I((3, 1)), I((3, 4))]),
     ("addcmul", lambda lib, x, a, b: x.addcmul(a, b), [I((3, 4), False), I((3, 1)), I((4,))]),
-    ("addcmul-value", lambda lib, x, a, b: lib.addcmul(x, a, b, value=-0.5), [I((2, 3, 4)), I((3, 4), False),
-                                                                              I((3, 4), layout="t")]),
+    (
+        "addcmul-value",
+        lambda lib, x, a, b: lib.addcmul(x, a, b, value=-0.5),
+        [I((2, 3, 4)), I((3, 4), False), I((3, 4), layout="t")],
+    ),
     ("addcdiv", lambda lib, x, a, b: x.addcdiv(a, b, value=2.0), [I((3, 4)), I((3, 4)), I((3, 4), domain="pos")]),
     ("addcdiv-bcast", lambda lib, a, x, b: x.addcdiv(a, b), [I((4,), False), I((3, 4)), I((3, 1), domain="pos")]),
     ("clamp", lambda lib, a: a.clamp(-0.5, 0.5), [I((3, 4))]),
@@ -120,8 +126,11 @@ CASES = [
     ("clamp-tensor-max", lambda lib, a, hi: lib.clamp(a, max=hi), [I((3, 4)), I((2, 1, 4))]),
     ("clamp-min-max-fns", lambda lib, a: a.clamp_min(-0.3) + a.clamp_max(0.2) + a.clip(-0.5, 0.5), [I((3, 4))]),
     ("where", lambda lib, c, a, b: lib.where(c > 0, a, b), [I((3, 4), False), I((3, 4)), I((4,))]),
-    ("where-nograd-first", lambda lib, c, a, b: lib.where(c > 0, a, b), [I((3, 1), False), I((3, 4), False),
-                                                                          I((3, 4))]),
+    (
+        "where-nograd-first",
+        lambda lib, c, a, b: lib.where(c > 0, a, b),
+        [I((3, 1), False), I((3, 4), False), I((3, 4))],
+    ),
     ("where-scalar", lambda lib, c, b: lib.where(c > 0, 0.5, b), [I((3, 4), False), I((3, 4))]),
     # ---- in-place forms
     ("inplace-chain", _inplace_chain, [I((3, 4)), I((4,))]),
@@ -155,19 +164,30 @@ def test_gradgradcheck(case, device):
 def test_unary_grad_fn_names_the_op(device):
     """One Unary Function serves the table; each op's subclass keeps its name in the graph."""
     x = to_genesis(values((3,)), device, requires_grad=True)
-    for method, name in [("exp", "ExpBackward0"), ("sign", "SignBackward0"), ("relu", "ReluBackward0"),
-                         ("gelu", "GeluBackward0"), ("neg", "NegBackward0"), ("log1p", "Log1pBackward0")]:
+    for method, name in [
+        ("exp", "ExpBackward0"),
+        ("sign", "SignBackward0"),
+        ("relu", "ReluBackward0"),
+        ("gelu", "GeluBackward0"),
+        ("neg", "NegBackward0"),
+        ("log1p", "Log1pBackward0"),
+    ]:
         assert getattr(x, method)().grad_fn.name() == name
 
 
 # ---------------------------------------------------------------- forward dtypes
 FWD_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64]
 UNARY_FWD = {
-    "exp2": ("any", lambda t: t.exp2()), "expm1": ("any", lambda t: t.expm1()),
-    "log2": ("pos", lambda t: t.log2()), "log10": ("pos", lambda t: t.log10()),
-    "log1p": ("pos", lambda t: t.log1p()), "rsqrt": ("pos", lambda t: t.rsqrt()),
-    "reciprocal": ("pos", lambda t: t.reciprocal()), "erf": ("any", lambda t: t.erf()),
-    "square": ("any", lambda t: t.square()), "tan": ("small", lambda t: t.tan()),
+    "exp2": ("any", lambda t: t.exp2()),
+    "expm1": ("any", lambda t: t.expm1()),
+    "log2": ("pos", lambda t: t.log2()),
+    "log10": ("pos", lambda t: t.log10()),
+    "log1p": ("pos", lambda t: t.log1p()),
+    "rsqrt": ("pos", lambda t: t.rsqrt()),
+    "reciprocal": ("pos", lambda t: t.reciprocal()),
+    "erf": ("any", lambda t: t.erf()),
+    "square": ("any", lambda t: t.square()),
+    "tan": ("small", lambda t: t.tan()),
 }
 
 
@@ -231,12 +251,34 @@ def test_floor_divide_is_recorded_but_has_no_derivative(device):
 
 
 def test_inplace_forms_match_torch(device):
-    assert_inplace_forms_match_torch(device, [
-        ("exp2_", ()), ("log2_", ()), ("log10_", ()), ("log1p_", ()), ("expm1_", ()), ("sin_", ()), ("cos_", ()),
-        ("rsqrt_", ()), ("reciprocal_", ()), ("square_", ()), ("erf_", ()), ("sign_", ()), ("floor_", ()),
-        ("ceil_", ()), ("round_", ()), ("trunc_", ()), ("atan2_", ("b",)), ("remainder_", (0.3,)),
-        ("fmod_", ("b",)), ("floor_divide_", ("b",)), ("lerp_", ("b", 0.2)), ("clamp_min_", (1.0,)),
-        ("clamp_max_", ("b",))])
+    assert_inplace_forms_match_torch(
+        device,
+        [
+            ("exp2_", ()),
+            ("log2_", ()),
+            ("log10_", ()),
+            ("log1p_", ()),
+            ("expm1_", ()),
+            ("sin_", ()),
+            ("cos_", ()),
+            ("rsqrt_", ()),
+            ("reciprocal_", ()),
+            ("square_", ()),
+            ("erf_", ()),
+            ("sign_", ()),
+            ("floor_", ()),
+            ("ceil_", ()),
+            ("round_", ()),
+            ("trunc_", ()),
+            ("atan2_", ("b",)),
+            ("remainder_", (0.3,)),
+            ("fmod_", ("b",)),
+            ("floor_divide_", ("b",)),
+            ("lerp_", ("b", 0.2)),
+            ("clamp_min_", (1.0,)),
+            ("clamp_max_", ("b",)),
+        ],
+    )
     ta, tb = values((3, 4), "pos"), values((3, 4), "pos")
     t, g = ta.clone(), to_genesis(ta, device)
     g.addcdiv_(to_genesis(tb, device), to_genesis(ta, device), value=3)
@@ -278,8 +320,9 @@ def test_bad_arguments_raise_torch_errors(device):
     with pytest.raises(RuntimeError, match="approximate"):
         x.gelu(approximate="fast")
     with pytest.raises(NotImplementedError):
-        to_genesis(torch.ones(3, dtype=torch.int64), device).lerp(to_genesis(torch.ones(3, dtype=torch.int64),
-                                                                              device), 0.5)
+        to_genesis(torch.ones(3, dtype=torch.int64), device).lerp(
+            to_genesis(torch.ones(3, dtype=torch.int64), device), 0.5
+        )
 
 
 def test_operands_have_torch_names(device):

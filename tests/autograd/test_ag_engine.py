@@ -52,7 +52,7 @@ def test_tensor_used_twice_sums_its_gradients(device):
 
 # ---------------------------------------------------------------- create_graph / double backward
 DOUBLE = [
-    ("cube", lambda x, w: (x ** 3 * w).sum()),
+    ("cube", lambda x, w: (x**3 * w).sum()),
     ("tanh", lambda x, w: (x.tanh() * w).sum()),
     ("exp-log", lambda x, w: ((x * x + 1).log() * x.exp() * w).sum()),
     ("matmul", lambda x, w: ((x @ x.T) * (w @ w.T)).sum()),
@@ -82,8 +82,8 @@ def test_create_graph_double_backward_matches_torch(device, fn):
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
 def test_backward_with_create_graph_leaves_a_differentiable_grad(device):
     tx, x = leaf((3,), device)
-    (x ** 3).sum().backward(create_graph=True)
-    (tx ** 3).sum().backward(create_graph=True)
+    (x**3).sum().backward(create_graph=True)
+    (tx**3).sum().backward(create_graph=True)
     assert x.grad.requires_grad
     assert_close(x.grad, tx.grad)
     (gg,) = genesis.autograd.grad(x.grad.sum(), x)
@@ -290,10 +290,19 @@ def test_register_hook_needs_requires_grad(device):
 
 
 # ---------------------------------------------------------------- in-place rules
-@pytest.mark.parametrize("op", [lambda x: x.add_(1.0), lambda x: x.mul_(2.0), lambda x: x.exp_(),
-                                lambda x: x.__setitem__(0, 1.0), lambda x: x.fill_(0.5), lambda x: x.zero_(),
-                                lambda x: x.clamp_(0, 1)],
-                         ids=["add_", "mul_", "exp_", "setitem", "fill_", "zero_", "clamp_"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda x: x.add_(1.0),
+        lambda x: x.mul_(2.0),
+        lambda x: x.exp_(),
+        lambda x: x.__setitem__(0, 1.0),
+        lambda x: x.fill_(0.5),
+        lambda x: x.zero_(),
+        lambda x: x.clamp_(0, 1),
+    ],
+    ids=["add_", "mul_", "exp_", "setitem", "fill_", "zero_", "clamp_"],
+)
 def test_inplace_on_a_leaf_that_requires_grad_raises(device, op):
     _, x = leaf((3,), device)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
@@ -302,10 +311,19 @@ def test_inplace_on_a_leaf_that_requires_grad_raises(device, op):
         op(x)  # allowed without recording, as in torch
 
 
-SAVERS = [("exp", lambda a: a.exp()), ("sigmoid", lambda a: a.sigmoid()), ("tanh", lambda a: a.tanh()),
-          ("sqrt", lambda a: a.sqrt()), ("softmax", lambda a: a.softmax(1)), ("sin", lambda a: a.sin()),
-          ("mul", lambda a: a * a), ("log", lambda a: a.log()), ("matmul", lambda a: a @ a.T),
-          ("relu", lambda a: a.relu()), ("div", lambda a: 1 / a)]
+SAVERS = [
+    ("exp", lambda a: a.exp()),
+    ("sigmoid", lambda a: a.sigmoid()),
+    ("tanh", lambda a: a.tanh()),
+    ("sqrt", lambda a: a.sqrt()),
+    ("softmax", lambda a: a.softmax(1)),
+    ("sin", lambda a: a.sin()),
+    ("mul", lambda a: a * a),
+    ("log", lambda a: a.log()),
+    ("matmul", lambda a: a @ a.T),
+    ("relu", lambda a: a.relu()),
+    ("div", lambda a: 1 / a),
+]
 _OUTPUT_SAVERS = {"exp", "sigmoid", "tanh", "sqrt", "softmax"}
 
 
@@ -510,11 +528,14 @@ def test_custom_function_needs_input_grad_and_two_outputs(device):
     assert out.grad_fn is None and not out.requires_grad
 
 
-@pytest.mark.parametrize("fn,argmax_at", [
-    pytest.param(DoubleWithArgmax, 2, id="tensor-argmax-2"),
-    pytest.param(DoubleWithArgmax, 0, id="tensor-argmax-0"),
-    pytest.param(DoubleWithArgmaxNd, 2, id="ndarray"),
-])
+@pytest.mark.parametrize(
+    "fn,argmax_at",
+    [
+        pytest.param(DoubleWithArgmax, 2, id="tensor-argmax-2"),
+        pytest.param(DoubleWithArgmax, 0, id="tensor-argmax-0"),
+        pytest.param(DoubleWithArgmaxNd, 2, id="ndarray"),
+    ],
+)
 def test_custom_function_mark_non_differentiable(device, fn, argmax_at):
     v = values((4,))
     v[argmax_at] = v.abs().max() + 1
@@ -606,6 +627,7 @@ def test_ops_on_a_tensor_subclass_give_plain_tensors(device):
 
 def test_function_without_tensor_arguments(device):
     """Outputs take the class of a Tensor the forward returned; with no Tensor anywhere, a TypeError."""
+
     class Made(genesis.Function):
         @staticmethod
         def forward(ctx, n):
@@ -623,13 +645,28 @@ def test_function_without_tensor_arguments(device):
 
 
 GRAD_FN_OPS = {
-    "mul": lambda x: x * 2, "add": lambda x: x + x, "sub": lambda x: x - 1, "div": lambda x: x / 3,
-    "sum": lambda x: x.sum(), "mean": lambda x: x.mean(), "exp": lambda x: x.exp(), "relu": lambda x: x.relu(),
-    "tanh": lambda x: x.tanh(), "sigmoid": lambda x: x.sigmoid(), "mm": lambda x: x @ x.transpose(0, 1),
-    "softmax": lambda x: x.softmax(-1), "log_softmax": lambda x: x.log_softmax(-1), "view": lambda x: x.view(-1),
-    "permute": lambda x: x.permute(1, 0), "transpose": lambda x: x.transpose(0, 1), "clone": lambda x: x.clone(),
+    "mul": lambda x: x * 2,
+    "add": lambda x: x + x,
+    "sub": lambda x: x - 1,
+    "div": lambda x: x / 3,
+    "sum": lambda x: x.sum(),
+    "mean": lambda x: x.mean(),
+    "exp": lambda x: x.exp(),
+    "relu": lambda x: x.relu(),
+    "tanh": lambda x: x.tanh(),
+    "sigmoid": lambda x: x.sigmoid(),
+    "mm": lambda x: x @ x.transpose(0, 1),
+    "softmax": lambda x: x.softmax(-1),
+    "log_softmax": lambda x: x.log_softmax(-1),
+    "view": lambda x: x.view(-1),
+    "permute": lambda x: x.permute(1, 0),
+    "transpose": lambda x: x.transpose(0, 1),
+    "clone": lambda x: x.clone(),
     "to": lambda x: x.float(),
-    "pow": lambda x: x**2, "neg": lambda x: -x, "unsqueeze": lambda x: x.unsqueeze(0), "abs": lambda x: x.abs(),
+    "pow": lambda x: x**2,
+    "neg": lambda x: -x,
+    "unsqueeze": lambda x: x.unsqueeze(0),
+    "abs": lambda x: x.abs(),
 }
 
 

@@ -19,7 +19,7 @@ def _index(shape, high):
 
 
 def _unique_index(shape, dim, size):
-    keys = torch.rand(*shape[:dim], size, *shape[dim + 1:])
+    keys = torch.rand(*shape[:dim], size, *shape[dim + 1 :])
     return keys.argsort(dim=dim).narrow(dim, 0, shape[dim])
 
 
@@ -67,8 +67,13 @@ def test_scatter_src_larger_than_index_grad(device, op):
     # backward refuses this case (gradient of index's shape), so torch runs on the block itself.
     x, src = values((4, 6)), _grad(values((4, 5)))
     index = _unique_index((3, 4), 1, 6)
-    compare(device, lambda x, s, i: getattr(x, op)(1, i, s[:3, :4]), [x, src], [index],
-             genesis_fn=lambda x, s, i: getattr(x, op)(1, i, s))
+    compare(
+        device,
+        lambda x, s, i: getattr(x, op)(1, i, s[:3, :4]),
+        [x, src],
+        [index],
+        genesis_fn=lambda x, s, i: getattr(x, op)(1, i, s),
+    )
 
 
 def test_scatter_scalar_grad(device):
@@ -148,8 +153,12 @@ def test_masked_select_grad_broadcast(device):
 
 def test_masked_select_grad_zero_d_and_empty(device):
     compare(device, lambda x, m: x.masked_select(m), [_grad(values(()))], [torch.tensor(True)])
-    compare(device, lambda x, m: (x.masked_select(m) * 2).sum(), [_grad(values((3, 2)))],
-             [torch.zeros(3, 2, dtype=torch.bool)])
+    compare(
+        device,
+        lambda x, m: (x.masked_select(m) * 2).sum(),
+        [_grad(values((3, 2)))],
+        [torch.zeros(3, 2, dtype=torch.bool)],
+    )
 
 
 # ------------------------------------------------------------------ nonzero
@@ -265,8 +274,11 @@ def _gradcheck_cases():
         ("scatter", lambda x, s, v, d: x.scatter(-1, index_tensor(i_uni, d), s[:, :2]), (0, 1)),
         ("scatter_add", lambda x, s, v, d: x.scatter_add(1, index_tensor(i_rep, d), s), (0, 1)),
         ("index_select", lambda x, s, v, d: x.index_select(1, index_tensor(torch.tensor([3, 0, 3]), d)), (0,)),
-        ("index_add", lambda x, s, v, d: x.index_add(1, index_tensor(torch.tensor([3, 0, 3, 3]), d), s, alpha=0.5),
-         (0, 1)),
+        (
+            "index_add",
+            lambda x, s, v, d: x.index_add(1, index_tensor(torch.tensor([3, 0, 3, 3]), d), s, alpha=0.5),
+            (0, 1),
+        ),
         ("masked_fill", lambda x, s, v, d: x.masked_fill(index_tensor(mask, d), v), (0, 2)),
         ("masked_select", lambda x, s, v, d: x.masked_select(index_tensor(mask, d)), (0,)),
         ("take_along_dim", lambda x, s, v, d: x.take_along_dim(index_tensor(i_rep, d), -1), (0,)),

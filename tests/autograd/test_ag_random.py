@@ -15,8 +15,13 @@ import genesis
 
 def test_random_inplace_on_a_leaf_that_requires_grad(device):
     x = genesis.zeros(3, 4, device=device, requires_grad=True)
-    for op in (lambda t: t.uniform_(), lambda t: t.normal_(), lambda t: t.bernoulli_(0.5),
-               lambda t: t.exponential_(), lambda t: t.random_(3)):
+    for op in (
+        lambda t: t.uniform_(),
+        lambda t: t.normal_(),
+        lambda t: t.bernoulli_(0.5),
+        lambda t: t.exponential_(),
+        lambda t: t.random_(3),
+    ):
         with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
             op(x)
         before = x._version_counter
@@ -48,13 +53,21 @@ def test_set_rng_state_replays_tensor_draws(device):
     assert genesis.initial_seed() == 2024
     state = genesis.get_rng_state(device)
     assert isinstance(state, genesis.Tensor) and state.dtype == genesis.uint8
-    draws = [genesis.rand(5, device=device), genesis.empty(4, device=device).normal_(),
-             genesis.randperm(9, device=device), genesis.bernoulli(genesis.full((6,), 0.5, device=device)),
-             genesis.empty(3, 3, device=device).random_(-4, 4)]
+    draws = [
+        genesis.rand(5, device=device),
+        genesis.empty(4, device=device).normal_(),
+        genesis.randperm(9, device=device),
+        genesis.bernoulli(genesis.full((6,), 0.5, device=device)),
+        genesis.empty(3, 3, device=device).random_(-4, 4),
+    ]
     genesis.set_rng_state(state, device)
-    again = [genesis.rand(5, device=device), genesis.empty(4, device=device).normal_(),
-             genesis.randperm(9, device=device), genesis.bernoulli(genesis.full((6,), 0.5, device=device)),
-             genesis.empty(3, 3, device=device).random_(-4, 4)]
+    again = [
+        genesis.rand(5, device=device),
+        genesis.empty(4, device=device).normal_(),
+        genesis.randperm(9, device=device),
+        genesis.bernoulli(genesis.full((6,), 0.5, device=device)),
+        genesis.empty(3, 3, device=device).random_(-4, 4),
+    ]
     for a, b in zip(draws, again):
         assert a.tolist() == b.tolist()
     genesis.manual_seed(2024)

@@ -114,12 +114,21 @@ def test_overlapping_windows_accumulate(device):
     assert x.grad.tolist() == [1.0, 2.0, 3.0, 3.0, 2.0, 1.0]  # how many windows hold each element
 
 
-CHECKED = {"diagonal-offset", "diagonal-of-t", "unfold-overlap", "unfold-few-windows", "unfold-of-t",
-           "as_strided-overlap", "as_strided-of-t", "chain"}
+CHECKED = {
+    "diagonal-offset",
+    "diagonal-of-t",
+    "unfold-overlap",
+    "unfold-few-windows",
+    "unfold-of-t",
+    "as_strided-overlap",
+    "as_strided-of-t",
+    "chain",
+}
 
 
-@pytest.mark.parametrize("fn,shape", [(f, s) for n, f, s in VIEWS if n in CHECKED],
-                         ids=[n for n, _, _ in VIEWS if n in CHECKED])
+@pytest.mark.parametrize(
+    "fn,shape", [(f, s) for n, f, s in VIEWS if n in CHECKED], ids=[n for n, _, _ in VIEWS if n in CHECKED]
+)
 def test_gradcheck_and_gradgradcheck(device, fn, shape):
     x = to_genesis(values(shape), device, requires_grad=True)
     assert ag.gradcheck(fn, [x])
@@ -128,14 +137,26 @@ def test_gradcheck_and_gradgradcheck(device, fn, shape):
 
 def test_views_share_memory_and_version(device):
     x = genesis.zeros(4, 5, dtype=genesis.float64, device=device)
-    for v in (x.diagonal(1), x.unfold(1, 2, 2), x.unflatten(1, (5, 1)), x.movedim(0, 1), x.swapaxes(0, 1),
-              x.as_strided((2, 2), (5, 1), 6)):
+    for v in (
+        x.diagonal(1),
+        x.unfold(1, 2, 2),
+        x.unflatten(1, (5, 1)),
+        x.movedim(0, 1),
+        x.swapaxes(0, 1),
+        x.as_strided((2, 2), (5, 1), 6),
+    ):
         before = x._version_counter
         v.add_(1.0)
         assert x._version_counter == v._version_counter == before + 1
     expect = torch.zeros(4, 5, dtype=torch.float64)
-    for v in (expect.diagonal(1), expect.unfold(1, 2, 2), expect.unflatten(1, (5, 1)), expect.movedim(0, 1),
-              expect.swapaxes(0, 1), expect.as_strided((2, 2), (5, 1), 6)):
+    for v in (
+        expect.diagonal(1),
+        expect.unfold(1, 2, 2),
+        expect.unflatten(1, (5, 1)),
+        expect.movedim(0, 1),
+        expect.swapaxes(0, 1),
+        expect.as_strided((2, 2), (5, 1), 6),
+    ):
         v.add_(1.0)
     assert_close(x, expect)
 
@@ -188,9 +209,15 @@ def _as_strided_write(x, y):
     return a.t()
 
 
-INPLACE = [("transposed-slice", _transposed_slice), ("augmented-row", _augmented_row),
-           ("stale-view", _stale_view), ("diagonal-write", _diagonal_write), ("unfold-write", _unfold_write),
-           ("two-views", _two_views), ("as_strided-write", _as_strided_write)]
+INPLACE = [
+    ("transposed-slice", _transposed_slice),
+    ("augmented-row", _augmented_row),
+    ("stale-view", _stale_view),
+    ("diagonal-write", _diagonal_write),
+    ("unfold-write", _unfold_write),
+    ("two-views", _two_views),
+    ("as_strided-write", _as_strided_write),
+]
 
 
 @pytest.mark.parametrize("fn", [f for _, f in INPLACE], ids=[n for n, _ in INPLACE])
@@ -247,9 +274,17 @@ def test_gradcheck_through_an_inplace_write_on_a_transposed_base(device):
     assert ag.gradcheck(f, [x, y])
 
 
-@pytest.mark.parametrize("op", [lambda v: v.mul_(2.0), lambda v: v.__setitem__(0, 1.0), lambda v: v.uniform_(),
-                                lambda v: v.zero_(), lambda v: v.diagonal().add_(1.0)],
-                         ids=["mul_", "setitem", "uniform_", "zero_", "diagonal-add_"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda v: v.mul_(2.0),
+        lambda v: v.__setitem__(0, 1.0),
+        lambda v: v.uniform_(),
+        lambda v: v.zero_(),
+        lambda v: v.diagonal().add_(1.0),
+    ],
+    ids=["mul_", "setitem", "uniform_", "zero_", "diagonal-add_"],
+)
 def test_inplace_on_a_view_of_a_leaf_raises_before_writing(device, op):
     xt = values((3, 3)).requires_grad_()
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):

@@ -60,9 +60,31 @@ def test_per_step_losses_match_torch(device: str) -> None:
 @pytest.mark.slow
 def test_the_example_trains_checkpoints_and_resumes(tmp_path) -> None:
     script = load_script(EXAMPLE, "train_gpt_genesis_main")
-    common = ["--device", "cpu", "--batch-size", "8", "--block-size", "32", "--n-layer", "2", "--n-head", "2",
-              "--n-embd", "32", "--eval-interval", "40", "--eval-batches", "2", "--sample-tokens", "20",
-              "--warmup", "10", "--out-dir", str(tmp_path), "--quiet"]
+    common = [
+        "--device",
+        "cpu",
+        "--batch-size",
+        "8",
+        "--block-size",
+        "32",
+        "--n-layer",
+        "2",
+        "--n-head",
+        "2",
+        "--n-embd",
+        "32",
+        "--eval-interval",
+        "40",
+        "--eval-batches",
+        "2",
+        "--sample-tokens",
+        "20",
+        "--warmup",
+        "10",
+        "--out-dir",
+        str(tmp_path),
+        "--quiet",
+    ]
     first = script.main([*common, "--steps", "40"])
     assert (tmp_path / "ckpt.safetensors").exists() and (tmp_path / "loss.png").exists()
     resumed = script.main([*common, "--steps", "80", "--resume"])

@@ -19,4 +19,3 @@ def test_the_same_script_with_genesis_imports_converges(device: str) -> None:
     first, last, accuracy = script.main(device=device)
     assert last < 0.2 * first, (first, last)
     assert accuracy > 0.95, accuracy
-

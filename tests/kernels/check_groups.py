@@ -109,8 +109,13 @@ def sort(b) -> None:  # type: ignore[no-untyped-def]
 
 
 def scan(b) -> None:  # type: ignore[no-untyped-def]
-    for dt, odt in (("float32", "float32"), ("bfloat16", "bfloat16"), ("float64", "float64"), ("int32", "int64"),
-                    ("bool", "int64")):
+    for dt, odt in (
+        ("float32", "float32"),
+        ("bfloat16", "bfloat16"),
+        ("float64", "float64"),
+        ("int32", "int64"),
+        ("bool", "int64"),
+    ):
         for op in (gk.cumsum, gk.cumprod):
             op(b((64, 1000), dt), b((64, 1000), odt), 1)
             op(b((1000, 64), dt), b((1000, 64), odt), 0)
@@ -119,8 +124,12 @@ def scan(b) -> None:  # type: ignore[no-untyped-def]
 
 def getitem(b) -> None:  # type: ignore[no-untyped-def]
     for k in (1, 2, 4):
-        gk.index_put(b((8, 8, 8, 8, 16)), tuple(b((32,), "int64") for _ in range(k)), b((32,) + (8,) * (4 - k) + (16,)),
-                     accumulate=k == 2)
+        gk.index_put(
+            b((8, 8, 8, 8, 16)),
+            tuple(b((32,), "int64") for _ in range(k)),
+            b((32,) + (8,) * (4 - k) + (16,)),
+            accumulate=k == 2,
+        )
     gk.index_put(b((64, 64), "bfloat16"), (b((64,), "int64"),), 0.0)
 
 

@@ -28,11 +28,16 @@ def _compile_only(self, types, constexprs, aligned, num_warps, num_stages):  # t
     signature = {n: ("constexpr" if n in self.constexpr_names else types[n]) for n in self.arg_names}
     consts = {(self.arg_names.index(n),): v for n, v in constexprs.items()}
     attrs = {(self.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
-    ck = compile(ASTSource(self.fn, signature, consts, attrs), target=GPUTarget("cuda", 90, 32),
-                 options={"num_warps": num_warps, "num_stages": num_stages})
+    ck = compile(
+        ASTSource(self.fn, signature, consts, attrs),
+        target=GPUTarget("cuda", 90, 32),
+        options={"num_warps": num_warps, "num_stages": num_stages},
+    )
     ptx = ck.asm["ptx"]
-    compiled.append(f"{self.fn.__name__} vector-loads={ptx.count('ld.global.v')} "
-                    f"regs-spill={'.local' in ptx} consts={ {k: v for k, v in constexprs.items() if k.isupper()} }")
+    compiled.append(
+        f"{self.fn.__name__} vector-loads={ptx.count('ld.global.v')} "
+        f"regs-spill={'.local' in ptx} consts={ {k: v for k, v in constexprs.items() if k.isupper()} }"
+    )
     return lambda grid, stream, args: None
 
 

@@ -7,8 +7,15 @@ import torch
 import genesis_kernels as gk
 
 TORCH_DTYPES = {
-    "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
-    "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "uint8": torch.uint8,
     "bool": torch.bool,
 }
 FLOATS = ("float32", "float16", "bfloat16", "float64")
@@ -25,8 +32,15 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def make(shape: tuple[int, ...], dtype: str, device: str, *, low: float = -3.0, high: float = 3.0,
-         gen: torch.Generator | None = None) -> torch.Tensor:
+def make(
+    shape: tuple[int, ...],
+    dtype: str,
+    device: str,
+    *,
+    low: float = -3.0,
+    high: float = 3.0,
+    gen: torch.Generator | None = None,
+) -> torch.Tensor:
     """Fresh random values (never zeros): normal-ish floats in [low, high], integers in range, random bools."""
     dt = TORCH_DTYPES[dtype]
     if dtype == "bool":
@@ -46,14 +60,17 @@ def layout_variants(base: torch.Tensor) -> dict[str, torch.Tensor]:
         "contiguous": base.clone(),
         "transposed": base.t().contiguous().t(),
         "sliced": torch.empty((rows, cols * 2), dtype=base.dtype, device=base.device).copy_(
-            base.repeat_interleave(2, dim=1))[:, ::2],
+            base.repeat_interleave(2, dim=1)
+        )[:, ::2],
     }
 
 
 def tol(dtype: str) -> dict[str, float]:
     return {
-        "float32": dict(rtol=1e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-12),
-        "float16": dict(rtol=1e-3, atol=1e-3), "bfloat16": dict(rtol=8e-3, atol=8e-3),
+        "float32": dict(rtol=1e-5, atol=1e-6),
+        "float64": dict(rtol=1e-12, atol=1e-12),
+        "float16": dict(rtol=1e-3, atol=1e-3),
+        "bfloat16": dict(rtol=8e-3, atol=8e-3),
     }.get(dtype, dict(rtol=0, atol=0))
 
 

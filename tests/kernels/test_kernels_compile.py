@@ -17,12 +17,19 @@ import pytest
 HERE = Path(__file__).parent
 
 
-@pytest.mark.parametrize("group", ["elementwise", "reduce", "softmax", "matmul", "random", "creation", "index",
-                                   "getitem", "sort", "scan"])
+@pytest.mark.parametrize(
+    "group", ["elementwise", "reduce", "softmax", "matmul", "random", "creation", "index", "getitem", "sort", "scan"]
+)
 def test_compiles_for_sm90(group: str) -> None:
     # The child sees this process's import path (PYTHONPATH entries may be relative).
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    proc = subprocess.run([sys.executable, str(HERE / "compile_check.py"), group], env=env, cwd=HERE,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "compile_check.py"), group],
+        env=env,
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "compiled" in proc.stdout.splitlines()[-1]

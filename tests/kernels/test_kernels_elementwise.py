@@ -10,24 +10,71 @@ from kernels_helpers import FLOATS, INTS, TORCH_DTYPES, assert_close, buf, layou
 import genesis_kernels as gk
 
 UNARY_REF = {
-    "neg": torch.neg, "abs": torch.abs, "square": torch.square, "exp": torch.exp, "exp2": torch.exp2,
-    "expm1": torch.expm1, "log": torch.log, "log2": torch.log2, "log10": torch.log10, "log1p": torch.log1p,
-    "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan,
-    "tanh": torch.tanh, "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh,
-    "cosh": torch.cosh, "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh,
-    "erf": torch.erf, "erfc": torch.erfc, "lgamma": torch.lgamma, "sigmoid": torch.sigmoid,
-    "logsigmoid": F.logsigmoid, "softplus": F.softplus, "relu": torch.relu, "gelu": F.gelu,
-    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu, "mish": F.mish,
-    "sign": torch.sign, "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc,
-    "frac": torch.frac, "reciprocal": torch.reciprocal, "isnan": torch.isnan, "isinf": torch.isinf,
-    "isfinite": torch.isfinite, "isposinf": torch.isposinf, "isneginf": torch.isneginf,
-    "logical_not": torch.logical_not, "identity": lambda x: x,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "square": torch.square,
+    "exp": torch.exp,
+    "exp2": torch.exp2,
+    "expm1": torch.expm1,
+    "log": torch.log,
+    "log2": torch.log2,
+    "log10": torch.log10,
+    "log1p": torch.log1p,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "tan": torch.tan,
+    "tanh": torch.tanh,
+    "asin": torch.asin,
+    "acos": torch.acos,
+    "atan": torch.atan,
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "asinh": torch.asinh,
+    "acosh": torch.acosh,
+    "atanh": torch.atanh,
+    "erf": torch.erf,
+    "erfc": torch.erfc,
+    "lgamma": torch.lgamma,
+    "sigmoid": torch.sigmoid,
+    "logsigmoid": F.logsigmoid,
+    "softplus": F.softplus,
+    "relu": torch.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu,
+    "mish": F.mish,
+    "sign": torch.sign,
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "round": torch.round,
+    "trunc": torch.trunc,
+    "frac": torch.frac,
+    "reciprocal": torch.reciprocal,
+    "isnan": torch.isnan,
+    "isinf": torch.isinf,
+    "isfinite": torch.isfinite,
+    "isposinf": torch.isposinf,
+    "isneginf": torch.isneginf,
+    "logical_not": torch.logical_not,
+    "identity": lambda x: x,
 }
 # Input ranges that keep each op inside its domain.
 DOMAIN = {
-    "log": (0.05, 5), "log2": (0.05, 5), "log10": (0.05, 5), "sqrt": (0.05, 5), "rsqrt": (0.05, 5),
-    "log1p": (-0.9, 5), "asin": (-0.95, 0.95), "acos": (-0.95, 0.95), "atanh": (-0.95, 0.95),
-    "acosh": (1.05, 5), "lgamma": (0.1, 6), "reciprocal": (0.2, 4), "tan": (-1.2, 1.2),
+    "log": (0.05, 5),
+    "log2": (0.05, 5),
+    "log10": (0.05, 5),
+    "sqrt": (0.05, 5),
+    "rsqrt": (0.05, 5),
+    "log1p": (-0.9, 5),
+    "asin": (-0.95, 0.95),
+    "acos": (-0.95, 0.95),
+    "atanh": (-0.95, 0.95),
+    "acosh": (1.05, 5),
+    "lgamma": (0.1, 6),
+    "reciprocal": (0.2, 4),
+    "tan": (-1.2, 1.2),
 }
 BOOL_OUT = {"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not"}
 
@@ -89,12 +136,30 @@ def test_unary_integer_dtypes(device: str, dtype: str, op: str) -> None:
 
 
 BINARY_REF = {
-    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "floordiv": torch.floor_divide,
-    "remainder": torch.remainder, "fmod": torch.fmod, "pow": torch.pow, "maximum": torch.maximum,
-    "minimum": torch.minimum, "atan2": torch.atan2, "hypot": torch.hypot, "eq": torch.eq, "ne": torch.ne,
-    "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge, "logical_and": torch.logical_and,
-    "logical_or": torch.logical_or, "logical_xor": torch.logical_xor, "bitwise_and": torch.bitwise_and,
-    "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "floordiv": torch.floor_divide,
+    "remainder": torch.remainder,
+    "fmod": torch.fmod,
+    "pow": torch.pow,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "atan2": torch.atan2,
+    "hypot": torch.hypot,
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+    "logical_and": torch.logical_and,
+    "logical_or": torch.logical_or,
+    "logical_xor": torch.logical_xor,
+    "bitwise_and": torch.bitwise_and,
+    "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
 }
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
 FLOAT_ONLY = {"atan2", "hypot"}
@@ -125,8 +190,13 @@ def _binary_ref(op: str, a: torch.Tensor, b: torch.Tensor, dtype: str) -> torch.
 
 _BINARY_CASES = [
     # The interpreter tier runs only a few ops per extra dtype (int8, float64), to stay short.
-    pytest.param(op, dtype, marks=[pytest.mark.gpu_tier] if dtype in ("int8", "float64")
-                 and op not in ("add", "floordiv", "remainder", "pow") else [])
+    pytest.param(
+        op,
+        dtype,
+        marks=[pytest.mark.gpu_tier]
+        if dtype in ("int8", "float64") and op not in ("add", "floordiv", "remainder", "pow")
+        else [],
+    )
     for op in sorted(BINARY_REF)
     for dtype in ("float32", "bfloat16", "float64", "int32", "int64", "int8", "uint8")
     # ops that are not defined for a dtype (atan2 on ints, bitwise ops on floats) are not cases at all
@@ -146,8 +216,21 @@ def test_binary_ops(device: str, op: str, dtype: str) -> None:
     assert_close(out, ref.to(out.dtype), out_dtype, **extra)
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "broadcast_row", "broadcast_col",
-                                    "scalar_left", "scalar_right", "zero_size", "one", "out_transposed"])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "contiguous",
+        "transposed",
+        "sliced",
+        "broadcast_row",
+        "broadcast_col",
+        "scalar_left",
+        "scalar_right",
+        "zero_size",
+        "one",
+        "out_transposed",
+    ],
+)
 def test_binary_layouts(device: str, layout: str) -> None:
     rows, cols = (0, 7) if layout == "zero_size" else ((1, 1) if layout == "one" else (13, 31))
     base_a = make((rows, cols), "float32", device)
@@ -167,8 +250,13 @@ def test_binary_layouts(device: str, layout: str) -> None:
         b = -0.75
     elif layout == "out_transposed":
         out = torch.empty((cols, rows), device=device).t()
-    gk.binary("sub", a if isinstance(a, float) else buf(a), b if isinstance(b, float) else buf(b), buf(out),
-              compute_dtype="float32")
+    gk.binary(
+        "sub",
+        a if isinstance(a, float) else buf(a),
+        b if isinstance(b, float) else buf(b),
+        buf(out),
+        compute_dtype="float32",
+    )
     sync(device)
     ta = a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=torch.float64)
     tb = b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=torch.float64)

@@ -53,8 +53,11 @@ def test_scatter_add_duplicates(device: str, dtype: str) -> None:
     out = base.clone()
     gk.scatter_add(buf(out), 0, buf(index), buf(src))
     sync(device)
-    ref = base.double().scatter_add(0, index, src.double()) if dtype in ("float16", "bfloat16") \
+    ref = (
+        base.double().scatter_add(0, index, src.double())
+        if dtype in ("float16", "bfloat16")
         else base.scatter_add(0, index, src)
+    )
     assert_close(out, ref.to(out.dtype), dtype)
 
 
@@ -95,8 +98,11 @@ def test_index_add(device: str, dtype: str) -> None:
     index = index % 3
     gk.index_add(buf(out), 1, buf(index), buf(src), alpha=alpha)
     sync(device)
-    expect = ref.double().index_add(1, index, src.double(), alpha=alpha) if dtype == "bfloat16" \
+    expect = (
+        ref.double().index_add(1, index, src.double(), alpha=alpha)
+        if dtype == "bfloat16"
         else ref.index_add(1, index, src, alpha=alpha)
+    )
     assert_close(out, expect.to(out.dtype), dtype)
 
 
@@ -121,8 +127,9 @@ def test_embedding(device: str, dtype: str) -> None:
     assert_close(gw_pad, ref_pad.float())
 
 
-@pytest.mark.parametrize("case", ["gather", "index_select", "scatter_add", "index_put", "embedding",
-                                  "embedding_backward", "index_add"])
+@pytest.mark.parametrize(
+    "case", ["gather", "index_select", "scatter_add", "index_put", "embedding", "embedding_backward", "index_add"]
+)
 def test_out_of_range_raises_then_recovers(device: str, case: str) -> None:
     x = make((5, 4), "float32", device)
     good = torch.tensor([[0, 4], [2, 1]], device=device)

@@ -43,15 +43,38 @@ EXPECTED = {
     "3.6": (2, 3, 1, STREAM, FUNCTION, COOP, PDL, None, None, META, None, None, None, *KERNEL_ARGS),
     # 3.7+: grid, stream, function, cooperative, pdl, packed metadata, launch metadata,
     #       enter hook, exit hook, global scratch, profile scratch, annotations, signature, (kernel args,)
-    "3.7": (2, 3, 1, STREAM, FUNCTION, COOP, PDL, META, None, None, None, None, None, ANNOTATIONS, SIGNATURE,
-            KERNEL_ARGS),
+    "3.7": (
+        2,
+        3,
+        1,
+        STREAM,
+        FUNCTION,
+        COOP,
+        PDL,
+        META,
+        None,
+        None,
+        None,
+        None,
+        None,
+        ANNOTATIONS,
+        SIGNATURE,
+        KERNEL_ARGS,
+    ),
 }
 
 
-@pytest.mark.parametrize(("version", "convention"), [
-    ("3.6.0", "3.6"), ("3.7.0", "3.7"), ("3.7.1", "3.7"), ("3.8.0", "3.7"), ("3.9.0", "3.7"),
-    ("3.9.0+git1a2b3c", "3.7"),
-])
+@pytest.mark.parametrize(
+    ("version", "convention"),
+    [
+        ("3.6.0", "3.6"),
+        ("3.7.0", "3.7"),
+        ("3.7.1", "3.7"),
+        ("3.8.0", "3.7"),
+        ("3.9.0", "3.7"),
+        ("3.9.0+git1a2b3c", "3.7"),
+    ],
+)
 def test_known_versions_pack_like_their_launcher(version: str, convention: str) -> None:
     assert launch_abi.convention_for(version) == convention
     runner = Recorder()
@@ -85,8 +108,7 @@ def test_a_known_version_missing_the_conventions_attributes_is_not_guessed_at() 
     assert runner.calls == [] and len(runner.public_calls) == 1
 
 
-@pytest.mark.parametrize("attrs", [{"global_scratch_size": 128}, {"profile_scratch_size": 64},
-                                   {"gsan_enabled": True}])
+@pytest.mark.parametrize("attrs", [{"global_scratch_size": 128}, {"profile_scratch_size": 64}, {"gsan_enabled": True}])
 def test_kernels_needing_tritons_own_work_take_the_public_path(attrs: dict) -> None:
     runner = Recorder(**attrs)
     launch_abi.make_launch(runner, FUNCTION, META, "3.7.1")((4, 1, 1), STREAM, KERNEL_ARGS)

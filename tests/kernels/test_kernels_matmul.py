@@ -20,7 +20,7 @@ def test_matmul(device: str, dtype: str, mnk: tuple[int, int, int]) -> None:
     sync(device)
     ref = (a.double() @ b.double()).to(a.dtype)
     # Half types: exact products, float32 accumulation, one rounding: the dtype's default (about one ulp).
-    t = {"float32": dict(rtol=1e-5, atol=1e-5 * k ** 0.5), "float64": dict(rtol=1e-12, atol=1e-12)}.get(dtype, {})
+    t = {"float32": dict(rtol=1e-5, atol=1e-5 * k**0.5), "float64": dict(rtol=1e-12, atol=1e-12)}.get(dtype, {})
     assert_close(out, ref, dtype, **t)
 
 

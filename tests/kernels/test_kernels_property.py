@@ -27,8 +27,7 @@ def strided_views(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor]:
         base = make(tuple(s * k for s, k in zip(shape, steps)), "float32", DEVICE)
         t = base[tuple(slice(None, None, k) for k in steps)]
         perm = draw(st.permutations(range(rank)))
-        t = t.permute(*perm).contiguous().permute(*[perm.index(i) for i in range(rank)]) if draw(
-            st.booleans()) else t
+        t = t.permute(*perm).contiguous().permute(*[perm.index(i) for i in range(rank)]) if draw(st.booleans()) else t
         if draw(st.booleans()) and rank > 1:
             d = draw(st.integers(0, rank - 1))
             t = t.narrow(d, 0, min(1, shape[d])).expand(shape) if shape[d] > 0 else t
@@ -71,7 +70,8 @@ def test_reduce_random_strides(views: tuple[torch.Tensor, torch.Tensor], data: s
 def test_copy_random_strides(views: tuple[torch.Tensor, torch.Tensor]) -> None:
     src, dst_like = views
     out = torch.empty(dst_like.shape[::-1], dtype=torch.bfloat16, device=DEVICE).permute(
-        *reversed(range(dst_like.dim())))
+        *reversed(range(dst_like.dim()))
+    )
     gk.copy(buf(src), buf(out))
     if DEVICE == "cuda":
         torch.cuda.synchronize()

@@ -47,7 +47,7 @@ def _run(op: str, x: torch.Tensor, dims: tuple[int, ...], device: str) -> None:
     k = max(1, x.numel() // max(1, out.numel()))
     extra = {}
     if op in ("sum", "mean") and dtype == "float32":
-        extra = dict(rtol=1e-5, atol=1e-6 * k ** 0.5 * 3)
+        extra = dict(rtol=1e-5, atol=1e-6 * k**0.5 * 3)
     if op == "prod" and dtype in ("float32", "bfloat16", "float16"):
         extra = dict(rtol=1e-4 if dtype == "float32" else 2e-2, atol=1e-6)
     assert_close(out, ref.to(out.dtype), str(out.dtype).removeprefix("torch."), **extra)
@@ -187,8 +187,11 @@ def test_arg_reduce(device: str, dtype: str, op: str, dim: int) -> None:
     gk.arg_reduce(op, buf(x), buf(values), buf(indices), dim)
     sync(device)
     xc = x.cpu()
-    ref_v, ref_i = (xc.max(d) if op == "max" else xc.min(d)) if dtype != "bool" else (
-        xc.to(torch.int8).max(d) if op == "max" else xc.to(torch.int8).min(d))
+    ref_v, ref_i = (
+        (xc.max(d) if op == "max" else xc.min(d))
+        if dtype != "bool"
+        else (xc.to(torch.int8).max(d) if op == "max" else xc.to(torch.int8).min(d))
+    )
     assert torch.equal(values.cpu(), ref_v.to(values.dtype))
     assert torch.equal(indices.cpu(), ref_i)
 

@@ -68,8 +68,9 @@ def test_sort_layouts(device: str, layout: str) -> None:
 # block=None is the full-size network, too slow for the interpreter; block=8 covers the same code there.
 @pytest.mark.parametrize("block", [8, pytest.param(None, marks=pytest.mark.gpu_tier)])
 @pytest.mark.parametrize("descending", [False, True])
-def test_sort_long_rows_multipass(device: str, block: int | None, descending: bool,
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sort_long_rows_multipass(
+    device: str, block: int | None, descending: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Rows longer than the in-register block: chunk sort then merge passes (odd and even pass counts)."""
     if block is not None:
         monkeypatch.setattr(sort_module, "MAX_BLOCK", block)

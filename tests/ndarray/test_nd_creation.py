@@ -15,8 +15,11 @@ F32, BF16, I64, BOOL = torch.float32, torch.bfloat16, torch.int64, torch.bool
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3, 4)])
-@pytest.mark.parametrize("dtype", [None, nd.float16, nd.bfloat16, nd.float64, nd.int32, nd.bool_],
-                         ids=lambda d: "default" if d is None else d.name)
+@pytest.mark.parametrize(
+    "dtype",
+    [None, nd.float16, nd.bfloat16, nd.float64, nd.int32, nd.bool_],
+    ids=lambda d: "default" if d is None else d.name,
+)
 def test_zeros_ones_full(device, shape, dtype):
     tdt = None if dtype is None else dtype.torch
     assert_same(nd.zeros(*shape, dtype=dtype, device=device), torch.zeros(shape, dtype=tdt))
@@ -32,9 +35,18 @@ def test_full_infers_dtype_from_value(device, value):
     assert_same(nd.full((2, 2), value, device=device), torch.full((2, 2), value))
 
 
-@pytest.mark.parametrize("args,dtype", [((5,), None), ((2, 11, 3), None), ((0.0, 1.0, 0.25), None),
-                                        ((-3, 4), nd.float64), ((10, 0, -3), None), ((1, 2.5, 0.5), nd.float16),
-                                        ((0, 0), None)])
+@pytest.mark.parametrize(
+    "args,dtype",
+    [
+        ((5,), None),
+        ((2, 11, 3), None),
+        ((0.0, 1.0, 0.25), None),
+        ((-3, 4), nd.float64),
+        ((10, 0, -3), None),
+        ((1, 2.5, 0.5), nd.float16),
+        ((0, 0), None),
+    ],
+)
 def test_arange(device, args, dtype):
     expected = torch.arange(*args, dtype=None if dtype is None else dtype.torch)
     assert_same(nd.arange(*args, dtype=dtype, device=device), expected)
@@ -48,10 +60,18 @@ def test_arange_zero_step_raises(device):
 # (start, end, steps, dtype): the half types on ends and steps they hold exactly (torch computes them in the
 # half type itself, genesis's cuda kernel in float32); integer dtypes truncate the ends first, as torch.
 LINSPACE_CASES = [
-    (-1.3, 2.9, 37, None), (-1.3, 2.9, 1001, nd.float64), (2.0, -3.0, 11, nd.float32), (0.5, 0.5, 3, None),
-    (-8.0, 16.0, 25, nd.bfloat16), (-8.0, 16.0, 7, nd.float16),
-    (-7.9, 30.2, 12, nd.int64), (0, 10, 4, nd.int32), (5, 1, 9, nd.int64),
-    (3.0, 9.0, 0, None), (3.0, 9.0, 1, None), (3, 9, 2, nd.int64),
+    (-1.3, 2.9, 37, None),
+    (-1.3, 2.9, 1001, nd.float64),
+    (2.0, -3.0, 11, nd.float32),
+    (0.5, 0.5, 3, None),
+    (-8.0, 16.0, 25, nd.bfloat16),
+    (-8.0, 16.0, 7, nd.float16),
+    (-7.9, 30.2, 12, nd.int64),
+    (0, 10, 4, nd.int32),
+    (5, 1, 9, nd.int64),
+    (3.0, 9.0, 0, None),
+    (3.0, 9.0, 1, None),
+    (3, 9, 2, nd.int64),
 ]
 
 
@@ -64,19 +84,32 @@ def test_linspace_matches_torch(device, start, end, steps, dtype):
 @pytest.mark.parametrize("n,m", [(1, None), (4, None), (3, 5), (6, 2), (0, 3), (3, 0)])
 @pytest.mark.parametrize("dtype", [None, nd.float64, nd.bfloat16, nd.int32, nd.bool_], ids=str)
 def test_eye_matches_torch(device, n, m, dtype):
-    expected = torch.eye(n, dtype=None if dtype is None else dtype.torch) if m is None else \
-        torch.eye(n, m, dtype=None if dtype is None else dtype.torch)
+    expected = (
+        torch.eye(n, dtype=None if dtype is None else dtype.torch)
+        if m is None
+        else torch.eye(n, m, dtype=None if dtype is None else dtype.torch)
+    )
     assert_same(nd.eye(n, m, dtype=dtype, device=device), expected)
 
 
-@pytest.mark.parametrize("call", [lambda lib, **kw: lib.linspace(0, 1, -1, **kw), lambda lib, **kw: lib.eye(-1, **kw),
-                                  lambda lib, **kw: lib.eye(2, -3, **kw)], ids=["linspace", "eye-n", "eye-m"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib, **kw: lib.linspace(0, 1, -1, **kw),
+        lambda lib, **kw: lib.eye(-1, **kw),
+        lambda lib, **kw: lib.eye(2, -3, **kw),
+    ],
+    ids=["linspace", "eye-n", "eye-m"],
+)
 def test_linspace_and_eye_refuse_negative_sizes(device, call):
     raises_like(lambda: call(torch), lambda: call(nd, device=device), "non-negative|greater or equal to 0")
 
 
-@pytest.mark.parametrize("data", [[1.5, -2.0, 3.25], [[1, 2], [3, 4]], [True, False], 3.5, 7, [[]]],
-                         ids=["floats", "ints", "bools", "float", "int", "empty"])
+@pytest.mark.parametrize(
+    "data",
+    [[1.5, -2.0, 3.25], [[1, 2], [3, 4]], [True, False], 3.5, 7, [[]]],
+    ids=["floats", "ints", "bools", "float", "int", "empty"],
+)
 def test_array_from_python_data_like_torch_tensor(device, data):
     assert_same(nd.array(data, device=device), torch.tensor(data))
     assert_same(nd.array(data, dtype=nd.float64, device=device), torch.tensor(data, dtype=torch.float64))

@@ -43,15 +43,17 @@ def test_dtype_aliases_and_python_types():
         nd.as_dtype("float7")
 
 
-@pytest.mark.parametrize("a,b", list(itertools.product(DTYPES, DTYPES)),
-                         ids=[f"{a.name}-{b.name}" for a, b in itertools.product(DTYPES, DTYPES)])
+@pytest.mark.parametrize(
+    "a,b",
+    list(itertools.product(DTYPES, DTYPES)),
+    ids=[f"{a.name}-{b.name}" for a, b in itertools.product(DTYPES, DTYPES)],
+)
 def test_promote_types_matches_torch_for_every_pair(a, b):
     assert nd.promote_types(a, b).torch == torch.promote_types(a.torch, b.torch)
 
 
 # Tensor (with dims) op Python scalar / 0-dim tensor, per device, as torch's result_type.
-_SCALAR_DTYPES = [nd.bool_, nd.uint8, nd.int8, nd.int32, nd.int64, nd.float16, nd.bfloat16, nd.float32,
-                  nd.float64]
+_SCALAR_DTYPES = [nd.bool_, nd.uint8, nd.int8, nd.int32, nd.int64, nd.float16, nd.bfloat16, nd.float32, nd.float64]
 
 
 @pytest.mark.parametrize("dtype", _SCALAR_DTYPES, ids=lambda d: d.name)
@@ -67,9 +69,17 @@ def test_tensor_scalar_promotion(device, dtype, scalar, op):
     assert rev.dtype.torch == expected.dtype
 
 
-@pytest.mark.parametrize("dims_dtype,zero_dtype", [(torch.float16, torch.float64), (torch.int32, torch.int64),
-                                                   (torch.int32, torch.float64), (torch.uint8, torch.int64),
-                                                   (torch.bool, torch.int32), (torch.float32, torch.float64)])
+@pytest.mark.parametrize(
+    "dims_dtype,zero_dtype",
+    [
+        (torch.float16, torch.float64),
+        (torch.int32, torch.int64),
+        (torch.int32, torch.float64),
+        (torch.uint8, torch.int64),
+        (torch.bool, torch.int32),
+        (torch.float32, torch.float64),
+    ],
+)
 def test_zero_dim_tensor_promotes_like_a_scalar(device, dims_dtype, zero_dtype):
     t = random_tensor((4,), dims_dtype, low=1, high=5)
     z = random_tensor((), zero_dtype, low=1, high=5)
@@ -135,8 +145,9 @@ def test_device_equality_and_hash():
     assert nd.as_device(1) == nd.Device("cuda", 1)
 
 
-@pytest.mark.parametrize("spec,exc", [("tpu", RuntimeError), ("cuda:x", RuntimeError), ("cuda:-1", RuntimeError),
-                                      (3.5, TypeError)])
+@pytest.mark.parametrize(
+    "spec,exc", [("tpu", RuntimeError), ("cuda:x", RuntimeError), ("cuda:-1", RuntimeError), (3.5, TypeError)]
+)
 def test_bad_device_specs_raise(spec, exc):
     with pytest.raises(exc) as info:
         nd.as_device(spec)

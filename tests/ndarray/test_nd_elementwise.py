@@ -50,8 +50,11 @@ UNARY = {
 
 def _unary_input(domain, dtype):
     if domain == "pos":
-        return random_tensor((3, 5), dtype, low=0.5, high=3) if dtype.is_floating_point else \
-            random_tensor((3, 5), dtype, low=1, high=20)
+        return (
+            random_tensor((3, 5), dtype, low=0.5, high=3)
+            if dtype.is_floating_point
+            else random_tensor((3, 5), dtype, low=1, high=20)
+        )
     if domain == "small":
         return random_tensor((3, 5), dtype, low=-1.2, high=1.2)
     t = random_tensor((3, 5), dtype, nonzero=True) * (3 if dtype.is_floating_point else 1)
@@ -71,8 +74,9 @@ def test_unary_matches_torch(device, op, dtype):
     assert_same(getattr(a, op)(), expected)
 
 
-@pytest.mark.parametrize("view", [lambda x: x.T, lambda x: x[1:, ::3], lambda x: x.T[::2, 1:]],
-                         ids=["transposed", "sliced", "both"])
+@pytest.mark.parametrize(
+    "view", [lambda x: x.T, lambda x: x[1:, ::3], lambda x: x.T[::2, 1:]], ids=["transposed", "sliced", "both"]
+)
 def test_unary_and_binary_on_strided_inputs(device, view):
     ta, tb = random_tensor((5, 8), F32), random_tensor((5, 8), F32)
     a, b = from_torch(ta, device), from_torch(tb, device)
@@ -81,10 +85,40 @@ def test_unary_and_binary_on_strided_inputs(device, view):
     assert_same(view(a) * view(b) + 1.5, view(ta) * view(tb) + 1.5)
 
 
-BINARY_FLOAT = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "atan2",
-                "eq", "ne", "lt", "le", "gt", "ge", "floor_divide", "remainder"]
-BINARY_INT = ["add", "sub", "mul", "div", "maximum", "minimum", "floor_divide", "remainder",
-              "eq", "lt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor"]
+BINARY_FLOAT = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "maximum",
+    "minimum",
+    "pow",
+    "atan2",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "floor_divide",
+    "remainder",
+]
+BINARY_INT = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "maximum",
+    "minimum",
+    "floor_divide",
+    "remainder",
+    "eq",
+    "lt",
+    "ge",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+]
 BINARY_LOGICAL = ["logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "eq"]
 SHAPES = [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((3, 1), (1, 4)), ((2, 1, 4), (3, 1)), ((), (3,)), ((4,), ())]
 DTYPE_PAIRS_FLOAT = [(F32, F32), (F32, F64), (F16, F32), (BF16, BF16), (F16, BF16), (I32, F32), (F64, I64)]
@@ -122,8 +156,9 @@ def _cases():
 BINARY_CASES = _cases()
 
 
-@pytest.mark.parametrize("op,da,db,shapes", BINARY_CASES,
-                         ids=[f"{o}-{str(a)[6:]}-{str(b)[6:]}-{s[0]}x{s[1]}" for o, a, b, s in BINARY_CASES])
+@pytest.mark.parametrize(
+    "op,da,db,shapes", BINARY_CASES, ids=[f"{o}-{str(a)[6:]}-{str(b)[6:]}-{s[0]}x{s[1]}" for o, a, b, s in BINARY_CASES]
+)
 def test_binary_matches_torch(device, op, da, db, shapes):
     ta, tb = _binary_inputs(op, *shapes, da, db)
     expected = getattr(torch, op)(ta, tb)
@@ -132,8 +167,16 @@ def test_binary_matches_torch(device, op, da, db, shapes):
     assert_same(out, expected)
 
 
-OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.floordiv,
-             operator.lt, operator.eq]
+OPERATORS = [
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.truediv,
+    operator.pow,
+    operator.floordiv,
+    operator.lt,
+    operator.eq,
+]
 
 
 def _torch_or_exception(fn, *args):
@@ -228,12 +271,20 @@ MORE_UNARY_CASES = [(op, dt) for op, (_, _, dts) in MORE_UNARY.items() for dt in
 
 def _more_unary_input(domain, dtype, shape=(4, 6)):
     if domain == "pos":
-        return random_tensor(shape, dtype, low=0.5, high=3) if dtype.is_floating_point else \
-            random_tensor(shape, dtype, low=1, high=20)
+        return (
+            random_tensor(shape, dtype, low=0.5, high=3)
+            if dtype.is_floating_point
+            else random_tensor(shape, dtype, low=1, high=20)
+        )
     if domain == "small":
         return random_tensor(shape, dtype, low=-1.2, high=1.2)
-    return random_tensor(shape, dtype, nonzero=True, low=None if dtype.is_floating_point else -4,
-                         high=None if dtype.is_floating_point else 5)
+    return random_tensor(
+        shape,
+        dtype,
+        nonzero=True,
+        low=None if dtype.is_floating_point else -4,
+        high=None if dtype.is_floating_point else 5,
+    )
 
 
 @pytest.mark.parametrize("op,dtype", MORE_UNARY_CASES, ids=[f"{o}-{str(d)[6:]}" for o, d in MORE_UNARY_CASES])
@@ -337,17 +388,29 @@ def test_lerp_errors_match_torch(device):
         ints.lerp(ints, 0.5)
 
 
-ADDC_DTYPES = [(F32, F32, F32), (F16, F16, F16), (BF16, BF16, BF16), (F64, F32, F32), (I32, F32, F16),
-               (I32, I64, I32), (F16, F32, F32)]
+ADDC_DTYPES = [
+    (F32, F32, F32),
+    (F16, F16, F16),
+    (BF16, BF16, BF16),
+    (F64, F32, F32),
+    (I32, F32, F16),
+    (I32, I64, I32),
+    (F16, F32, F32),
+]
 
 
 # Integer addcdiv is an error in torch (test_addc_errors_match_torch), so it is not a case here.
-ADDC_CASES = [(op, *ds) for op in ("addcmul", "addcdiv") for ds in ADDC_DTYPES
-              if op == "addcmul" or ds[1].is_floating_point or ds[2].is_floating_point]
+ADDC_CASES = [
+    (op, *ds)
+    for op in ("addcmul", "addcdiv")
+    for ds in ADDC_DTYPES
+    if op == "addcmul" or ds[1].is_floating_point or ds[2].is_floating_point
+]
 
 
-@pytest.mark.parametrize("op,dx,d1,d2", ADDC_CASES,
-                         ids=[f"{c[0]}-" + "-".join(str(d)[6:] for d in c[1:]) for c in ADDC_CASES])
+@pytest.mark.parametrize(
+    "op,dx,d1,d2", ADDC_CASES, ids=[f"{c[0]}-" + "-".join(str(d)[6:] for d in c[1:]) for c in ADDC_CASES]
+)
 def test_addcmul_addcdiv_match_torch(device, op, dx, d1, d2):
     tx, t1 = random_tensor((2, 3, 4), dx), random_tensor((3, 1), d1)
     t2 = random_tensor((4,), d2, nonzero=True)

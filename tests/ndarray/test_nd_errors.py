@@ -38,8 +38,14 @@ def test_where_shape_mismatch_raises(device):
         from_torch(random_tensor((3, 5)), device).where(cond, from_torch(random_tensor((3, 5)), device))
 
 
-MATMUL_BAD = [((3,), (4,)), ((2, 3), (4, 5)), ((2, 3), (4,)), ((3,), (4, 5)), ((2, 2, 3), (2, 4, 5)),
-              ((2, 2, 3), (3, 3, 5))]
+MATMUL_BAD = [
+    ((3,), (4,)),
+    ((2, 3), (4, 5)),
+    ((2, 3), (4,)),
+    ((3,), (4, 5)),
+    ((2, 2, 3), (2, 4, 5)),
+    ((2, 2, 3), (3, 3, 5)),
+]
 
 
 @pytest.mark.parametrize("sa,sb", MATMUL_BAD, ids=lambda s: "x".join(map(str, s)))
@@ -62,12 +68,21 @@ def test_matmul_of_a_zero_dim_operand_raises(device):
 
 
 DIM_ERRORS = [
-    ("sum", lambda x: x.sum(2)), ("sum-tuple", lambda x: x.sum((0, -3))), ("mean", lambda x: x.mean(-3)),
-    ("amax", lambda x: x.amax(5)), ("max-dim", lambda x: x.max(2)), ("argmax", lambda x: x.argmax(2)),
-    ("var", lambda x: x.var(2)), ("logsumexp", lambda x: x.logsumexp(-3)), ("softmax", lambda x: x.softmax(2)),
-    ("log_softmax", lambda x: x.log_softmax(-3)), ("transpose", lambda x: x.transpose(0, 2)),
-    ("permute", lambda x: x.permute(0, 2)), ("unsqueeze", lambda x: x.unsqueeze(3)),
-    ("squeeze", lambda x: x.squeeze(2)), ("flatten", lambda x: x.flatten(0, 2)),
+    ("sum", lambda x: x.sum(2)),
+    ("sum-tuple", lambda x: x.sum((0, -3))),
+    ("mean", lambda x: x.mean(-3)),
+    ("amax", lambda x: x.amax(5)),
+    ("max-dim", lambda x: x.max(2)),
+    ("argmax", lambda x: x.argmax(2)),
+    ("var", lambda x: x.var(2)),
+    ("logsumexp", lambda x: x.logsumexp(-3)),
+    ("softmax", lambda x: x.softmax(2)),
+    ("log_softmax", lambda x: x.log_softmax(-3)),
+    ("transpose", lambda x: x.transpose(0, 2)),
+    ("permute", lambda x: x.permute(0, 2)),
+    ("unsqueeze", lambda x: x.unsqueeze(3)),
+    ("squeeze", lambda x: x.squeeze(2)),
+    ("flatten", lambda x: x.flatten(0, 2)),
     ("narrow", lambda x: x.narrow(2, 0, 1)),
 ]
 
@@ -93,8 +108,11 @@ def test_index_out_of_range_raises_index_error(device, index):
         a[index]
 
 
-@pytest.mark.parametrize("bad", [lambda x: x.reshape(5), lambda x: x.view(4, 2), lambda x: x.reshape(-1, -1),
-                                 lambda x: x.expand(3, 3)], ids=["reshape", "view", "two-infer", "expand"])
+@pytest.mark.parametrize(
+    "bad",
+    [lambda x: x.reshape(5), lambda x: x.view(4, 2), lambda x: x.reshape(-1, -1), lambda x: x.expand(3, 3)],
+    ids=["reshape", "view", "two-infer", "expand"],
+)
 def test_bad_shapes_raise_runtime_error(device, bad):
     t = random_tensor((2, 3))
     with pytest.raises(RuntimeError):
@@ -113,9 +131,17 @@ def test_narrow_past_the_end_raises(device):
 
 @pytest.mark.skipif(not HAS_CUDA, reason="device mismatch needs cpu and cuda")
 @pytest.mark.cuda
-@pytest.mark.parametrize("fn", [lambda a, b: a + b, lambda a, b: a.maximum(b), lambda a, b: a @ b,
-                                lambda a, b: a.where(b > 0, b), lambda a, b: a.add_(b)],
-                         ids=["add", "maximum", "matmul", "where", "add_"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, b: a + b,
+        lambda a, b: a.maximum(b),
+        lambda a, b: a @ b,
+        lambda a, b: a.where(b > 0, b),
+        lambda a, b: a.add_(b),
+    ],
+    ids=["add", "maximum", "matmul", "where", "add_"],
+)
 def test_device_mismatch_names_both_devices(fn):
     a = from_torch(random_tensor((3, 3)), "cpu")
     b = from_torch(random_tensor((3, 3)), "cuda")

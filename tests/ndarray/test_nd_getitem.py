@@ -209,12 +209,12 @@ def test_cpu_array_refuses_cuda_index(device):
 # ------------------------------------------------------------------ the plan on the CPU
 def _simulate_gather(xt: torch.Tensor, index) -> torch.Tensor:
     """The CUDA backend's getitem, step for step, with torch ops (no GPU needed)."""
-    items = tuple(i.item() if isinstance(i, torch.Tensor) and i.ndim == 0 else i
-                  for i in plan_module.normalize(index))
+    items = tuple(i.item() if isinstance(i, torch.Tensor) and i.ndim == 0 else i for i in plan_module.normalize(index))
     items = tuple(torch.tensor(i) if isinstance(i, list) else i for i in items)
     if any(isinstance(i, torch.Tensor) and i.numel() == 0 for i in items):
-        items = tuple(i.long() if isinstance(i, torch.Tensor) and i.numel() == 0 and i.is_floating_point() else i
-                      for i in items)
+        items = tuple(
+            i.long() if isinstance(i, torch.Tensor) and i.numel() == 0 and i.is_floating_point() else i for i in items
+        )
     plan = plan_module.parse(tuple(xt.shape), items)
     shape, strides, offset = basic_index(tuple(xt.shape), xt.stride(), xt.storage_offset(), plan.view)
     base = xt.as_strided(shape, strides, offset)
@@ -239,10 +239,14 @@ def _simulate_gather(xt: torch.Tensor, index) -> torch.Tensor:
     sizes = tuple(base.shape[d] for d in lay.rest)
     st = tuple(base.stride(d) for d in lay.rest)
     extent = 1 + sum((base.shape[d] - 1) * base.stride(d) for d in dims)
-    x = xt.as_strided(sizes[:at] + lay.bshape[:-1] + (extent,) + sizes[at:],
-                      st[:at] + (0,) * (nb - 1) + (1,) + st[at:], base.storage_offset())
-    idx = offsets.as_strided(lay.shape, (0,) * at + offsets.stride() + (0,) * (len(sizes) - at),
-                             offsets.storage_offset())
+    x = xt.as_strided(
+        sizes[:at] + lay.bshape[:-1] + (extent,) + sizes[at:],
+        st[:at] + (0,) * (nb - 1) + (1,) + st[at:],
+        base.storage_offset(),
+    )
+    idx = offsets.as_strided(
+        lay.shape, (0,) * at + offsets.stride() + (0,) * (len(sizes) - at), offsets.storage_offset()
+    )
     return torch.gather(x, at + nb - 1, idx)
 
 

@@ -31,7 +31,7 @@ def _index(shape, high, dtype=torch.int64) -> torch.Tensor:
 
 def _unique_index(shape, dim, size) -> torch.Tensor:
     """Indices in [0, size) with no repeat along ``dim`` (shape[dim] <= size): scatter is then deterministic."""
-    keys = torch.rand(*shape[:dim], size, *shape[dim + 1:])
+    keys = torch.rand(*shape[:dim], size, *shape[dim + 1 :])
     return keys.argsort(dim=dim).narrow(dim, 0, shape[dim])
 
 
@@ -53,8 +53,7 @@ def test_gather(device, layout, dim):
     assert_same(got, torch.gather(t, dim, index))
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.uint8,
-                                   torch.bool])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.uint8, torch.bool])
 def test_gather_dtypes_and_int32_index(device, dtype):
     t = random_tensor((6, 5), dtype)
     index = _index((6, 8), 5, torch.int32)
@@ -70,8 +69,10 @@ def test_gather_zero_d_and_zero_size(device):
     empty = torch.zeros(3, 0, dtype=torch.int64)
     assert_same(from_torch(t, device).gather(1, from_torch(empty, device)), t.gather(1, empty))
     z = random_tensor((0, 4))
-    assert_same(from_torch(z, device).gather(1, from_torch(torch.zeros(0, 2, dtype=torch.int64), device)),
-                z.gather(1, torch.zeros(0, 2, dtype=torch.int64)))
+    assert_same(
+        from_torch(z, device).gather(1, from_torch(torch.zeros(0, 2, dtype=torch.int64), device)),
+        z.gather(1, torch.zeros(0, 2, dtype=torch.int64)),
+    )
 
 
 # ------------------------------------------------------------------ scatter
@@ -84,8 +85,7 @@ def test_scatter_tensor_and_scalar(device, layout, dim):
     index = _unique_index(tuple(shape), dim % 3, t.shape[dim])
     src = random_tensor((4, 5, 6))  # larger than index: only its leading block is read
     x = _array(t, device, layout)
-    assert_same(x.scatter(dim, from_torch(index, device), _array(src, device, layout)),
-                t.scatter(dim, index, src))
+    assert_same(x.scatter(dim, from_torch(index, device), _array(src, device, layout)), t.scatter(dim, index, src))
     assert_same(x.scatter(dim, from_torch(index, device), -2.5), t.scatter(dim, index, -2.5))
     assert_same(x, t)  # out of place: x unchanged
     x.scatter_(dim, from_torch(index, device), _array(src, device, layout))  # in place through a view
@@ -113,8 +113,11 @@ def test_scatter_zero_d(device):
 def test_scatter_add_repeated_indices_accumulate(device, layout, dim, dtype):
     # float16 values are small integers: sums are exact whatever the order of the atomic adds
     t = _small_ints((4, 6), dtype) if dtype == torch.float16 else random_tensor((4, 6), dtype)
-    index = torch.tensor([[0, 1, 1, 3, 3, 3], [3, 3, 0, 0, 2, 2]]).t() if dim == 0 else \
-        torch.tensor([[0, 0, 5, 5, 5], [1, 1, 1, 1, 1], [2, 4, 2, 4, 2], [5, 5, 0, 0, 3]])
+    index = (
+        torch.tensor([[0, 1, 1, 3, 3, 3], [3, 3, 0, 0, 2, 2]]).t()
+        if dim == 0
+        else torch.tensor([[0, 0, 5, 5, 5], [1, 1, 1, 1, 1], [2, 4, 2, 4, 2], [5, 5, 0, 0, 3]])
+    )
     src = _small_ints(index.shape, dtype) if dtype == torch.float16 else random_tensor(index.shape, dtype)
     x = _array(t, device, layout)
     expected = t.scatter_add(dim, index, src)
@@ -214,8 +217,10 @@ def test_masked_fill_broadcasts_self_out_of_place(device):
     assert_same(from_torch(t, device).masked_fill(from_torch(mask, device), 1.0), t.masked_fill(mask, 1.0))
 
 
-@pytest.mark.parametrize("dtype, value", [(torch.int64, 1.7), (torch.int64, -1.7), (torch.bool, 0.5),
-                                          (torch.uint8, True), (torch.float16, 2)])
+@pytest.mark.parametrize(
+    "dtype, value",
+    [(torch.int64, 1.7), (torch.int64, -1.7), (torch.bool, 0.5), (torch.uint8, True), (torch.float16, 2)],
+)
 def test_masked_fill_value_casts_like_torch(device, dtype, value):
     t = random_tensor((3, 4), dtype)
     mask = random_tensor((3, 4), torch.bool)
@@ -249,8 +254,10 @@ def test_masked_select_zero_d_and_empty(device):
     none = torch.zeros(3, 4, dtype=torch.bool)
     assert_same(from_torch(t, device).masked_select(from_torch(none, device)), t.masked_select(none))
     e = random_tensor((0, 4))
-    assert_same(from_torch(e, device).masked_select(from_torch(torch.zeros(0, 4, dtype=torch.bool), device)),
-                e.masked_select(torch.zeros(0, 4, dtype=torch.bool)))
+    assert_same(
+        from_torch(e, device).masked_select(from_torch(torch.zeros(0, 4, dtype=torch.bool), device)),
+        e.masked_select(torch.zeros(0, 4, dtype=torch.bool)),
+    )
 
 
 # ------------------------------------------------------------------ nonzero
@@ -285,8 +292,9 @@ def test_take_along_dim(device, dim):
     shape = [4, 5, 6]
     shape[dim] = 3
     index = _index(tuple(shape), t.shape[dim])
-    assert_same(_array(t, device, "transposed").take_along_dim(from_torch(index, device), dim),
-                t.take_along_dim(index, dim))
+    assert_same(
+        _array(t, device, "transposed").take_along_dim(from_torch(index, device), dim), t.take_along_dim(index, dim)
+    )
 
 
 def test_take_along_dim_broadcasts_and_flattens(device):
@@ -304,11 +312,17 @@ def test_take_along_dim_errors(device):
     t = random_tensor((4, 5))
     x = from_torch(t, device)
     idx32 = torch.zeros(4, 1, dtype=torch.int32)
-    raises_like(lambda: t.take_along_dim(idx32, 1), lambda: x.take_along_dim(from_torch(idx32, device), 1),
-                 match="Long but got Int")
+    raises_like(
+        lambda: t.take_along_dim(idx32, 1),
+        lambda: x.take_along_dim(from_torch(idx32, device), 1),
+        match="Long but got Int",
+    )
     flat = torch.zeros(3, dtype=torch.int64)
-    raises_like(lambda: t.take_along_dim(flat, 1), lambda: x.take_along_dim(from_torch(flat, device), 1),
-                 match="same number of dimensions")
+    raises_like(
+        lambda: t.take_along_dim(flat, 1),
+        lambda: x.take_along_dim(from_torch(flat, device), 1),
+        match="same number of dimensions",
+    )
     # torch's CPU kernel wraps an out-of-range index along dim silently; here it raises like gather
     with pytest.raises(RuntimeError, match="out of bounds"):
         x.take_along_dim(from_torch(torch.full((4, 1), 9), device), 1)
@@ -374,9 +388,11 @@ EMBEDDING_ERRORS = [
 def test_embedding_errors_match_torch(device, case):
     _, call, match = case
     w = random_tensor((5, 3))
-    raises_like(lambda: call(torch.embedding, w, lambda t: t),
-                lambda: call(lambda weight, idx: weight.embedding(idx), from_torch(w, device),
-                             lambda t: from_torch(t, device)), match)
+    raises_like(
+        lambda: call(torch.embedding, w, lambda t: t),
+        lambda: call(lambda weight, idx: weight.embedding(idx), from_torch(w, device), lambda t: from_torch(t, device)),
+        match,
+    )
 
 
 # ------------------------------------------------------------------ errors, as torch raises them
@@ -391,35 +407,55 @@ ERR_CASES = [
     ("gather_too_big", lambda x, T: x.gather(1, T(torch.zeros(5, 1, dtype=_LONG))), "no larger than"),
     ("gather_bad_dim", lambda x, T: x.gather(2, T(torch.zeros(1, 1, dtype=_LONG))), "Dimension out of range"),
     ("scatter_out_of_range", lambda x, T: x.scatter(0, T(torch.tensor([[4]])), 1.0), "out of bounds"),
-    ("scatter_src_dtype", lambda x, T: x.scatter(0, T(torch.tensor([[0]])), T(torch.ones(1, 1, dtype=_F64))),
-     "dtype"),
-    ("scatter_src_small", lambda x, T: x.scatter(1, T(torch.zeros(2, 2, dtype=_LONG)), T(torch.ones(1, 1))),
-     "no larger"),
-    ("scatter_add_out_of_range", lambda x, T: x.scatter_add(1, T(torch.tensor([[0, 3, -1]])), T(torch.ones(1, 3))),
-     "out of bounds"),
-    ("scatter_add_float_index", lambda x, T: x.scatter_add(1, T(torch.zeros(1, 1)), T(torch.ones(1, 1))),
-     "int32/int64"),
+    ("scatter_src_dtype", lambda x, T: x.scatter(0, T(torch.tensor([[0]])), T(torch.ones(1, 1, dtype=_F64))), "dtype"),
+    (
+        "scatter_src_small",
+        lambda x, T: x.scatter(1, T(torch.zeros(2, 2, dtype=_LONG)), T(torch.ones(1, 1))),
+        "no larger",
+    ),
+    (
+        "scatter_add_out_of_range",
+        lambda x, T: x.scatter_add(1, T(torch.tensor([[0, 3, -1]])), T(torch.ones(1, 3))),
+        "out of bounds",
+    ),
+    (
+        "scatter_add_float_index",
+        lambda x, T: x.scatter_add(1, T(torch.zeros(1, 1)), T(torch.ones(1, 1))),
+        "int32/int64",
+    ),
     ("index_select_out_of_range", lambda x, T: x.index_select(0, T(torch.tensor([1, 4]))), "out of bounds"),
     ("index_select_float_index", lambda x, T: x.index_select(0, T(torch.tensor([1.0]))), "int32 or int64"),
-    ("index_select_int16_index", lambda x, T: x.index_select(0, T(torch.tensor([1], dtype=torch.int16))),
-     "int32 or int64"),
+    (
+        "index_select_int16_index",
+        lambda x, T: x.index_select(0, T(torch.tensor([1], dtype=torch.int16))),
+        "int32 or int64",
+    ),
     ("index_select_matrix_index", lambda x, T: x.index_select(0, T(torch.zeros(1, 1, dtype=_LONG))), "vector"),
-    ("index_add_out_of_range", lambda x, T: x.index_add(1, T(torch.tensor([5])), T(torch.ones(4, 1))),
-     "out of bounds"),
-    ("index_add_negative", lambda x, T: x.index_add(1, T(torch.tensor([-1])), T(torch.ones(4, 1))),
-     "out of bounds"),
-    ("index_add_float_index", lambda x, T: x.index_add(1, T(torch.tensor([1.0])), T(torch.ones(4, 1))),
-     "int32/int64"),
-    ("index_add_source_dtype", lambda x, T: x.index_add(1, T(torch.tensor([1])), T(torch.ones(4, 1, dtype=_F64))),
-     "same scalar type"),
+    ("index_add_out_of_range", lambda x, T: x.index_add(1, T(torch.tensor([5])), T(torch.ones(4, 1))), "out of bounds"),
+    ("index_add_negative", lambda x, T: x.index_add(1, T(torch.tensor([-1])), T(torch.ones(4, 1))), "out of bounds"),
+    ("index_add_float_index", lambda x, T: x.index_add(1, T(torch.tensor([1.0])), T(torch.ones(4, 1))), "int32/int64"),
+    (
+        "index_add_source_dtype",
+        lambda x, T: x.index_add(1, T(torch.tensor([1])), T(torch.ones(4, 1, dtype=_F64))),
+        "same scalar type",
+    ),
     ("index_add_count", lambda x, T: x.index_add(1, T(torch.tensor([1])), T(torch.ones(4, 2))), "Number of indices"),
-    ("index_add_shape", lambda x, T: x.index_add(1, T(torch.tensor([1])), T(torch.ones(3, 1))),
-     "must match self tensor shape"),
+    (
+        "index_add_shape",
+        lambda x, T: x.index_add(1, T(torch.tensor([1])), T(torch.ones(3, 1))),
+        "must match self tensor shape",
+    ),
     ("masked_fill_long_mask", lambda x, T: x.masked_fill(T(torch.ones(4, 5, dtype=_LONG)), 1.0), "boolean masks"),
-    ("masked_fill_vector_value", lambda x, T: x.masked_fill(T(torch.ones(4, 5, dtype=_BOOL)), T(torch.ones(1))),
-     "0-dimensional value"),
-    ("masked_fill__needs_self_shape", lambda x, T: x[0].masked_fill_(T(torch.ones(4, 5, dtype=_BOOL)), 1.0),
-     "broadcast shape"),
+    (
+        "masked_fill_vector_value",
+        lambda x, T: x.masked_fill(T(torch.ones(4, 5, dtype=_BOOL)), T(torch.ones(1))),
+        "0-dimensional value",
+    ),
+    (
+        "masked_fill__needs_self_shape",
+        lambda x, T: x[0].masked_fill_(T(torch.ones(4, 5, dtype=_BOOL)), 1.0),
+        "broadcast shape",
+    ),
     ("masked_select_uint8_mask", lambda x, T: x.masked_select(T(torch.ones(4, 5, dtype=torch.uint8))), "BoolTensor"),
     ("masked_select_shapes", lambda x, T: x.masked_select(T(torch.ones(3, dtype=_BOOL))), "must match"),
 ]
@@ -456,8 +492,12 @@ def test_out_of_range_leaves_later_launches_working(device):
 def test_cuda_ops_refuse_cpu_index_naming_devices():
     x = from_torch(random_tensor((3, 4)), "cuda")
     idx = from_torch(torch.tensor([[0, 1]]), "cpu")
-    for fn in (lambda: x.gather(1, idx), lambda: x.scatter(1, idx, 1.0), lambda: x.index_select(1, idx[0]),
-               lambda: x.masked_fill(from_torch(torch.ones(4, dtype=torch.bool), "cpu"), 1.0)):
+    for fn in (
+        lambda: x.gather(1, idx),
+        lambda: x.scatter(1, idx, 1.0),
+        lambda: x.index_select(1, idx[0]),
+        lambda: x.masked_fill(from_torch(torch.ones(4, dtype=torch.bool), "cpu"), 1.0),
+    ):
         with pytest.raises(RuntimeError, match="same device") as info:
             fn()
         assert "cpu" in str(info.value) and "cuda" in str(info.value)

@@ -9,8 +9,16 @@ from nd_helpers import assert_same, from_torch, random_tensor
 
 import genesis_ndarray as nd
 
-F32, F16, BF16, F64, I32, I64, U8, BOOL = (torch.float32, torch.float16, torch.bfloat16, torch.float64,
-                                           torch.int32, torch.int64, torch.uint8, torch.bool)
+F32, F16, BF16, F64, I32, I64, U8, BOOL = (
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.float64,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.bool,
+)
 
 
 def test_contiguous(device):
@@ -25,8 +33,22 @@ def test_contiguous(device):
     assert_same(base, tb)
 
 
-CASTS = [(F32, F64), (F64, F32), (F32, F16), (F32, BF16), (BF16, F32), (F32, I32), (F64, I64), (I32, F32),
-         (F32, BOOL), (BOOL, F32), (I64, U8), (F16, I32), (I32, BOOL), (I64, I32)]
+CASTS = [
+    (F32, F64),
+    (F64, F32),
+    (F32, F16),
+    (F32, BF16),
+    (BF16, F32),
+    (F32, I32),
+    (F64, I64),
+    (I32, F32),
+    (F32, BOOL),
+    (BOOL, F32),
+    (I64, U8),
+    (F16, I32),
+    (I32, BOOL),
+    (I64, I32),
+]
 
 
 @pytest.mark.parametrize("src,dst", CASTS, ids=[f"{str(a)[6:]}->{str(b)[6:]}" for a, b in CASTS])
@@ -44,9 +66,16 @@ def test_astype_and_to_dtype(device, src, dst):
     assert a.astype(nd.as_dtype(src)) is a
 
 
-@pytest.mark.parametrize("dst_shape,src_shape,dst_dtype,src_dtype",
-                         [((3, 4), (3, 4), F32, F32), ((3, 4), (4,), F32, F64), ((2, 3, 4), (3, 1), F64, F32),
-                          ((3, 4), (1, 4), F16, F32), ((3, 4), (3, 4), I32, I64)])
+@pytest.mark.parametrize(
+    "dst_shape,src_shape,dst_dtype,src_dtype",
+    [
+        ((3, 4), (3, 4), F32, F32),
+        ((3, 4), (4,), F32, F64),
+        ((2, 3, 4), (3, 1), F64, F32),
+        ((3, 4), (1, 4), F16, F32),
+        ((3, 4), (3, 4), I32, I64),
+    ],
+)
 def test_copy_broadcasts_and_casts(device, dst_shape, src_shape, dst_dtype, src_dtype):
     td, ts = random_tensor(dst_shape, dst_dtype), random_tensor(src_shape, src_dtype)
     d = from_torch(td, device)

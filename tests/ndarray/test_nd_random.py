@@ -319,8 +319,11 @@ BAD_DROPOUT = [("p_above_one", 1.5, F32), ("p_negative", -0.1, F32), ("integers"
 @pytest.mark.parametrize("p,dtype", [c[1:] for c in BAD_DROPOUT], ids=[c[0] for c in BAD_DROPOUT])
 def test_bad_dropout_arguments_raise_torch_errors(device, p, dtype):
     t = random_tensor((3, 4), dtype)
-    raises_like(lambda: torch.native_dropout(t, p, True), lambda: from_torch(t, device).dropout(p),
-                "expects p to be in|can't be cast")
+    raises_like(
+        lambda: torch.native_dropout(t, p, True),
+        lambda: from_torch(t, device).dropout(p),
+        "expects p to be in|can't be cast",
+    )
 
 
 @pytest.mark.parametrize("dtype", [F32, F64, torch.bfloat16])

@@ -7,8 +7,15 @@ import pytest
 import torch
 from nd_helpers import assert_same, from_torch, random_tensor
 
-F32, F16, BF16, F64, I32, I64, BOOL = (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
-                                      torch.int64, torch.bool)
+F32, F16, BF16, F64, I32, I64, BOOL = (
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.float64,
+    torch.int32,
+    torch.int64,
+    torch.bool,
+)
 DIMS = [None, 0, -1, 1, (0, 2), (-1, 0)]
 
 
@@ -21,10 +28,26 @@ def _torch_reduce(op, t, dim, keepdim):
 
 @pytest.mark.parametrize("keepdim", [False, True], ids=["drop", "keep"])
 @pytest.mark.parametrize("dim", DIMS, ids=str)
-@pytest.mark.parametrize("op,dtype", [("sum", F32), ("sum", F64), ("sum", I32), ("sum", BOOL), ("sum", F16),
-                                      ("mean", F32), ("mean", F64), ("amax", F32), ("amax", I64),
-                                      ("amin", F32), ("amin", F16), ("all", BOOL), ("any", BOOL), ("all", F32)],
-                         ids=lambda v: v if isinstance(v, str) else str(v)[6:])
+@pytest.mark.parametrize(
+    "op,dtype",
+    [
+        ("sum", F32),
+        ("sum", F64),
+        ("sum", I32),
+        ("sum", BOOL),
+        ("sum", F16),
+        ("mean", F32),
+        ("mean", F64),
+        ("amax", F32),
+        ("amax", I64),
+        ("amin", F32),
+        ("amin", F16),
+        ("all", BOOL),
+        ("any", BOOL),
+        ("all", F32),
+    ],
+    ids=lambda v: v if isinstance(v, str) else str(v)[6:],
+)
 def test_reduction_matches_torch(device, op, dtype, dim, keepdim):
     t = random_tensor((3, 4, 5), dtype)
     if op in ("all", "any") and dtype == BOOL:
@@ -46,8 +69,10 @@ def test_logsumexp(device, dim, keepdim):
 @pytest.mark.parametrize("keepdim", [False, True])
 def test_var(device, dim, correction, keepdim):
     t = random_tensor((3, 4, 5), F64)
-    assert_same(from_torch(t, device).var(dim, correction, keepdim),
-                torch.var(t, dim=dim, correction=correction, keepdim=keepdim))
+    assert_same(
+        from_torch(t, device).var(dim, correction, keepdim),
+        torch.var(t, dim=dim, correction=correction, keepdim=keepdim),
+    )
 
 
 def test_sum_with_dtype_and_integer_promotion(device):

@@ -32,8 +32,10 @@ def test_sort_stable_with_ties(device, layout, dim, descending):
     expected = torch.sort(t, dim=dim, descending=descending, stable=True)
     assert_same(values, expected.values)
     assert_same(indices, expected.indices)
-    assert_same(_array(t, device, layout).argsort(dim, descending, stable=True),
-                torch.argsort(t, dim=dim, descending=descending, stable=True))
+    assert_same(
+        _array(t, device, layout).argsort(dim, descending, stable=True),
+        torch.argsort(t, dim=dim, descending=descending, stable=True),
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.int32, torch.uint8, torch.bool, torch.bfloat16])

@@ -8,8 +8,17 @@ import pytest
 import torch
 from nd_helpers import assert_same, from_torch, random_tensor, to_torch
 
-F32, F16, BF16, F64, I32, I64, U8, BOOL = (torch.float32, torch.float16, torch.bfloat16, torch.float64,
-                                           torch.int32, torch.int64, torch.uint8, torch.bool)
+F32, F16, BF16, F64, I32, I64, U8, BOOL = (
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.float64,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.bool,
+)
+
 
 def _empty_slice(x):
     return x[:, 3:]
@@ -81,15 +90,23 @@ def test_views_of_a_non_contiguous_base(device):
     tb = full_t.t()[1:]  # (5, 4), strides (1, 6), offset 1
     base = from_torch(full_t, device).T[1:]
     assert base.stride() == tb.stride() and base.storage_offset() == tb.storage_offset()
-    for fn in (lambda x: x[::2], lambda x: x.unsqueeze(1), lambda x: x.reshape(5, 2, 2),
-               lambda x: x.narrow(1, 1, 2), lambda x: x.flatten(0, 0)):
+    for fn in (
+        lambda x: x[::2],
+        lambda x: x.unsqueeze(1),
+        lambda x: x.reshape(5, 2, 2),
+        lambda x: x.narrow(1, 1, 2),
+        lambda x: x.flatten(0, 0),
+    ):
         tv, v = fn(tb), fn(base)
         assert (v.shape, v.stride(), v.storage_offset()) == (tuple(tv.shape), tv.stride(), tv.storage_offset())
         assert_same(v, tv)
 
 
-@pytest.mark.parametrize("fn", [lambda x: x.T.reshape(12), lambda x: x[:, :3].reshape(9),
-                                lambda x: x.T.flatten()], ids=["t", "step", "flatten"])
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: x.T.reshape(12), lambda x: x[:, :3].reshape(9), lambda x: x.T.flatten()],
+    ids=["t", "step", "flatten"],
+)
 def test_reshape_copies_where_a_view_is_impossible(device, fn):
     tb = random_tensor((3, 4), F32)
     base = from_torch(tb, device)

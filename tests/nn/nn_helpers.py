@@ -43,10 +43,10 @@ def _as_tuple(out) -> tuple:
 def check_forward_backward(torch_fn, genesis_fn, inputs, device, **tol):
     """Run both callables on the same inputs (floating ones requiring grad), compare every output, then
     backpropagate the same random weighting of the floating outputs and compare the inputs' gradients."""
-    tins = [x.detach().clone().requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x
-            for x in inputs]
-    gins = [g(x, device, requires_grad=x.is_floating_point()) if isinstance(x, torch.Tensor) else x
-            for x in inputs]
+    tins = [
+        x.detach().clone().requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x for x in inputs
+    ]
+    gins = [g(x, device, requires_grad=x.is_floating_point()) if isinstance(x, torch.Tensor) else x for x in inputs]
     touts, gouts = _as_tuple(torch_fn(*tins)), _as_tuple(genesis_fn(*gins))
     assert len(touts) == len(gouts)
     tloss = gloss = 0
@@ -93,6 +93,9 @@ def module_repr(module) -> str:
     """genesis module's repr as the installed torch would print the same module."""
     text = repr(module)
     if not _NORM_BIAS_IN_REPR:  # only the norms' bias: Linear's is printed by every torch
-        text = re.sub(r"((?:LayerNorm|GroupNorm|BatchNorm[123]d|RMSNorm)\((?:[^()]|\([^()]*\))*?), bias=(?:True|False)",
-                      r"\1", text)
+        text = re.sub(
+            r"((?:LayerNorm|GroupNorm|BatchNorm[123]d|RMSNorm)\((?:[^()]|\([^()]*\))*?), bias=(?:True|False)",
+            r"\1",
+            text,
+        )
     return text

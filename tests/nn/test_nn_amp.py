@@ -86,7 +86,11 @@ def test_autocast_through_layers(device: str) -> None:
         logits = model[3](normed)
         loss = F.cross_entropy(logits, target)
     assert (hidden.dtype, normed.dtype, logits.dtype, loss.dtype) == (
-        genesis.bfloat16, genesis.float32, genesis.bfloat16, genesis.float32)
+        genesis.bfloat16,
+        genesis.float32,
+        genesis.bfloat16,
+        genesis.float32,
+    )
     loss.backward()
     assert all(p.grad.dtype == genesis.float32 for p in model.parameters())
     reference = F.cross_entropy(model(x), target)  # float32 throughout: bf16 noise only

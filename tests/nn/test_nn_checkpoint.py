@@ -20,8 +20,18 @@ import genesis
 import genesis.nn as nn
 from genesis.serialization import CorruptCheckpointError, _digest
 
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
-          torch.int8, torch.uint8, torch.bool]
+DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int64,
+    torch.int32,
+    torch.int16,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+]
 
 
 def _random_bits(dtype: torch.dtype, shape=(3, 5)) -> torch.Tensor:
@@ -30,8 +40,9 @@ def _random_bits(dtype: torch.dtype, shape=(3, 5)) -> torch.Tensor:
         return torch.rand(shape) > 0.5
     width = torch.finfo(dtype).bits if dtype.is_floating_point else torch.iinfo(dtype).bits
     raw = torch.randint(-(2**62), 2**62, shape, dtype=torch.int64)
-    bits = {8: torch.int8 if dtype != torch.uint8 else torch.uint8, 16: torch.int16, 32: torch.int32,
-            64: torch.int64}[width]
+    bits = {8: torch.int8 if dtype != torch.uint8 else torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}[
+        width
+    ]
     return raw.to(bits).view(dtype) if width < 64 or dtype.is_floating_point else raw.view(dtype)
 
 
@@ -41,8 +52,11 @@ def _to_genesis(t: torch.Tensor, device) -> genesis.Tensor:
 
 def _bits(t: genesis.Tensor) -> bytes:
     """The tensor's bytes, read through torch."""
-    return torch.from_dlpack(t.detach().cpu().contiguous()).numpy().tobytes() if t.dtype != genesis.bfloat16 \
+    return (
+        torch.from_dlpack(t.detach().cpu().contiguous()).numpy().tobytes()
+        if t.dtype != genesis.bfloat16
         else torch.from_dlpack(t.detach().cpu().contiguous()).view(torch.int16).numpy().tobytes()
+    )
 
 
 def _roundtrip(obj, **load_kwargs):
@@ -67,8 +81,13 @@ def test_every_dtype_round_trips_bit_exact_through_the_cpu(device, dtype):
 
 def test_zero_dim_empty_and_non_contiguous_tensors(device):
     base = genesis.randn(4, 6, device=device)
-    items = [genesis.tensor(2.5, device=device), genesis.zeros(0, 3, device=device), base.t(), base[:, ::2],
-             genesis.empty(0, dtype=genesis.bfloat16)]
+    items = [
+        genesis.tensor(2.5, device=device),
+        genesis.zeros(0, 3, device=device),
+        base.t(),
+        base[:, ::2],
+        genesis.empty(0, dtype=genesis.bfloat16),
+    ]
     out = _roundtrip(items)
     for got, want in zip(out, items):
         assert tuple(got.shape) == tuple(want.shape) and got.dtype == want.dtype
@@ -77,10 +96,16 @@ def test_zero_dim_empty_and_non_contiguous_tensors(device):
 
 def test_nested_plain_data_round_trips():
     obj = {
-        "ints": [0, -1, 2**70, True, False], "floats": (0.1, -0.0, 1e-310, math.inf, -math.inf),
-        "none": None, "text": "héllo \"quoted\" \n", 7: {"nested": {(1, "a"): [[], {}, ()]}},
-        "od": OrderedDict([("z", 1), ("a", 2)]), "dtype": genesis.bfloat16, "device": genesis.device("cpu"),
-        "np": np.arange(6, dtype=np.int16).reshape(2, 3), "npscalar": np.float64(0.5),
+        "ints": [0, -1, 2**70, True, False],
+        "floats": (0.1, -0.0, 1e-310, math.inf, -math.inf),
+        "none": None,
+        "text": 'héllo "quoted" \n',
+        7: {"nested": {(1, "a"): [[], {}, ()]}},
+        "od": OrderedDict([("z", 1), ("a", 2)]),
+        "dtype": genesis.bfloat16,
+        "device": genesis.device("cpu"),
+        "np": np.arange(6, dtype=np.int16).reshape(2, 3),
+        "npscalar": np.float64(0.5),
     }
     out = _roundtrip(obj)
     expected = dict(obj, npscalar=0.5)
@@ -124,8 +149,15 @@ def _train(model, opt, sched, batches, device):
         sched.step()
 
 
-@pytest.mark.parametrize("name,kwargs", [("AdamW", dict(lr=0.01, amsgrad=True)), ("SGD", dict(lr=0.05, momentum=0.9)),
-                                         ("RMSprop", dict(lr=0.01, centered=True)), ("Adagrad", dict(lr=0.1))])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("AdamW", dict(lr=0.01, amsgrad=True)),
+        ("SGD", dict(lr=0.05, momentum=0.9)),
+        ("RMSprop", dict(lr=0.01, centered=True)),
+        ("Adagrad", dict(lr=0.1)),
+    ],
+)
 def test_model_optimizer_and_scheduler_resume_bit_exactly(device, tmp_path, name, kwargs):
     batches = [(torch.randn(6, 4, dtype=torch.float64), torch.randn(6, 3, dtype=torch.float64)) for _ in range(10)]
 
@@ -138,8 +170,7 @@ def test_model_optimizer_and_scheduler_resume_bit_exactly(device, tmp_path, name
     model, opt, sched = build()
     _train(model, opt, sched, batches[:5], device)
     path = tmp_path / "ckpt.safetensors"
-    genesis.save({"model": model.state_dict(), "optim": opt.state_dict(), "sched": sched.state_dict(),
-                  "step": 5}, path)
+    genesis.save({"model": model.state_dict(), "optim": opt.state_dict(), "sched": sched.state_dict(), "step": 5}, path)
     _train(model, opt, sched, batches[5:], device)  # the run that never stopped
 
     resumed, ropt, rsched = build()
@@ -247,9 +278,12 @@ def test_corrupted_bytes_raise_or_load_the_same_content():
 def test_hand_made_files_with_a_valid_hash_but_a_malformed_structure_are_refused():
     buffer = io.BytesIO()
     genesis.save({"w": genesis.randn(4)}, buffer)
-    for blob in [_relocated(buffer.getvalue(), None), _relocated(buffer.getvalue(), "cpu", root={"tensor": "9"}),
-                 _relocated(buffer.getvalue(), "cpu", root={"dict": [[1]]}),
-                 _relocated(buffer.getvalue(), "cpu", root={"eval": "print(1)"})]:
+    for blob in [
+        _relocated(buffer.getvalue(), None),
+        _relocated(buffer.getvalue(), "cpu", root={"tensor": "9"}),
+        _relocated(buffer.getvalue(), "cpu", root={"dict": [[1]]}),
+        _relocated(buffer.getvalue(), "cpu", root={"eval": "print(1)"}),
+    ]:
         with pytest.raises(CorruptCheckpointError, match="corrupt"):
             genesis.load(io.BytesIO(blob))
 

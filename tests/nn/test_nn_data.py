@@ -17,8 +17,10 @@ from genesis.utils import data as gud
 from genesis.utils.data import DataLoader, Dataset, TensorDataset
 
 
-@pytest.mark.parametrize("batch_size,drop_last,expected", [(4, False, [4, 4, 2]), (4, True, [4, 4]),
-                                                           (10, False, [10]), (3, False, [3, 3, 3, 1])])
+@pytest.mark.parametrize(
+    "batch_size,drop_last,expected",
+    [(4, False, [4, 4, 2]), (4, True, [4, 4]), (10, False, [10]), (3, False, [3, 3, 3, 1])],
+)
 def test_batches_in_order(device, batch_size, drop_last, expected):
     x = np.random.default_rng().standard_normal((10, 3)).astype(np.float32)
     y = np.arange(10)
@@ -34,9 +36,12 @@ def test_batches_in_order(device, batch_size, drop_last, expected):
 def test_shuffle_is_a_seeded_permutation(device):
     x = np.arange(20, dtype=np.float32).reshape(10, 2)
     y = np.arange(10)
-    order = [np.concatenate([yb.cpu().numpy() for _, yb in DataLoader(TensorDataset(x, y), 3, shuffle=True,
-                                                                       seed=5, device=device)])
-             for _ in range(2)]
+    order = [
+        np.concatenate(
+            [yb.cpu().numpy() for _, yb in DataLoader(TensorDataset(x, y), 3, shuffle=True, seed=5, device=device)]
+        )
+        for _ in range(2)
+    ]
     assert sorted(order[0].tolist()) == list(range(10))
     assert order[0].tolist() == order[1].tolist()  # same seed, same order
     assert order[0].tolist() != list(range(10))
@@ -137,8 +142,11 @@ def test_default_convert_matches_torch(kind):
 
 
 def test_default_collate_refuses_what_torch_refuses():
-    for batch, error in [([[1, 2], [3]], RuntimeError), ([object(), object()], TypeError),
-                         ([np.array(["a"]), np.array(["b"])], TypeError)]:
+    for batch, error in [
+        ([[1, 2], [3]], RuntimeError),
+        ([object(), object()], TypeError),
+        ([np.array(["a"]), np.array(["b"])], TypeError),
+    ]:
         with pytest.raises(error) as expected:
             tud.default_collate(batch)
         with pytest.raises(error) as got:
@@ -146,8 +154,7 @@ def test_default_collate_refuses_what_torch_refuses():
         assert str(got.value) == str(expected.value)
 
 
-@pytest.mark.parametrize("replacement,num_samples", [(False, None), (False, 23), (False, 4), (True, None),
-                                                     (True, 70)])
+@pytest.mark.parametrize("replacement,num_samples", [(False, None), (False, 23), (False, 4), (True, None), (True, 70)])
 def test_random_sampler_draws_torchs_indices(replacement, num_samples):
     data = list(range(10))
     seed = int(np.random.default_rng().integers(2**31))
@@ -197,8 +204,9 @@ def test_random_split_matches_torch(lengths):
 def test_generator_state_and_seed():
     gen = gud.Generator()
     assert gen.initial_seed() == torch.Generator().initial_seed()
-    assert list(gud.RandomSampler(range(8), generator=gen)) == list(tud.RandomSampler(range(8),
-                                                                                       generator=torch.Generator()))
+    assert list(gud.RandomSampler(range(8), generator=gen)) == list(
+        tud.RandomSampler(range(8), generator=torch.Generator())
+    )
     state = gen.manual_seed(11).get_state()
     first = list(gud.RandomSampler(range(8), generator=gen))
     gen.set_state(state)
@@ -215,10 +223,20 @@ def test_shuffled_loader_orders_match_torch_over_epochs(batch_size, drop_last):
     x = torch.arange(10 * 2, dtype=torch.float32).reshape(10, 2)
     y = torch.arange(10)
     seed = int(np.random.default_rng().integers(2**31))
-    tloader = tud.DataLoader(tud.TensorDataset(x, y), batch_size, shuffle=True, drop_last=drop_last,
-                             generator=torch.Generator().manual_seed(seed))
-    gloader = gud.DataLoader(gud.TensorDataset(g(x, "cpu"), g(y, "cpu")), batch_size, shuffle=True,
-                             drop_last=drop_last, generator=gud.Generator().manual_seed(seed))
+    tloader = tud.DataLoader(
+        tud.TensorDataset(x, y),
+        batch_size,
+        shuffle=True,
+        drop_last=drop_last,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    gloader = gud.DataLoader(
+        gud.TensorDataset(g(x, "cpu"), g(y, "cpu")),
+        batch_size,
+        shuffle=True,
+        drop_last=drop_last,
+        generator=gud.Generator().manual_seed(seed),
+    )
     assert len(gloader) == len(tloader)
     for _ in range(3):
         _same(list(gloader), list(tloader))
@@ -227,20 +245,32 @@ def test_shuffled_loader_orders_match_torch_over_epochs(batch_size, drop_last):
 def test_loader_with_sampler_batch_sampler_and_no_batching_match_torch():
     data = [{"v": torch.tensor([float(i)]), "i": i} for i in range(7)]
     gdata = [_as_genesis(d) for d in data]
-    _same(list(gud.DataLoader(gdata, batch_size=2, sampler=[6, 0, 3, 3])),
-          list(tud.DataLoader(data, batch_size=2, sampler=[6, 0, 3, 3])))
-    _same(list(gud.DataLoader(gdata, batch_sampler=[[1, 2, 3], [0], [6, 5]])),
-          list(tud.DataLoader(data, batch_sampler=[[1, 2, 3], [0], [6, 5]])))
+    _same(
+        list(gud.DataLoader(gdata, batch_size=2, sampler=[6, 0, 3, 3])),
+        list(tud.DataLoader(data, batch_size=2, sampler=[6, 0, 3, 3])),
+    )
+    _same(
+        list(gud.DataLoader(gdata, batch_sampler=[[1, 2, 3], [0], [6, 5]])),
+        list(tud.DataLoader(data, batch_sampler=[[1, 2, 3], [0], [6, 5]])),
+    )
     _same(list(gud.DataLoader(gdata, batch_size=None)), list(tud.DataLoader(data, batch_size=None)))
-    _same(list(gud.DataLoader(gdata, batch_size=3, collate_fn=lambda b: [d["i"] for d in b])),
-          list(tud.DataLoader(data, batch_size=3, collate_fn=lambda b: [d["i"] for d in b])))
+    _same(
+        list(gud.DataLoader(gdata, batch_size=3, collate_fn=lambda b: [d["i"] for d in b])),
+        list(tud.DataLoader(data, batch_size=3, collate_fn=lambda b: [d["i"] for d in b])),
+    )
 
 
 def test_loader_argument_errors_match_torch():
     ds = list(range(5))
-    cases = [dict(sampler=[0, 1], shuffle=True), dict(batch_sampler=[[0]], batch_size=2),
-             dict(batch_size=None, drop_last=True), dict(num_workers=-1), dict(prefetch_factor=2),
-             dict(persistent_workers=True), dict(timeout=-1)]
+    cases = [
+        dict(sampler=[0, 1], shuffle=True),
+        dict(batch_sampler=[[0]], batch_size=2),
+        dict(batch_size=None, drop_last=True),
+        dict(num_workers=-1),
+        dict(prefetch_factor=2),
+        dict(persistent_workers=True),
+        dict(timeout=-1),
+    ]
     for kwargs in cases:
         with pytest.raises(ValueError):
             tud.DataLoader(ds, **kwargs)

@@ -44,8 +44,7 @@ def _check_rows(batches, order):
         labels = batch["sample"].label.tolist()
         seen += labels
         assert isinstance(batch["sample"], Sample) and batch["name"] == [f"r{i}" for i in labels]
-        np.testing.assert_array_equal(batch["sample"].x.numpy(), np.arange(45, dtype=np.float32).reshape(15, 3)[
-            labels])
+        np.testing.assert_array_equal(batch["sample"].x.numpy(), np.arange(45, dtype=np.float32).reshape(15, 3)[labels])
         assert batch["half"].dtype == genesis.bfloat16
         np.testing.assert_array_equal(batch["half"].float().numpy(), batch["sample"].x.numpy())
     assert seen == order
@@ -56,8 +55,10 @@ def test_workers_give_the_batches_of_a_single_process_loader():
     expected = list(range(15))
     _check_rows(gud.DataLoader(ds, batch_size=4, num_workers=2), expected)
     gen = gud.Generator().manual_seed(7)
-    single = [b["sample"].label.tolist() for b in gud.DataLoader(ds, batch_size=4, shuffle=True,
-                                                                 generator=gud.Generator().manual_seed(7))]
+    single = [
+        b["sample"].label.tolist()
+        for b in gud.DataLoader(ds, batch_size=4, shuffle=True, generator=gud.Generator().manual_seed(7))
+    ]
     multi = gud.DataLoader(ds, batch_size=4, shuffle=True, generator=gen, num_workers=2, prefetch_factor=1)
     _check_rows(multi, [i for batch in single for i in batch])
 
@@ -65,10 +66,16 @@ def test_workers_give_the_batches_of_a_single_process_loader():
 def test_shuffled_worker_loader_orders_match_torch():
     x = torch.arange(22, dtype=torch.float64).reshape(11, 2)
     seed = int(np.random.default_rng().integers(2**31))
-    tl = tud.DataLoader(tud.TensorDataset(x), batch_size=3, shuffle=True, num_workers=2,
-                        generator=torch.Generator().manual_seed(seed))
-    gl = gud.DataLoader(gud.TensorDataset(g(x, "cpu")), batch_size=3, shuffle=True, num_workers=2,
-                        generator=gud.Generator().manual_seed(seed))
+    tl = tud.DataLoader(
+        tud.TensorDataset(x), batch_size=3, shuffle=True, num_workers=2, generator=torch.Generator().manual_seed(seed)
+    )
+    gl = gud.DataLoader(
+        gud.TensorDataset(g(x, "cpu")),
+        batch_size=3,
+        shuffle=True,
+        num_workers=2,
+        generator=gud.Generator().manual_seed(seed),
+    )
     for _ in range(2):
         got = [b[0].numpy().tolist() for b in gl]
         assert got == [b[0].numpy().tolist() for b in tl]
@@ -80,8 +87,16 @@ class WhoAmI(gud.Dataset):
 
     def __getitem__(self, i):
         info = gud.get_worker_info()
-        return np.array([i, info.id, info.num_workers, info.seed % 1000, os.getpid(), int(os.environ.get(
-            "GENESIS_TEST_INIT", "-1"))])
+        return np.array(
+            [
+                i,
+                info.id,
+                info.num_workers,
+                info.seed % 1000,
+                os.getpid(),
+                int(os.environ.get("GENESIS_TEST_INIT", "-1")),
+            ]
+        )
 
 
 def _init(worker_id):
@@ -90,8 +105,9 @@ def _init(worker_id):
 
 def test_worker_init_fn_and_get_worker_info():
     assert gud.get_worker_info() is None
-    rows = np.concatenate([b.numpy() for b in gud.DataLoader(WhoAmI(), batch_size=2, num_workers=2,
-                                                             worker_init_fn=_init)])
+    rows = np.concatenate(
+        [b.numpy() for b in gud.DataLoader(WhoAmI(), batch_size=2, num_workers=2, worker_init_fn=_init)]
+    )
     assert rows[:, 0].tolist() == list(range(8))
     assert rows[:, 1].tolist() == [0, 0, 1, 1, 0, 0, 1, 1]  # batches go round-robin
     assert set(rows[:, 2]) == {2}
@@ -219,6 +235,7 @@ def test_timeout_raises():
 
 
 def test_spawned_workers_work_too():
-    loader = gud.DataLoader(gud.TensorDataset(np.arange(6)), batch_size=2, num_workers=2,
-                            multiprocessing_context="spawn")
+    loader = gud.DataLoader(
+        gud.TensorDataset(np.arange(6)), batch_size=2, num_workers=2, multiprocessing_context="spawn"
+    )
     assert [b.tolist() for b in (batch[0] for batch in loader)] == [[0, 1], [2, 3], [4, 5]]

@@ -45,16 +45,19 @@ def test_gelu_and_silu_are_the_library_ops(device):
 ACTIVATIONS = [
     ("relu", lambda f: f.relu, [rand(3, 4)]),
     ("relu6", lambda f: f.relu6, [rand(3, 4) * 5]),
-    ("hardtanh", lambda f: (lambda t: f.hardtanh(t, -0.5, 2.0)), [rand(3, 4) * 2]),
-    ("leaky-relu", lambda f: (lambda t: f.leaky_relu(t, 0.3)), [rand(3, 4)]),
+    ("hardtanh", lambda f: lambda t: f.hardtanh(t, -0.5, 2.0), [rand(3, 4) * 2]),
+    ("leaky-relu", lambda f: lambda t: f.leaky_relu(t, 0.3), [rand(3, 4)]),
     ("mish", lambda f: f.mish, [rand(3, 4) * 5]),
-    ("softplus", lambda f: (lambda t: f.softplus(t, 0.5, 5.0)), [rand(3, 4) * 20]),
+    ("softplus", lambda f: lambda t: f.softplus(t, 0.5, 5.0), [rand(3, 4) * 20]),
     ("logsigmoid", lambda f: f.logsigmoid, [rand(3, 4) * 50]),
-    ("glu", lambda f: (lambda t: f.glu(t, 0)), [rand(4, 3)]),
-    ("softmax-dtype", lambda f: (lambda t: f.softmax(t, 1, dtype=torch.float64 if f is TF else genesis.float64)),
-     [torch.randn(3, 4)]),
-    ("softmin", lambda f: (lambda t: f.softmin(t, 0)), [rand(3, 4)]),
-    ("log-softmax", lambda f: (lambda t: f.log_softmax(t, -1)), [rand(3, 4)]),
+    ("glu", lambda f: lambda t: f.glu(t, 0), [rand(4, 3)]),
+    (
+        "softmax-dtype",
+        lambda f: lambda t: f.softmax(t, 1, dtype=torch.float64 if f is TF else genesis.float64),
+        [torch.randn(3, 4)],
+    ),
+    ("softmin", lambda f: lambda t: f.softmin(t, 0), [rand(3, 4)]),
+    ("log-softmax", lambda f: lambda t: f.log_softmax(t, -1), [rand(3, 4)]),
     ("tanh", lambda f: f.tanh, [rand(3, 4)]),
     ("sigmoid", lambda f: f.sigmoid, [rand(3, 4)]),
 ]
@@ -77,6 +80,7 @@ def test_implicit_softmax_dim_warns_and_picks_torchs_dim(device):
 def test_inplace_forms_keep_gradients(device):
     data = rand(3, 4)
     for name, kwargs in [("leaky_relu", dict(negative_slope=0.2)), ("silu", {}), ("mish", {})]:
+
         def fn(f, t, name=name, kwargs=kwargs):
             y = t * 1.0
             out = getattr(f, name)(y, inplace=True, **kwargs)
@@ -111,13 +115,20 @@ def test_function_matches_torch(device, fn, inputs):
 def test_batch_norm_function_matches_torch(device, training):
     mean, var = torch.randn(3, dtype=torch.float64), torch.rand(3, dtype=torch.float64) + 0.5
     gmean, gvar = g(mean, device), g(var, device)
-    check_forward_backward(lambda t, w, b: TF.batch_norm(t, mean, var, w, b, training, 0.2, 1e-3),
-                           lambda t, w, b: F.batch_norm(t, gmean, gvar, w, b, training, 0.2, 1e-3),
-                           [rand(4, 3, 2), rand(3), rand(3)], device)
+    check_forward_backward(
+        lambda t, w, b: TF.batch_norm(t, mean, var, w, b, training, 0.2, 1e-3),
+        lambda t, w, b: F.batch_norm(t, gmean, gvar, w, b, training, 0.2, 1e-3),
+        [rand(4, 3, 2), rand(3), rand(3)],
+        device,
+    )
     assert_close(gmean, mean)
     assert_close(gvar, var)
-    check_forward_backward(lambda t: TF.batch_norm(t, None, None, training=True),
-                           lambda t: F.batch_norm(t, None, None, training=True), [rand(4, 3)], device)
+    check_forward_backward(
+        lambda t: TF.batch_norm(t, None, None, training=True),
+        lambda t: F.batch_norm(t, None, None, training=True),
+        [rand(4, 3)],
+        device,
+    )
 
 
 PADS = [
@@ -164,8 +175,9 @@ INTERPOLATIONS = [
 
 @pytest.mark.parametrize("kwargs,shape", [pytest.param(k, s, id=n) for n, k, s in INTERPOLATIONS])
 def test_interpolate_matches_torch(device, kwargs, shape):
-    check_forward_backward(lambda t: TF.interpolate(t, **kwargs), lambda t: F.interpolate(t, **kwargs),
-                           [rand(*shape)], device)
+    check_forward_backward(
+        lambda t: TF.interpolate(t, **kwargs), lambda t: F.interpolate(t, **kwargs), [rand(*shape)], device
+    )
 
 
 def test_interpolate_float32_picks_torchs_pixels(device):
@@ -189,14 +201,19 @@ def test_one_hot(device):
 
 def test_embedding_functions_match_torch(device):
     idx = torch.tensor([[1, 4, 4], [0, 4, 2]])
-    check_forward_backward(lambda w: TF.embedding(idx, w, padding_idx=4), lambda w: F.embedding(g(idx, device), w,
-                                                                                                 padding_idx=4),
-                           [rand(6, 3)], device)
+    check_forward_backward(
+        lambda w: TF.embedding(idx, w, padding_idx=4),
+        lambda w: F.embedding(g(idx, device), w, padding_idx=4),
+        [rand(6, 3)],
+        device,
+    )
     flat, offsets = torch.tensor([1, 4, 4, 0, 4, 2]), torch.tensor([0, 1, 1, 4])
     check_forward_backward(
         lambda w, s: TF.embedding_bag(flat, w, offsets, mode="sum", per_sample_weights=s),
         lambda w, s: F.embedding_bag(g(flat, device), w, g(offsets, device), mode="sum", per_sample_weights=s),
-        [rand(6, 3), rand(6)], device)
+        [rand(6, 3), rand(6)],
+        device,
+    )
 
 
 def test_dropout_function(device):

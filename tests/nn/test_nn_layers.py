@@ -40,26 +40,50 @@ CASES = [
     ("tanh", lambda nn: nn.Tanh(), x(3, 7)),
     ("sigmoid", lambda nn: nn.Sigmoid(), x(3, 7)),
     ("softplus", lambda nn: nn.Softplus(), lambda: [torch.randn(3, 7, dtype=torch.float64) * 30]),
-    ("softplus-beta-threshold", lambda nn: nn.Softplus(beta=2.0, threshold=3.0),
-     lambda: [torch.randn(3, 7, dtype=torch.float64) * 3]),
+    (
+        "softplus-beta-threshold",
+        lambda nn: nn.Softplus(beta=2.0, threshold=3.0),
+        lambda: [torch.randn(3, 7, dtype=torch.float64) * 3],
+    ),
     ("softmax", lambda nn: nn.Softmax(dim=1), x(3, 7, 2)),
     ("log-softmax", lambda nn: nn.LogSoftmax(dim=-1), x(3, 7)),
     ("embedding", lambda nn: nn.Embedding(10, 4), indices(10, 3, 5)),
-    ("embedding-padding", lambda nn: nn.Embedding(10, 4, padding_idx=2),
-     lambda: [torch.tensor([[2, 1, 2], [9, 2, 0]])]),
-    ("embedding-padding-negative", lambda nn: nn.Embedding(10, 4, padding_idx=-1),
-     lambda: [torch.tensor([[9, 1, 9], [9, 2, 0]])]),
-    ("embedding-scale-grad", lambda nn: nn.Embedding(6, 3, scale_grad_by_freq=True),
-     lambda: [torch.tensor([1, 1, 1, 4, 5, 4])]),
+    (
+        "embedding-padding",
+        lambda nn: nn.Embedding(10, 4, padding_idx=2),
+        lambda: [torch.tensor([[2, 1, 2], [9, 2, 0]])],
+    ),
+    (
+        "embedding-padding-negative",
+        lambda nn: nn.Embedding(10, 4, padding_idx=-1),
+        lambda: [torch.tensor([[9, 1, 9], [9, 2, 0]])],
+    ),
+    (
+        "embedding-scale-grad",
+        lambda nn: nn.Embedding(6, 3, scale_grad_by_freq=True),
+        lambda: [torch.tensor([1, 1, 1, 4, 5, 4])],
+    ),
     ("embedding-bag-2d-mean", lambda nn: nn.EmbeddingBag(10, 4), indices(10, 3, 5)),
-    ("embedding-bag-2d-sum-padding", lambda nn: nn.EmbeddingBag(10, 4, mode="sum", padding_idx=0),
-     lambda: [torch.tensor([[0, 3, 3], [0, 0, 0], [1, 2, 0]])]),
-    ("embedding-bag-offsets-mean", lambda nn: nn.EmbeddingBag(10, 4, padding_idx=3),
-     lambda: [torch.tensor([1, 3, 4, 3, 9, 9, 0]), torch.tensor([0, 2, 2, 5])]),
-    ("embedding-bag-last-offset", lambda nn: nn.EmbeddingBag(10, 4, mode="sum", include_last_offset=True),
-     lambda: [torch.tensor([1, 3, 4, 3, 9, 9, 0]), torch.tensor([0, 3, 3, 7])]),
-    ("embedding-bag-per-sample-weights", lambda nn: nn.EmbeddingBag(10, 4, mode="sum"),
-     lambda: [torch.tensor([1, 3, 4, 3, 9]), torch.tensor([0, 1, 3]), torch.randn(5, dtype=torch.float64)]),
+    (
+        "embedding-bag-2d-sum-padding",
+        lambda nn: nn.EmbeddingBag(10, 4, mode="sum", padding_idx=0),
+        lambda: [torch.tensor([[0, 3, 3], [0, 0, 0], [1, 2, 0]])],
+    ),
+    (
+        "embedding-bag-offsets-mean",
+        lambda nn: nn.EmbeddingBag(10, 4, padding_idx=3),
+        lambda: [torch.tensor([1, 3, 4, 3, 9, 9, 0]), torch.tensor([0, 2, 2, 5])],
+    ),
+    (
+        "embedding-bag-last-offset",
+        lambda nn: nn.EmbeddingBag(10, 4, mode="sum", include_last_offset=True),
+        lambda: [torch.tensor([1, 3, 4, 3, 9, 9, 0]), torch.tensor([0, 3, 3, 7])],
+    ),
+    (
+        "embedding-bag-per-sample-weights",
+        lambda nn: nn.EmbeddingBag(10, 4, mode="sum"),
+        lambda: [torch.tensor([1, 3, 4, 3, 9]), torch.tensor([0, 1, 3]), torch.randn(5, dtype=torch.float64)],
+    ),
     ("layer-norm", lambda nn: nn.LayerNorm(6), x(3, 4, 6)),
     ("layer-norm-2d-shape", lambda nn: nn.LayerNorm((4, 6), eps=1e-3), x(3, 4, 6)),
     ("layer-norm-no-affine", lambda nn: nn.LayerNorm(6, elementwise_affine=False), x(3, 6)),
@@ -171,8 +195,9 @@ def test_embedding_errors(device):
     with pytest.raises(ValueError, match="offsets has to be None"):
         nn.EmbeddingBag(4, 2).to(device)(genesis.tensor([[0, 1]], device=device), genesis.tensor([0], device=device))
     with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum'"):
-        nn.EmbeddingBag(4, 2).to(device)(genesis.tensor([[0, 1]], device=device),
-                                         per_sample_weights=genesis.ones(1, 2, device=device))
+        nn.EmbeddingBag(4, 2).to(device)(
+            genesis.tensor([[0, 1]], device=device), per_sample_weights=genesis.ones(1, 2, device=device)
+        )
 
 
 def test_norm_errors(device):
@@ -205,8 +230,10 @@ def test_dropout_gradient_follows_the_mask(device):
 
 
 def test_inplace_activations_write_their_input(device):
-    for layer, ref in [(nn.ReLU(inplace=True), torch.relu), (nn.LeakyReLU(0.1, inplace=True),
-                                                              lambda t: torch.nn.functional.leaky_relu(t, 0.1))]:
+    for layer, ref in [
+        (nn.ReLU(inplace=True), torch.relu),
+        (nn.LeakyReLU(0.1, inplace=True), lambda t: torch.nn.functional.leaky_relu(t, 0.1)),
+    ]:
         data = torch.randn(10)
         gx = g(data, device)
         assert layer(gx) is gx
@@ -312,23 +339,29 @@ def test_parameter_list_and_dict_register_like_torch():
 
 def test_linear_init_bounds():
     layer = nn.Linear(16, 8)
-    bound = 1 / 16 ** 0.5  # kaiming_uniform_(a=sqrt(5)) on fan_in, and the bias from the same bound
+    bound = 1 / 16**0.5  # kaiming_uniform_(a=sqrt(5)) on fan_in, and the bias from the same bound
     weights = to_torch(layer.weight)
     assert weights.abs().max() <= bound and weights.std() > bound / 4
     assert to_torch(layer.bias).abs().max() <= bound
 
 
 def _mlp(lib):
-    return lib.nn.Sequential(lib.nn.Linear(6, 8), lib.nn.ReLU(), lib.nn.Linear(8, 8), lib.nn.Tanh(),
-                             lib.nn.Linear(8, 3))
+    return lib.nn.Sequential(
+        lib.nn.Linear(6, 8), lib.nn.ReLU(), lib.nn.Linear(8, 8), lib.nn.Tanh(), lib.nn.Linear(8, 3)
+    )
 
 
 def test_sequential_mlp_with_cross_entropy_float32_matches_torch(device):
     tmodel, model = _mlp(torch), _mlp(genesis).to(device)
     model.load_state_dict(tmodel.state_dict())
     y = torch.randint(0, 3, (7,))
-    check_forward_backward(lambda t: torch.nn.functional.cross_entropy(tmodel(t), y),
-                           lambda t: nn.functional.cross_entropy(model(t), g(y, device)),
-                           [torch.randn(7, 6)], device, rtol=1e-5, atol=1e-6)
+    check_forward_backward(
+        lambda t: torch.nn.functional.cross_entropy(tmodel(t), y),
+        lambda t: nn.functional.cross_entropy(model(t), g(y, device)),
+        [torch.randn(7, 6)],
+        device,
+        rtol=1e-5,
+        atol=1e-6,
+    )
     for (_, p), (_, tp) in zip(model.named_parameters(), tmodel.named_parameters(), strict=True):
         assert_close(p.grad, tp.grad, rtol=1e-5, atol=1e-6)

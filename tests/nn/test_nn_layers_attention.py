@@ -30,31 +30,72 @@ def _bool_mask(*shape):
 # (id, build(nn), inputs() -> [query, key, value], forward kwargs() -> dict of torch masks / flags)
 MHA_CASES = [
     ("self-attention", lambda nn: nn.MultiheadAttention(E, H), lambda: [rand(5, 3, E)] * 3, dict),
-    ("cross-attention", lambda nn: nn.MultiheadAttention(E, H), lambda: [rand(5, 3, E), rand(4, 3, E), rand(4, 3, E)],
-     dict),
+    (
+        "cross-attention",
+        lambda nn: nn.MultiheadAttention(E, H),
+        lambda: [rand(5, 3, E), rand(4, 3, E), rand(4, 3, E)],
+        dict,
+    ),
     ("batch-first", lambda nn: nn.MultiheadAttention(E, H, batch_first=True), lambda: [rand(3, 5, E)] * 3, dict),
-    ("kdim-vdim", lambda nn: nn.MultiheadAttention(E, H, kdim=5, vdim=3, batch_first=True),
-     lambda: [rand(2, 4, E), rand(2, 6, 5), rand(2, 6, 3)], dict),
-    ("bias-kv-zero-attn", lambda nn: nn.MultiheadAttention(E, H, add_bias_kv=True, add_zero_attn=True),
-     lambda: [rand(5, 3, E)] * 3, dict),
+    (
+        "kdim-vdim",
+        lambda nn: nn.MultiheadAttention(E, H, kdim=5, vdim=3, batch_first=True),
+        lambda: [rand(2, 4, E), rand(2, 6, 5), rand(2, 6, 3)],
+        dict,
+    ),
+    (
+        "bias-kv-zero-attn",
+        lambda nn: nn.MultiheadAttention(E, H, add_bias_kv=True, add_zero_attn=True),
+        lambda: [rand(5, 3, E)] * 3,
+        dict,
+    ),
     ("no-bias", lambda nn: nn.MultiheadAttention(E, H, bias=False), lambda: [rand(5, 3, E)] * 3, dict),
-    ("unbatched", lambda nn: nn.MultiheadAttention(E, H), lambda: [rand(5, E)] * 3,
-     lambda: dict(key_padding_mask=torch.tensor([False, True, False, False, False]))),
-    ("key-padding-bool", lambda nn: nn.MultiheadAttention(E, H, batch_first=True), lambda: [rand(3, 5, E)] * 3,
-     lambda: dict(key_padding_mask=_bool_mask(3, 5))),
-    ("key-padding-float", lambda nn: nn.MultiheadAttention(E, H), lambda: [rand(5, 3, E)] * 3,
-     lambda: dict(key_padding_mask=rand(3, 5))),
-    ("attn-mask-2d-bool", lambda nn: nn.MultiheadAttention(E, H), lambda: [rand(5, 3, E)] * 3,
-     lambda: dict(attn_mask=_bool_mask(5, 5))),
-    ("attn-mask-3d-float", lambda nn: nn.MultiheadAttention(E, H), lambda: [rand(5, 3, E), rand(4, 3, E),
-                                                                          rand(4, 3, E)],
-     lambda: dict(attn_mask=rand(3 * H, 5, 4))),
-    ("both-masks-per-head-weights", lambda nn: nn.MultiheadAttention(E, H, add_bias_kv=True),
-     lambda: [rand(5, 3, E)] * 3,
-     lambda: dict(attn_mask=_bool_mask(5, 5), key_padding_mask=_bool_mask(3, 5), average_attn_weights=False)),
-    ("no-weights-causal", lambda nn: nn.MultiheadAttention(E, H), lambda: [rand(5, 3, E)] * 3,
-     lambda: dict(attn_mask=torch.nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64),
-                  is_causal=True, need_weights=False)),
+    (
+        "unbatched",
+        lambda nn: nn.MultiheadAttention(E, H),
+        lambda: [rand(5, E)] * 3,
+        lambda: dict(key_padding_mask=torch.tensor([False, True, False, False, False])),
+    ),
+    (
+        "key-padding-bool",
+        lambda nn: nn.MultiheadAttention(E, H, batch_first=True),
+        lambda: [rand(3, 5, E)] * 3,
+        lambda: dict(key_padding_mask=_bool_mask(3, 5)),
+    ),
+    (
+        "key-padding-float",
+        lambda nn: nn.MultiheadAttention(E, H),
+        lambda: [rand(5, 3, E)] * 3,
+        lambda: dict(key_padding_mask=rand(3, 5)),
+    ),
+    (
+        "attn-mask-2d-bool",
+        lambda nn: nn.MultiheadAttention(E, H),
+        lambda: [rand(5, 3, E)] * 3,
+        lambda: dict(attn_mask=_bool_mask(5, 5)),
+    ),
+    (
+        "attn-mask-3d-float",
+        lambda nn: nn.MultiheadAttention(E, H),
+        lambda: [rand(5, 3, E), rand(4, 3, E), rand(4, 3, E)],
+        lambda: dict(attn_mask=rand(3 * H, 5, 4)),
+    ),
+    (
+        "both-masks-per-head-weights",
+        lambda nn: nn.MultiheadAttention(E, H, add_bias_kv=True),
+        lambda: [rand(5, 3, E)] * 3,
+        lambda: dict(attn_mask=_bool_mask(5, 5), key_padding_mask=_bool_mask(3, 5), average_attn_weights=False),
+    ),
+    (
+        "no-weights-causal",
+        lambda nn: nn.MultiheadAttention(E, H),
+        lambda: [rand(5, 3, E)] * 3,
+        lambda: dict(
+            attn_mask=torch.nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64),
+            is_causal=True,
+            need_weights=False,
+        ),
+    ),
 ]
 
 
@@ -109,8 +150,9 @@ def test_multihead_attention_errors(device):
 
 def test_multihead_attention_parameter_names_match_torch():
     for kw in [dict(), dict(kdim=3), dict(add_bias_kv=True, bias=False)]:
-        assert [n for n, _ in nn.MultiheadAttention(E, H, **kw).named_parameters()] == \
-               [n for n, _ in torch.nn.MultiheadAttention(E, H, **kw).named_parameters()]
+        assert [n for n, _ in nn.MultiheadAttention(E, H, **kw).named_parameters()] == [
+            n for n, _ in torch.nn.MultiheadAttention(E, H, **kw).named_parameters()
+        ]
 
 
 def _causal(n):
@@ -119,22 +161,44 @@ def _causal(n):
 
 TRANSFORMER_CASES = [
     ("encoder-post-norm", lambda nn: nn.TransformerEncoderLayer(E, H, 16), lambda: [rand(5, 3, E)], dict),
-    ("encoder-pre-norm-gelu-batch-first",
-     lambda nn: nn.TransformerEncoderLayer(E, H, 16, activation="gelu", norm_first=True, batch_first=True),
-     lambda: [rand(3, 5, E)], lambda: dict(src_key_padding_mask=_bool_mask(3, 5))),
-    ("encoder-callable-activation-mask",
-     lambda nn: nn.TransformerEncoderLayer(E, H, 16, activation=nn.GELU(), layer_norm_eps=1e-3, bias=False),
-     lambda: [rand(5, 3, E)], lambda: dict(src_mask=_causal(5))),
-    ("decoder", lambda nn: nn.TransformerDecoderLayer(E, H, 16), lambda: [rand(5, 3, E), rand(4, 3, E)],
-     lambda: dict(tgt_mask=_causal(5), memory_key_padding_mask=_bool_mask(3, 4))),
-    ("decoder-pre-norm-batch-first",
-     lambda nn: nn.TransformerDecoderLayer(E, H, 16, norm_first=True, batch_first=True, activation="gelu"),
-     lambda: [rand(3, 5, E), rand(3, 4, E)], dict),
-    ("encoder-stack", lambda nn: nn.TransformerEncoder(nn.TransformerEncoderLayer(E, H, 16), 2, norm=nn.LayerNorm(E),
-                                                        **({"enable_nested_tensor": False})),
-     lambda: [rand(5, 3, E)], lambda: dict(mask=_causal(5))),
-    ("decoder-stack", lambda nn: nn.TransformerDecoder(nn.TransformerDecoderLayer(E, H, 16), 2),
-     lambda: [rand(5, 3, E), rand(4, 3, E)], dict),
+    (
+        "encoder-pre-norm-gelu-batch-first",
+        lambda nn: nn.TransformerEncoderLayer(E, H, 16, activation="gelu", norm_first=True, batch_first=True),
+        lambda: [rand(3, 5, E)],
+        lambda: dict(src_key_padding_mask=_bool_mask(3, 5)),
+    ),
+    (
+        "encoder-callable-activation-mask",
+        lambda nn: nn.TransformerEncoderLayer(E, H, 16, activation=nn.GELU(), layer_norm_eps=1e-3, bias=False),
+        lambda: [rand(5, 3, E)],
+        lambda: dict(src_mask=_causal(5)),
+    ),
+    (
+        "decoder",
+        lambda nn: nn.TransformerDecoderLayer(E, H, 16),
+        lambda: [rand(5, 3, E), rand(4, 3, E)],
+        lambda: dict(tgt_mask=_causal(5), memory_key_padding_mask=_bool_mask(3, 4)),
+    ),
+    (
+        "decoder-pre-norm-batch-first",
+        lambda nn: nn.TransformerDecoderLayer(E, H, 16, norm_first=True, batch_first=True, activation="gelu"),
+        lambda: [rand(3, 5, E), rand(3, 4, E)],
+        dict,
+    ),
+    (
+        "encoder-stack",
+        lambda nn: nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(E, H, 16), 2, norm=nn.LayerNorm(E), **({"enable_nested_tensor": False})
+        ),
+        lambda: [rand(5, 3, E)],
+        lambda: dict(mask=_causal(5)),
+    ),
+    (
+        "decoder-stack",
+        lambda nn: nn.TransformerDecoder(nn.TransformerDecoderLayer(E, H, 16), 2),
+        lambda: [rand(5, 3, E), rand(4, 3, E)],
+        dict,
+    ),
 ]
 
 
@@ -170,15 +234,27 @@ def test_transformer_bad_activation():
 SDPA_CASES = [
     ("plain", lambda: [rand(2, 3, 5, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 4)], dict),
     ("3d-scale", lambda: [rand(3, 5, 4), rand(3, 6, 4), rand(3, 6, 2)], lambda: dict(scale=0.3)),
-    ("bool-mask", lambda: [rand(2, 3, 5, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 4)],
-     lambda: dict(attn_mask=torch.rand(5, 6) < 0.6)),
-    ("fully-masked-row", lambda: [rand(1, 2, 3, 4), rand(1, 2, 3, 4), rand(1, 2, 3, 4)],
-     lambda: dict(attn_mask=torch.tensor([[True, True, False], [False, False, False], [True, False, True]]))),
-    ("float-mask", lambda: [rand(2, 3, 5, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 4)],
-     lambda: dict(attn_mask=rand(2, 1, 5, 6))),
+    (
+        "bool-mask",
+        lambda: [rand(2, 3, 5, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 4)],
+        lambda: dict(attn_mask=torch.rand(5, 6) < 0.6),
+    ),
+    (
+        "fully-masked-row",
+        lambda: [rand(1, 2, 3, 4), rand(1, 2, 3, 4), rand(1, 2, 3, 4)],
+        lambda: dict(attn_mask=torch.tensor([[True, True, False], [False, False, False], [True, False, True]])),
+    ),
+    (
+        "float-mask",
+        lambda: [rand(2, 3, 5, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 4)],
+        lambda: dict(attn_mask=rand(2, 1, 5, 6)),
+    ),
     ("causal-square", lambda: [rand(2, 3, 5, 4)] * 3, lambda: dict(is_causal=True)),
-    ("causal-rectangular", lambda: [rand(2, 3, 6, 4), rand(2, 3, 4, 4), rand(2, 3, 4, 4)],
-     lambda: dict(is_causal=True)),
+    (
+        "causal-rectangular",
+        lambda: [rand(2, 3, 6, 4), rand(2, 3, 4, 4), rand(2, 3, 4, 4)],
+        lambda: dict(is_causal=True),
+    ),
     ("gqa", lambda: [rand(2, 4, 5, 4), rand(2, 2, 6, 4), rand(2, 2, 6, 4)], lambda: dict(enable_gqa=True)),
 ]
 
@@ -187,8 +263,12 @@ SDPA_CASES = [
 def test_scaled_dot_product_attention_matches_torch(device, inputs, kwargs):
     kw = kwargs()
     gkw = {k: _to_genesis(v, device) for k, v in kw.items()}
-    check_forward_backward(lambda *a: torch.nn.functional.scaled_dot_product_attention(*a, **kw),
-                           lambda *a: F.scaled_dot_product_attention(*a, **gkw), inputs(), device)
+    check_forward_backward(
+        lambda *a: torch.nn.functional.scaled_dot_product_attention(*a, **kw),
+        lambda *a: F.scaled_dot_product_attention(*a, **gkw),
+        inputs(),
+        device,
+    )
 
 
 def test_scaled_dot_product_attention_dropout_and_errors(device):

@@ -22,8 +22,7 @@ CASES = [
     ("conv1d-valid-unbatched", lambda nn: nn.Conv1d(3, 2, 2, padding="valid"), x(3, 6)),
     ("conv1d-reflect", lambda nn: nn.Conv1d(3, 2, 3, padding=1, padding_mode="reflect"), x(2, 3, 6)),
     ("conv2d", lambda nn: nn.Conv2d(3, 4, 3), x(2, 3, 7, 6)),
-    ("conv2d-rect-stride-padding", lambda nn: nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=(1, 2)),
-     x(2, 3, 7, 6)),
+    ("conv2d-rect-stride-padding", lambda nn: nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=(1, 2)), x(2, 3, 7, 6)),
     ("conv2d-dilation-groups", lambda nn: nn.Conv2d(4, 6, 3, dilation=(2, 1), groups=2, bias=False), x(2, 4, 8, 5)),
     ("conv2d-depthwise", lambda nn: nn.Conv2d(3, 6, 3, groups=3, padding=1), x(1, 3, 5, 5)),
     ("conv2d-same-dilated", lambda nn: nn.Conv2d(3, 2, (3, 4), padding="same", dilation=2), x(2, 3, 7, 8)),
@@ -35,8 +34,11 @@ CASES = [
     ("maxpool-ceil-unbatched", lambda nn: nn.MaxPool2d((3, 2), stride=2, padding=1, ceil_mode=True), x(3, 8, 7)),
     ("avgpool", lambda nn: nn.AvgPool2d(2), x(2, 3, 6, 7)),
     ("avgpool-pad-ceil", lambda nn: nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True), x(2, 3, 8, 7)),
-    ("avgpool-exclude-pad", lambda nn: nn.AvgPool2d((3, 2), stride=(2, 1), padding=1, ceil_mode=True,
-                                                    count_include_pad=False), x(2, 3, 8, 7)),
+    (
+        "avgpool-exclude-pad",
+        lambda nn: nn.AvgPool2d((3, 2), stride=(2, 1), padding=1, ceil_mode=True, count_include_pad=False),
+        x(2, 3, 8, 7),
+    ),
     ("avgpool-divisor", lambda nn: nn.AvgPool2d(2, padding=1, divisor_override=3), x(3, 5, 5)),
     ("adaptive-divisible", lambda nn: nn.AdaptiveAvgPool2d((2, 3)), x(2, 3, 6, 9)),
     ("adaptive-uneven", lambda nn: nn.AdaptiveAvgPool2d(4), x(2, 3, 7, 5)),
@@ -46,8 +48,11 @@ CASES = [
     ("upsample-nearest-size", lambda nn: nn.Upsample(size=(5, 7)), x(2, 3, 3, 4)),
     ("upsample-nearest-fractional", lambda nn: nn.Upsample(scale_factor=(1.5, 0.6)), x(1, 2, 5, 10)),
     ("upsample-bilinear", lambda nn: nn.Upsample(scale_factor=1.7, mode="bilinear"), x(2, 3, 4, 5)),
-    ("upsample-bilinear-align", lambda nn: nn.Upsample(size=(7, 3), mode="bilinear", align_corners=True),
-     x(2, 3, 4, 5)),
+    (
+        "upsample-bilinear-align",
+        lambda nn: nn.Upsample(size=(7, 3), mode="bilinear", align_corners=True),
+        x(2, 3, 4, 5),
+    ),
     ("upsample-nearest-exact", lambda nn: nn.Upsample(size=(7, 3), mode="nearest-exact"), x(2, 3, 4, 5)),
     ("upsample-linear-1d", lambda nn: nn.Upsample(size=9, mode="linear"), x(2, 3, 4)),
 ]
@@ -62,8 +67,15 @@ def test_layer_matches_torch(device, build, inputs):
     check_module(tmod, gmod, inputs(), device)
 
 
-@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1, dilation=2),
-                                    dict(kernel_size=(3, 2), stride=2, padding=1, ceil_mode=True)], ids=str)
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(kernel_size=2),
+        dict(kernel_size=3, stride=2, padding=1, dilation=2),
+        dict(kernel_size=(3, 2), stride=2, padding=1, ceil_mode=True),
+    ],
+    ids=str,
+)
 def test_max_pool2d_indices_match_torch(device, kwargs):
     data = torch.randn(2, 3, 8, 7, dtype=torch.float64)
     values, idx = F.max_pool2d(g(data, device), return_indices=True, **kwargs)
@@ -76,8 +88,12 @@ def test_max_pool2d_indices_match_torch(device, kwargs):
 
 def test_unfold_matches_torch(device):
     kw = dict(kernel_size=(2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
-    check_forward_backward(lambda t: torch.nn.functional.unfold(t, **kw), lambda t: F.unfold(t, **kw),
-                           [torch.randn(2, 3, 5, 6, dtype=torch.float64)], device)
+    check_forward_backward(
+        lambda t: torch.nn.functional.unfold(t, **kw),
+        lambda t: F.unfold(t, **kw),
+        [torch.randn(2, 3, 5, 6, dtype=torch.float64)],
+        device,
+    )
 
 
 def test_conv_float32_matches_torch(device):

@@ -45,15 +45,27 @@ CE = [
     ("ignore-default", {}, {}, lambda: [rand(6, 4), classes(4, 6, ignore=-100)]),
     ("smoothing", dict(label_smoothing=0.2), {}, lambda: [rand(6, 4), classes(4, 6)]),
     ("weight", {}, dict(weight=torch.rand(4, dtype=torch.float64) + 0.5), lambda: [rand(6, 4), classes(4, 6)]),
-    ("weight-ignore-smoothing", dict(ignore_index=2, label_smoothing=0.3),
-     dict(weight=torch.rand(4, dtype=torch.float64) + 0.5), lambda: [rand(7, 4), classes(4, 7, ignore=2)]),
+    (
+        "weight-ignore-smoothing",
+        dict(ignore_index=2, label_smoothing=0.3),
+        dict(weight=torch.rand(4, dtype=torch.float64) + 0.5),
+        lambda: [rand(7, 4), classes(4, 7, ignore=2)],
+    ),
     ("spatial", {}, {}, lambda: [rand(2, 4, 3, 5), classes(4, 2, 3, 5)]),
-    ("spatial-weight-smoothing-ignore", dict(label_smoothing=0.1, ignore_index=0),
-     dict(weight=torch.rand(3, dtype=torch.float64)), lambda: [rand(2, 3, 5), classes(3, 2, 5, ignore=0)]),
+    (
+        "spatial-weight-smoothing-ignore",
+        dict(label_smoothing=0.1, ignore_index=0),
+        dict(weight=torch.rand(3, dtype=torch.float64)),
+        lambda: [rand(2, 3, 5), classes(3, 2, 5, ignore=0)],
+    ),
     ("unbatched", {}, {}, lambda: [rand(5), torch.tensor(3)]),
     ("probabilities", {}, {}, lambda: [rand(6, 4), probs(6, 4)]),
-    ("probabilities-weight-smoothing", dict(label_smoothing=0.25),
-     dict(weight=torch.rand(4, dtype=torch.float64)), lambda: [rand(6, 4), probs(6, 4)]),
+    (
+        "probabilities-weight-smoothing",
+        dict(label_smoothing=0.25),
+        dict(weight=torch.rand(4, dtype=torch.float64)),
+        lambda: [rand(6, 4), probs(6, 4)],
+    ),
     ("probabilities-spatial", {}, {}, lambda: [rand(2, 4, 3), probs(2, 4, 3)]),
 ]
 
@@ -68,8 +80,12 @@ NLL = [
     ("plain", {}, {}, lambda: [rand(5, 3).log_softmax(1), classes(3, 5)]),
     ("ignore", dict(ignore_index=0), {}, lambda: [rand(5, 3).log_softmax(1), classes(3, 5, ignore=0)]),
     ("weight", {}, dict(weight=torch.rand(3, dtype=torch.float64)), lambda: [rand(5, 3), classes(3, 5)]),
-    ("spatial-weight-ignore", dict(ignore_index=1), dict(weight=torch.rand(3, dtype=torch.float64)),
-     lambda: [rand(2, 3, 4, 2), classes(3, 2, 4, 2, ignore=1)]),
+    (
+        "spatial-weight-ignore",
+        dict(ignore_index=1),
+        dict(weight=torch.rand(3, dtype=torch.float64)),
+        lambda: [rand(2, 3, 4, 2), classes(3, 2, 4, 2, ignore=1)],
+    ),
 ]
 
 
@@ -94,9 +110,12 @@ POINTWISE = [
     ("BCELoss", {}, {}, _bce_inputs),
     ("BCELoss", {}, dict(weight=torch.rand(3, dtype=torch.float64)), _bce_inputs),
     ("BCEWithLogitsLoss", {}, {}, lambda: [rand(4, 3) * 3, torch.rand(4, 3, dtype=torch.float64)]),
-    ("BCEWithLogitsLoss", {}, dict(pos_weight=torch.rand(3, dtype=torch.float64) * 3,
-                                   weight=torch.rand(4, 1, dtype=torch.float64)),
-     lambda: [rand(4, 3) * 3, torch.rand(4, 3, dtype=torch.float64)]),
+    (
+        "BCEWithLogitsLoss",
+        {},
+        dict(pos_weight=torch.rand(3, dtype=torch.float64) * 3, weight=torch.rand(4, 1, dtype=torch.float64)),
+        lambda: [rand(4, 3) * 3, torch.rand(4, 3, dtype=torch.float64)],
+    ),
     ("KLDivLoss", {}, {}, lambda: [rand(4, 5).log_softmax(1), probs(4, 5)]),
     ("KLDivLoss", dict(log_target=True), {}, lambda: [rand(4, 5).log_softmax(1), rand(4, 5).log_softmax(1)]),
 ]
@@ -104,8 +123,9 @@ POINTWISE = [
 
 @pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss")  # torch's KLDivLoss note
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("name,kwargs,buffers,inputs",
-                         [pytest.param(n, k, b, i, id=f"{n}-{k}-{list(b)}") for n, k, b, i in POINTWISE])
+@pytest.mark.parametrize(
+    "name,kwargs,buffers,inputs", [pytest.param(n, k, b, i, id=f"{n}-{k}-{list(b)}") for n, k, b, i in POINTWISE]
+)
 def test_pointwise_losses_match_torch(device, reduction, name, kwargs, buffers, inputs):
     _check_loss(name, dict(kwargs, reduction=reduction), inputs(), device, buffers)
 
@@ -121,22 +141,29 @@ def test_kl_div_batchmean_and_zero_targets(device, log_target):
     check_forward_backward(
         lambda a: torch.nn.functional.kl_div(a, target, reduction="batchmean", log_target=log_target),
         lambda a: F.kl_div(a, gtarget, reduction="batchmean", log_target=log_target),
-        [rand(4, 5).log_softmax(1)], device)
+        [rand(4, 5).log_softmax(1)],
+        device,
+    )
 
 
 def test_bce_with_logits_is_stable_for_large_logits(device):
     logits = torch.tensor([[-200.0, -30.0, 0.0, 30.0, 200.0]], dtype=torch.float32)
     target = torch.tensor([[1.0, 0.0, 1.0, 1.0, 0.0]])
-    check_forward_backward(lambda a, b: torch.nn.functional.binary_cross_entropy_with_logits(a, b, reduction="none"),
-                           lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction="none"),
-                           [logits, target], device)
+    check_forward_backward(
+        lambda a, b: torch.nn.functional.binary_cross_entropy_with_logits(a, b, reduction="none"),
+        lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction="none"),
+        [logits, target],
+        device,
+    )
 
 
 def test_bce_clamps_its_logs_like_torch(device):
-    check_forward_backward(lambda a, b: torch.nn.functional.binary_cross_entropy(a, b, reduction="none"),
-                           lambda a, b: F.binary_cross_entropy(a, b, reduction="none"),
-                           [torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64),
-                            torch.tensor([1.0, 0.0, 0.5], dtype=torch.float64)], device)
+    check_forward_backward(
+        lambda a, b: torch.nn.functional.binary_cross_entropy(a, b, reduction="none"),
+        lambda a, b: F.binary_cross_entropy(a, b, reduction="none"),
+        [torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64), torch.tensor([1.0, 0.0, 0.5], dtype=torch.float64)],
+        device,
+    )
 
 
 def test_cross_entropy_float32_matches_torch(device):
@@ -172,33 +199,75 @@ def test_target_out_of_range_raises_index_error(device, bad):
 
 
 ERRORS = [
-    (lambda d: F.cross_entropy(genesis.randn(3, 4, device=d), genesis.tensor([0, 1], device=d)), ValueError,
-     r"Expected input batch_size \(3\) to match target batch_size \(2\)"),
-    (lambda d: F.cross_entropy(genesis.randn(3, 4, device=d), genesis.tensor([0.0, 1.0, 2.0], device=d)),
-     RuntimeError, "expected target dtype to be Long or Byte, but got Float"),
-    (lambda d: F.cross_entropy(genesis.randn(2, 3, 4, device=d), genesis.zeros(2, 3, dtype=genesis.int64, device=d)),
-     RuntimeError, r"Expected target size \[2, 4\], got \[2, 3\]"),
-    (lambda d: F.cross_entropy(genesis.randn(3, 4, device=d), genesis.tensor([0, 1, 2], device=d),
-                               weight=genesis.ones(3, device=d)),
-     RuntimeError, "weight tensor should be defined either for all 4 classes or no classes"),
-    (lambda d: F.cross_entropy(genesis.randn(3, 4, device=d), genesis.tensor([0, 1, 2], device=d),
-                               label_smoothing=1.5), RuntimeError, "label_smoothing must be between 0.0 and 1.0"),
-    (lambda d: F.cross_entropy(genesis.randn(3, 4, device=d), genesis.zeros(3, 4, dtype=genesis.int64, device=d)),
-     RuntimeError, "Expected floating point type for target with class probabilities, got Long"),
-    (lambda d: F.cross_entropy(genesis.randn(3, 4, device=d), genesis.tensor([0, 1, 2], device=d),
-                               reduction="avg"), ValueError, "avg is not a valid value for reduction"),
-    (lambda d: F.binary_cross_entropy(genesis.rand(3, 4, device=d), genesis.rand(3, 5, device=d)), ValueError,
-     "that is different to the input size"),
-    (lambda d: F.binary_cross_entropy(genesis.randn(3, 4, device=d) + 2, genesis.rand(3, 4, device=d)),
-     RuntimeError, "all elements of input should be between 0 and 1"),
-    (lambda d: F.binary_cross_entropy_with_logits(genesis.randn(3, 4, device=d), genesis.rand(3, 5, device=d)),
-     ValueError, "must be the same as input size"),
-    (lambda d: F.smooth_l1_loss(genesis.randn(3, device=d), genesis.randn(3, device=d), beta=-1.0), RuntimeError,
-     "smooth_l1_loss does not support negative values for beta"),
-    (lambda d: F.huber_loss(genesis.randn(3, device=d), genesis.randn(3, device=d), delta=0.0), RuntimeError,
-     "huber_loss does not support non-positive values for delta"),
-    (lambda d: F.kl_div(genesis.randn(3, device=d), genesis.randn(3, device=d), reduction="batch"), ValueError,
-     "batch is not a valid value for reduction"),
+    (
+        lambda d: F.cross_entropy(genesis.randn(3, 4, device=d), genesis.tensor([0, 1], device=d)),
+        ValueError,
+        r"Expected input batch_size \(3\) to match target batch_size \(2\)",
+    ),
+    (
+        lambda d: F.cross_entropy(genesis.randn(3, 4, device=d), genesis.tensor([0.0, 1.0, 2.0], device=d)),
+        RuntimeError,
+        "expected target dtype to be Long or Byte, but got Float",
+    ),
+    (
+        lambda d: F.cross_entropy(genesis.randn(2, 3, 4, device=d), genesis.zeros(2, 3, dtype=genesis.int64, device=d)),
+        RuntimeError,
+        r"Expected target size \[2, 4\], got \[2, 3\]",
+    ),
+    (
+        lambda d: F.cross_entropy(
+            genesis.randn(3, 4, device=d), genesis.tensor([0, 1, 2], device=d), weight=genesis.ones(3, device=d)
+        ),
+        RuntimeError,
+        "weight tensor should be defined either for all 4 classes or no classes",
+    ),
+    (
+        lambda d: F.cross_entropy(
+            genesis.randn(3, 4, device=d), genesis.tensor([0, 1, 2], device=d), label_smoothing=1.5
+        ),
+        RuntimeError,
+        "label_smoothing must be between 0.0 and 1.0",
+    ),
+    (
+        lambda d: F.cross_entropy(genesis.randn(3, 4, device=d), genesis.zeros(3, 4, dtype=genesis.int64, device=d)),
+        RuntimeError,
+        "Expected floating point type for target with class probabilities, got Long",
+    ),
+    (
+        lambda d: F.cross_entropy(genesis.randn(3, 4, device=d), genesis.tensor([0, 1, 2], device=d), reduction="avg"),
+        ValueError,
+        "avg is not a valid value for reduction",
+    ),
+    (
+        lambda d: F.binary_cross_entropy(genesis.rand(3, 4, device=d), genesis.rand(3, 5, device=d)),
+        ValueError,
+        "that is different to the input size",
+    ),
+    (
+        lambda d: F.binary_cross_entropy(genesis.randn(3, 4, device=d) + 2, genesis.rand(3, 4, device=d)),
+        RuntimeError,
+        "all elements of input should be between 0 and 1",
+    ),
+    (
+        lambda d: F.binary_cross_entropy_with_logits(genesis.randn(3, 4, device=d), genesis.rand(3, 5, device=d)),
+        ValueError,
+        "must be the same as input size",
+    ),
+    (
+        lambda d: F.smooth_l1_loss(genesis.randn(3, device=d), genesis.randn(3, device=d), beta=-1.0),
+        RuntimeError,
+        "smooth_l1_loss does not support negative values for beta",
+    ),
+    (
+        lambda d: F.huber_loss(genesis.randn(3, device=d), genesis.randn(3, device=d), delta=0.0),
+        RuntimeError,
+        "huber_loss does not support non-positive values for delta",
+    ),
+    (
+        lambda d: F.kl_div(genesis.randn(3, device=d), genesis.randn(3, device=d), reduction="batch"),
+        ValueError,
+        "batch is not a valid value for reduction",
+    ),
 ]
 
 

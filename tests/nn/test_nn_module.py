@@ -109,8 +109,11 @@ def test_load_state_dict_shape_mismatch_names_key_and_shapes_and_changes_nothing
     before = {k: to_torch(v).clone() for k, v in net.state_dict().items()}
     state = other.state_dict()
     state["blocks.1.fc.weight"] = genesis.zeros(3, 4)  # after several good keys
-    with pytest.raises(RuntimeError, match=r"size mismatch for blocks\.1\.fc\.weight: copying a param with shape "
-                                           r"\[3, 4\] from checkpoint, the shape in current model is \[4, 4\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"size mismatch for blocks\.1\.fc\.weight: copying a param with shape "
+        r"\[3, 4\] from checkpoint, the shape in current model is \[4, 4\]",
+    ):
         net.load_state_dict(state)
     with pytest.raises(RuntimeError, match="size mismatch"):
         net.load_state_dict(state, strict=False)  # shapes are checked whatever strict says
@@ -181,13 +184,22 @@ def test_registration_errors_match_torch(lib):
     m.x = 1
     _raises(KeyError, 'buffer name can\'t contain "."', lambda: m.register_buffer("a.b", None))
     _raises(KeyError, "attribute 'x' already exists", lambda: m.register_buffer("x", None))
-    _raises(TypeError, "cannot assign 'int' object to buffer 'y' (torch Tensor or None required)",
-            lambda: m.register_buffer("y", 3))
+    _raises(
+        TypeError,
+        "cannot assign 'int' object to buffer 'y' (torch Tensor or None required)",
+        lambda: m.register_buffer("y", 3),
+    )
     _raises(KeyError, 'parameter name can\'t be empty string ""', lambda: m.register_parameter("", None))
-    _raises(TypeError, "object to parameter 'p' (torch.nn.Parameter or None required)",
-            lambda: m.register_parameter("p", lib.zeros(1)))
-    _raises(ValueError, "Cannot assign non-leaf Tensor to parameter 'p'",
-            lambda: m.register_parameter("p", _non_leaf_parameter(lib)))
+    _raises(
+        TypeError,
+        "object to parameter 'p' (torch.nn.Parameter or None required)",
+        lambda: m.register_parameter("p", lib.zeros(1)),
+    )
+    _raises(
+        ValueError,
+        "Cannot assign non-leaf Tensor to parameter 'p'",
+        lambda: m.register_parameter("p", _non_leaf_parameter(lib)),
+    )
     _raises(TypeError, "int is not a Module subclass", lambda: m.add_module("q", 3))
     _raises(KeyError, 'module name can\'t contain ".", got: a.b', lambda: m.register_module("a.b", lib.nn.ReLU()))
 
@@ -212,9 +224,13 @@ def test_get_submodule_parameter_buffer_like_torch():
     assert net.get_submodule("blocks.1.fc") is net.blocks[1].fc and net.get_submodule("") is net
     assert net.get_parameter("blocks.0.norm.bias") is net.blocks[0].norm.bias
     assert net.get_buffer("blocks.1.steps") is net.blocks[1].steps
-    for call in [lambda m: m.get_submodule("blocks.7"), lambda m: m.get_submodule("scale.x"),
-                 lambda m: m.get_parameter("blocks.0.steps"), lambda m: m.get_buffer("scale"),
-                 lambda m: m.get_parameter("head.nothing")]:
+    for call in [
+        lambda m: m.get_submodule("blocks.7"),
+        lambda m: m.get_submodule("scale.x"),
+        lambda m: m.get_parameter("blocks.0.steps"),
+        lambda m: m.get_buffer("scale"),
+        lambda m: m.get_parameter("head.nothing"),
+    ]:
         with pytest.raises(AttributeError) as error:
             call(net)
         with pytest.raises(AttributeError) as terror:
@@ -261,8 +277,12 @@ def test_to_and_casts(device):
     assert all(p.dtype == genesis.float32 for p in params)
     net.to(genesis.zeros(1, dtype=genesis.float16, device=device))
     assert all(p.dtype == genesis.float16 for p in params)
-    for cast, dtype in [("double", genesis.float64), ("bfloat16", genesis.bfloat16), ("half", genesis.float16),
-                        ("float", genesis.float32)]:
+    for cast, dtype in [
+        ("double", genesis.float64),
+        ("bfloat16", genesis.bfloat16),
+        ("half", genesis.float16),
+        ("float", genesis.float32),
+    ]:
         assert getattr(net, cast)() is net and all(p.dtype == dtype for p in params)
     bn = nn.BatchNorm1d(2).double()
     assert bn.num_batches_tracked.dtype == genesis.int64 and bn.running_mean.dtype == genesis.float64
@@ -275,8 +295,7 @@ def test_module_moves_to_cuda_and_back(device):
     net = build_net(genesis).cuda()
     net(genesis.tensor([[1, 2]], device=device)).sum().backward()
     net.cpu()
-    assert all(p.device == genesis.device("cpu") and p.grad.device == genesis.device("cpu")
-               for p in net.parameters())
+    assert all(p.device == genesis.device("cpu") and p.grad.device == genesis.device("cpu") for p in net.parameters())
 
 
 def test_deepcopy_gives_an_independent_module():
@@ -384,9 +403,13 @@ def test_full_backward_hook_without_input_gradients(device):
 # ---------------------------------------------------------------- reprs and Parameter
 def test_repr_matches_torch():
     def build(lib):
-        return lib.nn.Sequential(lib.nn.Conv2d(3, 8, 3, padding=1), lib.nn.BatchNorm2d(8), lib.nn.ReLU(),
-                                 lib.nn.Sequential(lib.nn.Flatten(), lib.nn.Linear(8, 2, bias=False)),
-                                 lib.nn.ModuleDict({"a": lib.nn.GELU(approximate="tanh")}))
+        return lib.nn.Sequential(
+            lib.nn.Conv2d(3, 8, 3, padding=1),
+            lib.nn.BatchNorm2d(8),
+            lib.nn.ReLU(),
+            lib.nn.Sequential(lib.nn.Flatten(), lib.nn.Linear(8, 2, bias=False)),
+            lib.nn.ModuleDict({"a": lib.nn.GELU(approximate="tanh")}),
+        )
 
     assert module_repr(build(genesis)) == repr(build(torch))
     assert module_repr(build_net(genesis)).replace("genesis", "torch") == repr(build_net(torch))
@@ -412,4 +435,3 @@ def test_parameter():
     with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require gradients"):
         nn.Parameter(genesis.tensor([1, 2]))
     assert type(p * 2) is genesis.Tensor and type(p.detach()) is genesis.Tensor
-

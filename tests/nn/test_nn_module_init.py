@@ -13,8 +13,17 @@ import genesis
 import genesis.nn as nn
 from genesis.nn import init
 
-GAINS = [("linear", None), ("conv2d", None), ("sigmoid", None), ("tanh", None), ("relu", None),
-         ("leaky_relu", None), ("leaky_relu", 0.2), ("leaky_relu", 3), ("selu", None)]
+GAINS = [
+    ("linear", None),
+    ("conv2d", None),
+    ("sigmoid", None),
+    ("tanh", None),
+    ("relu", None),
+    ("leaky_relu", None),
+    ("leaky_relu", 0.2),
+    ("leaky_relu", 3),
+    ("selu", None),
+]
 
 
 @pytest.mark.parametrize("nonlinearity,param", GAINS)
@@ -58,8 +67,11 @@ FILLS = [
     ("xavier-uniform", lambda I, t: I.xavier_uniform_(t, gain=2.0), 2.0 * math.sqrt(6 / (FAN_IN + FAN_OUT))),
     ("xavier-normal", lambda I, t: I.xavier_normal_(t), None),
     ("kaiming-uniform", lambda I, t: I.kaiming_uniform_(t, a=math.sqrt(5)), 1 / math.sqrt(FAN_IN)),
-    ("kaiming-uniform-fan-out-relu", lambda I, t: I.kaiming_uniform_(t, mode="fan_out", nonlinearity="relu"),
-     math.sqrt(6 / FAN_OUT)),
+    (
+        "kaiming-uniform-fan-out-relu",
+        lambda I, t: I.kaiming_uniform_(t, mode="fan_out", nonlinearity="relu"),
+        math.sqrt(6 / FAN_OUT),
+    ),
     ("kaiming-normal", lambda I, t: I.kaiming_normal_(t, a=0.1), None),
     ("kaiming-normal-fan-out", lambda I, t: I.kaiming_normal_(t, mode="fan_out", nonlinearity="tanh"), None),
 ]

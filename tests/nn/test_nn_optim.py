@@ -84,10 +84,18 @@ def test_steps_match_torch_float32(device, name, kwargs):
     _run_both(name, kwargs, device, steps=10, dtype=torch.float32, tol=dict(rtol=1e-5, atol=1e-6))
 
 
-@pytest.mark.parametrize("name,kwargs", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.01)),
-                                         ("Adagrad", dict(lr=0.1)), ("RMSprop", dict(lr=0.01, momentum=0.5))])
-@pytest.mark.parametrize("flag", [dict(foreach=True), dict(foreach=False), dict(fused=True),
-                                  dict(differentiable=False)])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("SGD", dict(lr=0.1, momentum=0.9)),
+        ("Adam", dict(lr=0.01)),
+        ("Adagrad", dict(lr=0.1)),
+        ("RMSprop", dict(lr=0.01, momentum=0.5)),
+    ],
+)
+@pytest.mark.parametrize(
+    "flag", [dict(foreach=True), dict(foreach=False), dict(fused=True), dict(differentiable=False)]
+)
 def test_foreach_and_fused_flags_accepted_with_the_same_result(device, name, kwargs, flag):
     if name == "RMSprop" and "fused" in flag:
         with pytest.raises(TypeError):  # torch's RMSprop has no fused flag either
@@ -276,15 +284,17 @@ def test_named_parameters_are_accepted_as_torch_does():
 
 def test_optimizer_refuses_bad_arguments():
     p = nn.Parameter(genesis.randn(3))
-    for make, match in [(lambda: genesis.optim.SGD([p], lr=-1), "learning rate"),
-                        (lambda: genesis.optim.SGD([p], lr=0.1, nesterov=True), "Nesterov"),
-                        (lambda: genesis.optim.SGD([p], momentum=-1), "momentum"),
-                        (lambda: genesis.optim.Adam([p], betas=(1.0, 0.9)), "beta"),
-                        (lambda: genesis.optim.Adam([p], eps=-1), "epsilon"),
-                        (lambda: genesis.optim.AdamW([p], weight_decay=-1), "weight_decay"),
-                        (lambda: genesis.optim.RMSprop([p], alpha=-1), "alpha"),
-                        (lambda: genesis.optim.Adagrad([p], lr_decay=-1), "lr_decay"),
-                        (lambda: genesis.optim.Adagrad([p], initial_accumulator_value=-1), "initial_accumulator")]:
+    for make, match in [
+        (lambda: genesis.optim.SGD([p], lr=-1), "learning rate"),
+        (lambda: genesis.optim.SGD([p], lr=0.1, nesterov=True), "Nesterov"),
+        (lambda: genesis.optim.SGD([p], momentum=-1), "momentum"),
+        (lambda: genesis.optim.Adam([p], betas=(1.0, 0.9)), "beta"),
+        (lambda: genesis.optim.Adam([p], eps=-1), "epsilon"),
+        (lambda: genesis.optim.AdamW([p], weight_decay=-1), "weight_decay"),
+        (lambda: genesis.optim.RMSprop([p], alpha=-1), "alpha"),
+        (lambda: genesis.optim.Adagrad([p], lr_decay=-1), "lr_decay"),
+        (lambda: genesis.optim.Adagrad([p], initial_accumulator_value=-1), "initial_accumulator"),
+    ]:
         with pytest.raises(ValueError, match=match):
             make()
     with pytest.raises(RuntimeError, match="fused"):

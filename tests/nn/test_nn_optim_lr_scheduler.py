@@ -22,10 +22,10 @@ def _optimizers(name="SGD", **kwargs):
     tparams = [torch.nn.Parameter(torch.randn(2)) for _ in range(2)]
     gparams = [nn.Parameter(genesis.randn(2)) for _ in range(2)]
     kwargs = {"momentum": 0.9, **kwargs} if name == "SGD" else kwargs
-    topt = getattr(torch.optim, name)([{"params": tparams[:1]}, {"params": tparams[1:], "lr": 0.05}], lr=0.1,
-                                      **kwargs)
-    gopt = getattr(genesis.optim, name)([{"params": gparams[:1]}, {"params": gparams[1:], "lr": 0.05}], lr=0.1,
-                                        **kwargs)
+    topt = getattr(torch.optim, name)([{"params": tparams[:1]}, {"params": tparams[1:], "lr": 0.05}], lr=0.1, **kwargs)
+    gopt = getattr(genesis.optim, name)(
+        [{"params": gparams[:1]}, {"params": gparams[1:], "lr": 0.05}], lr=0.1, **kwargs
+    )
     return topt, gopt
 
 
@@ -54,16 +54,34 @@ SCHEDULERS = [
     ("constant", lambda m, o: m.ConstantLR(o, factor=0.4, total_iters=9)),
     ("polynomial", lambda m, o: m.PolynomialLR(o, total_iters=23, power=1.7)),
     ("onecycle-cos", lambda m, o: m.OneCycleLR(o, max_lr=[1.0, 0.5], total_steps=61)),
-    ("onecycle-linear-3phase", lambda m, o: m.OneCycleLR(o, max_lr=0.8, epochs=6, steps_per_epoch=10,
-                                                         anneal_strategy="linear", three_phase=True,
-                                                         pct_start=0.25)),
-    ("onecycle-no-momentum", lambda m, o: m.OneCycleLR(o, max_lr=0.3, total_steps=70, cycle_momentum=False,
-                                                       div_factor=10.0, final_div_factor=100.0)),
-    ("sequential", lambda m, o: m.SequentialLR(o, [m.LinearLR(o, start_factor=0.1, total_iters=6),
-                                                   m.CosineAnnealingLR(o, T_max=20),
-                                                   m.StepLR(o, step_size=3, gamma=0.7)], milestones=[6, 30])),
-    ("chained", lambda m, o: m.ChainedScheduler([m.ConstantLR(o, factor=0.5, total_iters=4),
-                                                 m.ExponentialLR(o, gamma=0.95)])),
+    (
+        "onecycle-linear-3phase",
+        lambda m, o: m.OneCycleLR(
+            o, max_lr=0.8, epochs=6, steps_per_epoch=10, anneal_strategy="linear", three_phase=True, pct_start=0.25
+        ),
+    ),
+    (
+        "onecycle-no-momentum",
+        lambda m, o: m.OneCycleLR(
+            o, max_lr=0.3, total_steps=70, cycle_momentum=False, div_factor=10.0, final_div_factor=100.0
+        ),
+    ),
+    (
+        "sequential",
+        lambda m, o: m.SequentialLR(
+            o,
+            [
+                m.LinearLR(o, start_factor=0.1, total_iters=6),
+                m.CosineAnnealingLR(o, T_max=20),
+                m.StepLR(o, step_size=3, gamma=0.7),
+            ],
+            milestones=[6, 30],
+        ),
+    ),
+    (
+        "chained",
+        lambda m, o: m.ChainedScheduler([m.ConstantLR(o, factor=0.5, total_iters=4), m.ExponentialLR(o, gamma=0.95)]),
+    ),
 ]
 
 
@@ -104,9 +122,15 @@ def test_onecycle_cycles_adams_beta1(three_phase):
             gsched.step()
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(mode="max", factor=0.5, patience=2, cooldown=3),
-                                    dict(threshold_mode="abs", threshold=0.05, min_lr=[0.01, 0.02], patience=1),
-                                    dict(mode="max", threshold_mode="abs", eps=0.02, patience=0)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(),
+        dict(mode="max", factor=0.5, patience=2, cooldown=3),
+        dict(threshold_mode="abs", threshold=0.05, min_lr=[0.01, 0.02], patience=1),
+        dict(mode="max", threshold_mode="abs", eps=0.02, patience=0),
+    ],
+)
 def test_reduce_lr_on_plateau_matches_torch(kwargs):
     topt, gopt = _optimizers()
     tsched, gsched = tls.ReduceLROnPlateau(topt, **kwargs), gls.ReduceLROnPlateau(gopt, **kwargs)
@@ -158,11 +182,19 @@ def test_state_dict_has_torchs_keys_and_carries_callable_objects():
         assert sorted(make(gls, gopt).state_dict()) == sorted(make(tls, topt).state_dict())
 
 
-@pytest.mark.parametrize("make", [lambda m, o: m.StepLR(o, 4, 0.5), lambda m, o: m.MultiStepLR(o, [3, 8]),
-                                  lambda m, o: m.ExponentialLR(o, 0.9), lambda m, o: m.CosineAnnealingLR(o, 10),
-                                  lambda m, o: m.LinearLR(o, 0.3, total_iters=6),
-                                  lambda m, o: m.PolynomialLR(o, 9, 2.0), lambda m, o: m.ConstantLR(o, 0.3, 4),
-                                  lambda m, o: m.CosineAnnealingWarmRestarts(o, 3, 2)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m, o: m.StepLR(o, 4, 0.5),
+        lambda m, o: m.MultiStepLR(o, [3, 8]),
+        lambda m, o: m.ExponentialLR(o, 0.9),
+        lambda m, o: m.CosineAnnealingLR(o, 10),
+        lambda m, o: m.LinearLR(o, 0.3, total_iters=6),
+        lambda m, o: m.PolynomialLR(o, 9, 2.0),
+        lambda m, o: m.ConstantLR(o, 0.3, 4),
+        lambda m, o: m.CosineAnnealingWarmRestarts(o, 3, 2),
+    ],
+)
 def test_step_with_an_epoch_uses_the_closed_form_as_torch(make):
     topt, gopt = _optimizers()
     tsched, gsched = make(tls, topt), make(gls, gopt)

@@ -45,18 +45,68 @@ def _same(actual, expected) -> None:
 
 
 UNARY = {
-    "abs": "any", "neg": "any", "negative": "any", "exp": "any", "exp2": "any", "expm1": "any", "log": "pos",
-    "log2": "pos", "log10": "pos", "log1p": "pos", "sqrt": "pos", "rsqrt": "pos", "square": "any",
-    "reciprocal": "any", "sin": "any", "cos": "any", "tan": "small", "tanh": "any", "sigmoid": "any",
-    "relu": "any", "erf": "any", "sign": "any", "floor": "any", "ceil": "any", "round": "any", "trunc": "any",
-    "isnan": "any", "isinf": "any", "isfinite": "any", "logical_not": "any", "clone": "any", "detach": "any",
-    "t": "any", "numel": "any", "is_tensor": "any", "is_floating_point": "any",
+    "abs": "any",
+    "neg": "any",
+    "negative": "any",
+    "exp": "any",
+    "exp2": "any",
+    "expm1": "any",
+    "log": "pos",
+    "log2": "pos",
+    "log10": "pos",
+    "log1p": "pos",
+    "sqrt": "pos",
+    "rsqrt": "pos",
+    "square": "any",
+    "reciprocal": "any",
+    "sin": "any",
+    "cos": "any",
+    "tan": "small",
+    "tanh": "any",
+    "sigmoid": "any",
+    "relu": "any",
+    "erf": "any",
+    "sign": "any",
+    "floor": "any",
+    "ceil": "any",
+    "round": "any",
+    "trunc": "any",
+    "isnan": "any",
+    "isinf": "any",
+    "isfinite": "any",
+    "logical_not": "any",
+    "clone": "any",
+    "detach": "any",
+    "t": "any",
+    "numel": "any",
+    "is_tensor": "any",
+    "is_floating_point": "any",
 }
 BINARY = {
-    "add": "any", "sub": "any", "subtract": "any", "mul": "any", "multiply": "any", "div": "any",
-    "divide": "any", "true_divide": "any", "pow": "pos", "remainder": "pos", "floor_divide": "pos",
-    "fmod": "pos", "atan2": "any", "arctan2": "any", "maximum": "any", "minimum": "any", "eq": "int",
-    "ne": "int", "lt": "any", "le": "int", "gt": "any", "ge": "int", "logical_and": "int", "logical_or": "int",
+    "add": "any",
+    "sub": "any",
+    "subtract": "any",
+    "mul": "any",
+    "multiply": "any",
+    "div": "any",
+    "divide": "any",
+    "true_divide": "any",
+    "pow": "pos",
+    "remainder": "pos",
+    "floor_divide": "pos",
+    "fmod": "pos",
+    "atan2": "any",
+    "arctan2": "any",
+    "maximum": "any",
+    "minimum": "any",
+    "eq": "int",
+    "ne": "int",
+    "lt": "any",
+    "le": "int",
+    "gt": "any",
+    "ge": "int",
+    "logical_and": "int",
+    "logical_or": "int",
     "logical_xor": "int",
 }
 
@@ -77,9 +127,17 @@ def test_binary_functions(name, device):
 
 def test_binary_functions_take_numbers():
     a = _x(3, 4)
-    for name, args in [("add", (a, 2.0)), ("sub", (1.5, a)), ("mul", (a, 3)), ("div", (2.0, a)),
-                       ("pow", (a.abs(), 1.5)), ("remainder", (a, 0.7)), ("floor_divide", (a, 0.4)),
-                       ("fmod", (a, -0.6)), ("eq", (a, 1.0))]:
+    for name, args in [
+        ("add", (a, 2.0)),
+        ("sub", (1.5, a)),
+        ("mul", (a, 3)),
+        ("div", (2.0, a)),
+        ("pow", (a.abs(), 1.5)),
+        ("remainder", (a, 0.7)),
+        ("floor_divide", (a, 0.4)),
+        ("fmod", (a, -0.6)),
+        ("eq", (a, 1.0)),
+    ]:
         gargs = [g(x, "cpu") if isinstance(x, torch.Tensor) else x for x in args]
         _same(getattr(genesis, name)(*gargs), getattr(torch, name)(*args))
     b = _x(3, 4)
@@ -90,18 +148,21 @@ def test_binary_functions_take_numbers():
 # name -> a function of (lib, *inputs) with the inputs' (shape, domain)
 CALLS = {
     "clamp-numbers": (lambda lib, x: lib.clamp(x, -0.5, 0.5), [((3, 4), "any")]),
-    "clamp-tensors": (lambda lib, x, lo, hi: lib.clamp(x, lo, hi), [((3, 4), "any"), ((3, 1), "small"),
-                                                                     ((4,), "pos")]),
+    "clamp-tensors": (lambda lib, x, lo, hi: lib.clamp(x, lo, hi), [((3, 4), "any"), ((3, 1), "small"), ((4,), "pos")]),
     "clip": (lambda lib, x: lib.clip(x, max=0.2), [((3, 4), "any")]),
     "clamp_min": (lambda lib, x: lib.clamp_min(x, 0.1), [((3, 4), "any")]),
     "clamp_max": (lambda lib, x: lib.clamp_max(x, -0.1), [((3, 4), "any")]),
     "where": (lambda lib, c, x, y: lib.where(c > 0, x, y), [((3, 4), "any"), ((3, 4), "any"), ((4,), "any")]),
     "lerp": (lambda lib, a, b, w: lib.lerp(a, b, w), [((3, 4), "any"), ((4,), "any"), ((3, 1), "small")]),
     "lerp-number": (lambda lib, a, b: lib.lerp(a, b, 0.7), [((3, 4), "any"), ((3, 4), "any")]),
-    "addcmul": (lambda lib, x, a, b: lib.addcmul(x, a, b, value=0.5), [((3, 4), "any"), ((3, 1), "any"),
-                                                                       ((4,), "any")]),
-    "addcdiv": (lambda lib, x, a, b: lib.addcdiv(x, a, b, value=2), [((3, 4), "any"), ((3, 4), "any"),
-                                                                     ((3, 4), "pos")]),
+    "addcmul": (
+        lambda lib, x, a, b: lib.addcmul(x, a, b, value=0.5),
+        [((3, 4), "any"), ((3, 1), "any"), ((4,), "any")],
+    ),
+    "addcdiv": (
+        lambda lib, x, a, b: lib.addcdiv(x, a, b, value=2),
+        [((3, 4), "any"), ((3, 4), "any"), ((3, 4), "pos")],
+    ),
     "sum": (lambda lib, x: lib.sum(x), [((3, 4), "any")]),
     "sum-dims": (lambda lib, x: lib.sum(x, (0, 2), keepdim=True), [((2, 3, 4), "any")]),
     "sum-dtype": (lambda lib, x: lib.sum(x, 1, dtype=lib.float32), [((3, 4), "int")]),
@@ -149,13 +210,16 @@ CALLS = {
 # Functions over Tensor methods that other parts of Genesis provide: checked once the method exists.
 INDEXED = {
     "gather": (lambda lib, x: lib.gather(x, 1, lib.tensor([[0, 2], [1, 1], [3, 0]])), [((3, 4), "any")]),
-    "scatter": (lambda lib, x, s: lib.scatter(x, 1, lib.tensor([[0, 2], [1, 3], [3, 0]]), s),
-                [((3, 4), "any"), ((3, 2), "any")]),
-    "scatter_add": (lambda lib, x, s: lib.scatter_add(x, 0, lib.tensor([[0, 2, 1, 1], [2, 2, 0, 1]]), s),
-                    [((3, 4), "any"), ((2, 4), "any")]),
+    "scatter": (
+        lambda lib, x, s: lib.scatter(x, 1, lib.tensor([[0, 2], [1, 3], [3, 0]]), s),
+        [((3, 4), "any"), ((3, 2), "any")],
+    ),
+    "scatter_add": (
+        lambda lib, x, s: lib.scatter_add(x, 0, lib.tensor([[0, 2, 1, 1], [2, 2, 0, 1]]), s),
+        [((3, 4), "any"), ((2, 4), "any")],
+    ),
     "index_select": (lambda lib, x: lib.index_select(x, 1, lib.tensor([3, 0, 0])), [((3, 4), "any")]),
-    "index_add": (lambda lib, x, s: lib.index_add(x, 0, lib.tensor([2, 0]), s), [((3, 4), "any"),
-                                                                              ((2, 4), "any")]),
+    "index_add": (lambda lib, x, s: lib.index_add(x, 0, lib.tensor([2, 0]), s), [((3, 4), "any"), ((2, 4), "any")]),
     "masked_fill": (lambda lib, x: lib.masked_fill(x, x > 0, -1.5), [((3, 4), "any")]),
     "masked_select": (lambda lib, x: lib.masked_select(x, x > 0), [((3, 4), "any")]),
     "nonzero": (lambda lib, x: lib.nonzero(x > 0), [((3, 4), "any")]),
@@ -219,8 +283,11 @@ def test_functions_are_exported_and_keep_gradients():
     assert names <= set(genesis.__all__)
     for name in genesis.__all__:
         assert hasattr(genesis, name), name
-    public = {n for n, v in vars(_torch_functions).items() if callable(v) and not n.startswith("_")
-              and getattr(v, "__module__", None) == _torch_functions.__name__}
+    public = {
+        n
+        for n, v in vars(_torch_functions).items()
+        if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == _torch_functions.__name__
+    }
     assert public <= names, public - names
     assert genesis.exp is _torch_functions.exp and genesis.matmul is _torch_functions.matmul
     x = genesis.tensor([[0.5, -1.0], [2.0, 0.25]], dtype=genesis.float64, requires_grad=True)

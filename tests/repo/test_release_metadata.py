@@ -44,7 +44,8 @@ def test_changelog_heads_with_the_packages_version(dist: str) -> None:
     assert dist in versions, f"CHANGELOG.md has no section for {dist}"
     assert versions[dist], f"CHANGELOG.md's {dist} section lists no release"
     assert versions[dist][0] == project(dist)["version"], (
-        f"{dist}: pyproject.toml says {project(dist)['version']}, CHANGELOG.md's newest entry is {versions[dist][0]}")
+        f"{dist}: pyproject.toml says {project(dist)['version']}, CHANGELOG.md's newest entry is {versions[dist][0]}"
+    )
 
 
 @pytest.mark.parametrize("dist", PACKAGES)

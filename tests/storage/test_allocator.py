@@ -132,8 +132,15 @@ def test_oom_raises_with_numbers_then_recovers():
         a.malloc(30 * MiB)
     msg = str(ei.value)
     assert isinstance(ei.value, MemoryError)
-    for needle in ("Tried to allocate", str(30 * MiB), "total capacity", "is free", "allocated by Genesis",
-                   "reserved by Genesis but unallocated", "Limit"):
+    for needle in (
+        "Tried to allocate",
+        str(30 * MiB),
+        "total capacity",
+        "is free",
+        "allocated by Genesis",
+        "reserved by Genesis but unallocated",
+        "Limit",
+    ):
         assert needle in msg, (needle, msg)
     assert a.memory_stats()["num_ooms"] == 1
     a.free(x)
@@ -156,8 +163,17 @@ def test_memory_fraction_limit():
 def test_stats_pytorch_keys_and_peaks():
     a, _ = make()
     stats = a.memory_stats()
-    for name in ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
-                 "active_bytes", "inactive_split_bytes", "requested_bytes"):
+    for name in (
+        "allocation",
+        "segment",
+        "active",
+        "inactive_split",
+        "allocated_bytes",
+        "reserved_bytes",
+        "active_bytes",
+        "inactive_split_bytes",
+        "requested_bytes",
+    ):
         for pool in ("all", "small_pool", "large_pool"):
             for f in ("current", "peak", "allocated", "freed"):
                 assert f"{name}.{pool}.{f}" in stats
@@ -194,8 +210,17 @@ def test_snapshot_schema():
     snap = a.snapshot()
     assert len(snap) == 1
     seg = snap[0]
-    for key in ("device", "address", "total_size", "allocated_size", "active_size", "requested_size",
-                "stream", "segment_type", "blocks"):
+    for key in (
+        "device",
+        "address",
+        "total_size",
+        "allocated_size",
+        "active_size",
+        "requested_size",
+        "stream",
+        "segment_type",
+        "blocks",
+    ):
         assert key in seg
     assert seg["segment_type"] == "small" and seg["stream"] == 3 and seg["total_size"] == 2 * MiB
     assert seg["allocated_size"] == b.size and seg["requested_size"] == 5000

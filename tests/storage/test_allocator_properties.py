@@ -11,8 +11,7 @@ from genesis_storage.allocator.caching import CachingAllocator
 from genesis_storage.allocator.raw import FakeRawAllocator
 
 sizes = st.one_of(st.integers(1, 4096), st.integers(4097, 1 << 20), st.integers((1 << 20) + 1, 48 << 20))
-ops = st.lists(st.tuples(st.booleans(), sizes, st.integers(0, 2), st.integers(0, 1000)), min_size=1,
-               max_size=120)
+ops = st.lists(st.tuples(st.booleans(), sizes, st.integers(0, 2), st.integers(0, 1000)), min_size=1, max_size=120)
 
 
 def check_invariants(a: CachingAllocator, raw: FakeRawAllocator, live: list) -> None:
@@ -27,8 +26,9 @@ def check_invariants(a: CachingAllocator, raw: FakeRawAllocator, live: list) -> 
     assert st_["requested_bytes.all.current"] == sum(b.requested for b in live)
     assert st_["allocation.all.current"] == len(live)
     assert st_["reserved_bytes.all.current"] == sum(raw.live.values())
-    assert st_["allocated_bytes.all.current"] == (st_["allocated_bytes.small_pool.current"]
-                                                  + st_["allocated_bytes.large_pool.current"])
+    assert st_["allocated_bytes.all.current"] == (
+        st_["allocated_bytes.small_pool.current"] + st_["allocated_bytes.large_pool.current"]
+    )
     assert st_["allocated_bytes.all.peak"] >= st_["allocated_bytes.all.current"]
     # every segment is tiled exactly by its blocks
     for seg in a.snapshot():

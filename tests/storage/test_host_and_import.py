@@ -17,8 +17,18 @@ SRC = os.path.join(os.path.dirname(__file__), "..", "..", "packages", "genesis-s
 
 
 def test_dtype_table():
-    assert gs.DTYPES == {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int8": 1, "int16": 2,
-                         "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
+    assert gs.DTYPES == {
+        "float32": 4,
+        "float16": 2,
+        "bfloat16": 2,
+        "float64": 8,
+        "int8": 1,
+        "int16": 2,
+        "int32": 4,
+        "int64": 8,
+        "uint8": 1,
+        "bool": 1,
+    }
 
 
 def test_bfloat16_rounding_matches_torch():
@@ -27,16 +37,20 @@ def test_bfloat16_rounding_matches_torch():
     ours = float32_to_bfloat16_bits(x)
     ref = torch.from_numpy(x).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
     np.testing.assert_array_equal(ours, ref)
-    np.testing.assert_array_equal(bfloat16_bits_to_float32(ours),
-                                  torch.from_numpy(x).to(torch.bfloat16).float().numpy())
+    np.testing.assert_array_equal(
+        bfloat16_bits_to_float32(ours), torch.from_numpy(x).to(torch.bfloat16).float().numpy()
+    )
 
 
 def test_import_without_gpu_never_fails():
-    code = ("import sys, genesis_storage as gs; "
-            "assert 'torch' not in sys.modules and 'triton' not in sys.modules; "
-            "print(gs.is_available(), gs.device_count(), len(gs.DTYPES), gs.memory_allocated())")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": SRC},
-                         capture_output=True, text=True, check=True)
+    code = (
+        "import sys, genesis_storage as gs; "
+        "assert 'torch' not in sys.modules and 'triton' not in sys.modules; "
+        "print(gs.is_available(), gs.device_count(), len(gs.DTYPES), gs.memory_allocated())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": SRC}, capture_output=True, text=True, check=True
+    )
     avail, count, n, alloc = out.stdout.split()
     assert n == "10" and alloc == "0"
     assert (avail == "True") == (int(count) > 0)
@@ -111,9 +125,10 @@ def test_shared_storage_close_unlink_errors():
 
 
 def test_shared_storage_no_leak_at_exit():
-    code = ("import genesis_storage as gs; s = gs.SharedStorage(4096); print(s.name)")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": SRC},
-                         capture_output=True, text=True, check=True)
+    code = "import genesis_storage as gs; s = gs.SharedStorage(4096); print(s.name)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": SRC}, capture_output=True, text=True, check=True
+    )
     name = out.stdout.strip()
     assert "leaked" not in out.stderr
     assert not os.path.exists(f"/dev/shm/{name.lstrip('/')}")

@@ -25,8 +25,9 @@ def make_data(n: int, generator: torch.Generator):
 class Net(nn.Module):
     def __init__(self, hidden: int = 64) -> None:
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(2, hidden), nn.LayerNorm(hidden), nn.GELU(), nn.Dropout(0.1),
-                                  nn.Linear(hidden, hidden), nn.SiLU())
+        self.body = nn.Sequential(
+            nn.Linear(2, hidden), nn.LayerNorm(hidden), nn.GELU(), nn.Dropout(0.1), nn.Linear(hidden, hidden), nn.SiLU()
+        )
         self.head = nn.Linear(hidden, 2)
 
     def forward(self, x):

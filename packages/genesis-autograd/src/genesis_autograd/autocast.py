@@ -36,13 +36,36 @@ SUPPORTED: dict[str, tuple[DType, ...]] = {"cuda": (float16, bfloat16), "cpu": (
 # Op policies by Function class name (torch's autocast op lists, for the ops genesis has).
 POLICIES: dict[str, str] = {
     **dict.fromkeys(("MatMul", "Linear", "Conv", "ScaledDotProductAttention"), "lower"),
-    **dict.fromkeys((
-        "Softmax", "LogSoftmax", "Exp", "Expm1", "Log", "Log1p", "Log2", "Log10", "Pow", "Reciprocal",
-        "Rsqrt", "Tan", "Acos", "Asin", "Cosh", "Sinh", "Sum", "Prod", "Cumsum", "Cumprod", "VectorNorm",
-        "Logsumexp", "Var", "Std",
-    ), "float32"),
-    **dict.fromkeys(("Cat", "Stack", "Addcmul", "Addcdiv", "Atan2", "IndexPut", "ScatterAdd", "IndexAdd"),
-                    "promote"),
+    **dict.fromkeys(
+        (
+            "Softmax",
+            "LogSoftmax",
+            "Exp",
+            "Expm1",
+            "Log",
+            "Log1p",
+            "Log2",
+            "Log10",
+            "Pow",
+            "Reciprocal",
+            "Rsqrt",
+            "Tan",
+            "Acos",
+            "Asin",
+            "Cosh",
+            "Sinh",
+            "Sum",
+            "Prod",
+            "Cumsum",
+            "Cumprod",
+            "VectorNorm",
+            "Logsumexp",
+            "Var",
+            "Std",
+        ),
+        "float32",
+    ),
+    **dict.fromkeys(("Cat", "Stack", "Addcmul", "Addcdiv", "Atan2", "IndexPut", "ScatterAdd", "IndexAdd"), "promote"),
 }
 
 
@@ -71,7 +94,8 @@ def _supported(device_type: str) -> tuple[DType, ...]:
     if found is None:
         raise RuntimeError(
             f"User specified an unsupported autocast device_type '{device_type}'; genesis supports "
-            f"{', '.join(repr(d) for d in SUPPORTED)}")
+            f"{', '.join(repr(d) for d in SUPPORTED)}"
+        )
     return found
 
 
@@ -86,8 +110,9 @@ class autocast:
         cache_enabled: accepted for torch compatibility; genesis does not cache casts.
     """
 
-    def __init__(self, device_type: str, dtype: Any = None, enabled: bool = True,
-                 cache_enabled: bool | None = None) -> None:
+    def __init__(
+        self, device_type: str, dtype: Any = None, enabled: bool = True, cache_enabled: bool | None = None
+    ) -> None:
         allowed = _supported(device_type)
         self.device_type = device_type
         self.fast_dtype = allowed[0] if dtype is None else as_dtype(dtype)
@@ -95,7 +120,9 @@ class autocast:
         if self.enabled and self.fast_dtype not in allowed:
             warnings.warn(
                 f"In {device_type} autocast, but the target dtype {self.fast_dtype.name} is not supported "
-                f"(supported: {', '.join(d.name for d in allowed)}). Disabling autocast.", stacklevel=2)
+                f"(supported: {', '.join(d.name for d in allowed)}). Disabling autocast.",
+                stacklevel=2,
+            )
             self.enabled = False
         self._previous: list[DType | None] = []
 
@@ -151,8 +178,12 @@ def cast_inputs(policy: str, args: tuple) -> tuple:
         return args
     out = []
     for a in args:
-        if getattr(a, "_result_type", None) is not None and a.dtype.is_floating_point and a.dtype != target \
-                and not (policy == "lower" and a.dtype.itemsize > 4):  # torch leaves float64 alone
+        if (
+            getattr(a, "_result_type", None) is not None
+            and a.dtype.is_floating_point
+            and a.dtype != target
+            and not (policy == "lower" and a.dtype.itemsize > 4)
+        ):  # torch leaves float64 alone
             a = a.to(dtype=target)
         out.append(a)
     return tuple(out)

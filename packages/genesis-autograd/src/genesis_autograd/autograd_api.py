@@ -17,8 +17,13 @@ def _as_list(x: Tensors | Sequence[Tensor | None] | None) -> list:
     return [x] if isinstance(x, Tensor) else list(x)
 
 
-def backward(tensors: Tensors, grad_tensors: Tensors | Sequence[Tensor | None] | None = None,
-             retain_graph: bool | None = None, create_graph: bool = False, inputs: Tensors | None = None) -> None:
+def backward(
+    tensors: Tensors,
+    grad_tensors: Tensors | Sequence[Tensor | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Tensors | None = None,
+) -> None:
     """Compute the gradients of ``tensors`` with respect to the graph's leaves and add them to their ``.grad``.
 
     Args:
@@ -35,8 +40,9 @@ def backward(tensors: Tensors, grad_tensors: Tensors | Sequence[Tensor | None] |
         retain_graph = create_graph
     if inputs is not None:
         inputs = _as_list(inputs)
-        results = run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, allow_unused=True,
-                               accumulate=False)
+        results = run_backward(
+            tensors, grads, retain_graph, create_graph, inputs=inputs, allow_unused=True, accumulate=False
+        )
         for t, g in zip(inputs, results):
             if g is not None:
                 t._accumulate_grad(g, create_graph)
@@ -44,9 +50,15 @@ def backward(tensors: Tensors, grad_tensors: Tensors | Sequence[Tensor | None] |
     run_backward(tensors, grads, retain_graph, create_graph)
 
 
-def grad(outputs: Tensors, inputs: Tensors, grad_outputs: Tensors | Sequence[Tensor | None] | None = None,
-         retain_graph: bool | None = None, create_graph: bool = False, allow_unused: bool = False,
-         materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
+def grad(
+    outputs: Tensors,
+    inputs: Tensors,
+    grad_outputs: Tensors | Sequence[Tensor | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+    materialize_grads: bool = False,
+) -> tuple[Tensor | None, ...]:
     """The gradients of ``outputs`` with respect to ``inputs``, returned rather than added to ``.grad``.
 
     Args:
@@ -68,8 +80,15 @@ def grad(outputs: Tensors, inputs: Tensors, grad_outputs: Tensors | Sequence[Ten
     grads = _as_list(grad_outputs) or [None] * len(outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    results = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs,
-                           allow_unused=allow_unused or materialize_grads, accumulate=False)
+    results = run_backward(
+        outputs,
+        grads,
+        retain_graph,
+        create_graph,
+        inputs=inputs,
+        allow_unused=allow_unused or materialize_grads,
+        accumulate=False,
+    )
     if materialize_grads:
         results = [zeros_like(t) if r is None else r for r, t in zip(results, inputs)]
     return tuple(results) if not single else (results[0],)

@@ -25,8 +25,7 @@ def _roots(tensors, grad_tensors):
         if g is None:
             if t.numel() != 1:
                 raise RuntimeError(
-                    f"grad can be implicitly created only for scalar outputs (got a tensor of shape "
-                    f"{list(t.shape)})"
+                    f"grad can be implicitly created only for scalar outputs (got a tensor of shape {list(t.shape)})"
                 )
             g = make(nd.ones(*t.shape, dtype=t.dtype, device=t.device))
         elif not isinstance(g, make):
@@ -62,9 +61,15 @@ def _topological_order(starts) -> list:
     return order
 
 
-def run_backward(tensors: Sequence, grad_tensors: Sequence, retain_graph: bool, create_graph: bool,
-                 inputs: Sequence | None = None, allow_unused: bool = False,
-                 accumulate: bool = True):
+def run_backward(
+    tensors: Sequence,
+    grad_tensors: Sequence,
+    retain_graph: bool,
+    create_graph: bool,
+    inputs: Sequence | None = None,
+    allow_unused: bool = False,
+    accumulate: bool = True,
+):
     """Shared by Tensor.backward and autograd.grad.
 
     With ``inputs`` and ``accumulate=False`` (autograd.grad) the gradients of those

@@ -64,8 +64,9 @@ def from_dlpack(obj: Any) -> Tensor:
     return Tensor(nd.from_dlpack(obj))
 
 
-def zeros(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None,
-          requires_grad: bool = False) -> Tensor:
+def zeros(
+    *shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
+) -> Tensor:
     """A tensor of zeros of the given shape (``zeros(2, 3)`` or ``zeros((2, 3))``).
 
     Args:
@@ -77,8 +78,9 @@ def zeros(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLi
     return _leaf(nd.zeros(*shape, dtype=dtype, device=device), requires_grad)
 
 
-def ones(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None,
-         requires_grad: bool = False) -> Tensor:
+def ones(
+    *shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
+) -> Tensor:
     """A tensor of ones of the given shape (``ones(2, 3)`` or ``ones((2, 3))``).
 
     Args:
@@ -90,8 +92,9 @@ def ones(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLik
     return _leaf(nd.ones(*shape, dtype=dtype, device=device), requires_grad)
 
 
-def empty(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None,
-          requires_grad: bool = False) -> Tensor:
+def empty(
+    *shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
+) -> Tensor:
     """A tensor of the given shape whose values are whatever the memory held.
 
     Args:
@@ -103,8 +106,13 @@ def empty(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLi
     return _leaf(nd.empty(*shape, dtype=dtype, device=device), requires_grad)
 
 
-def full(size: Sequence[int], fill_value: Scalar, dtype: DTypeLike = None, device: DeviceLike = None,
-         requires_grad: bool = False) -> Tensor:
+def full(
+    size: Sequence[int],
+    fill_value: Scalar,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value``.
 
     Args:
@@ -117,8 +125,14 @@ def full(size: Sequence[int], fill_value: Scalar, dtype: DTypeLike = None, devic
     return _leaf(nd.full(tuple(size), fill_value, dtype=dtype, device=device), requires_grad)
 
 
-def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: DTypeLike = None,
-           device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+def arange(
+    start: Scalar,
+    end: Scalar | None = None,
+    step: Scalar = 1,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The 1-D tensor start, start + step, ... up to but excluding ``end``; ``arange(n)`` is 0 .. n-1.
 
     The dtype is int64 when all of start, end and step are ints, else the default dtype.
@@ -126,21 +140,27 @@ def arange(start: Scalar, end: Scalar | None = None, step: Scalar = 1, dtype: DT
     return _leaf(nd.arange(start, end, step, dtype=dtype, device=device), requires_grad)
 
 
-def linspace(start: float, end: float, steps: int, dtype: DTypeLike = None, device: DeviceLike = None,
-             requires_grad: bool = False) -> Tensor:
+def linspace(
+    start: float,
+    end: float,
+    steps: int,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end``, both included (a 1-D tensor)."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     if steps == 1:
-        return full((1,), start, dtype=dtype or nd.get_default_dtype(), device=device,
-                    requires_grad=requires_grad)
+        return full((1,), start, dtype=dtype or nd.get_default_dtype(), device=device, requires_grad=requires_grad)
     step = (end - start) / max(steps - 1, 1)
     idx = nd.arange(steps, dtype=dtype or nd.get_default_dtype(), device=device)
     return _leaf(idx * step + start, requires_grad)
 
 
-def eye(n: int, m: int | None = None, dtype: DTypeLike = None, device: DeviceLike = None,
-        requires_grad: bool = False) -> Tensor:
+def eye(
+    n: int, m: int | None = None, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
+) -> Tensor:
     """A 2-D tensor of n rows and m (default n) columns with ones on the diagonal and zeros elsewhere."""
     m = n if m is None else m
     rows = nd.arange(n, device=device).reshape(n, 1)
@@ -148,8 +168,9 @@ def eye(n: int, m: int | None = None, dtype: DTypeLike = None, device: DeviceLik
     return _leaf((rows == cols).astype(dtype or nd.get_default_dtype()), requires_grad)
 
 
-def rand(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None,
-         requires_grad: bool = False) -> Tensor:
+def rand(
+    *shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
+) -> Tensor:
     """A tensor of numbers drawn uniformly from [0, 1), from the device's generator.
 
     Args:
@@ -161,8 +182,9 @@ def rand(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLik
     return _leaf(nd.rand(*shape, dtype=dtype, device=device), requires_grad)
 
 
-def randn(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None,
-          requires_grad: bool = False) -> Tensor:
+def randn(
+    *shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
+) -> Tensor:
     """A tensor of numbers drawn from the standard normal distribution, from the device's generator.
 
     Args:
@@ -174,16 +196,23 @@ def randn(*shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLi
     return _leaf(nd.randn(*shape, dtype=dtype, device=device), requires_grad)
 
 
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), dtype: DTypeLike = None,
-            device: DeviceLike = None) -> Tensor:
+def randint(
+    low: int, high: int | None = None, size: Sequence[int] = (), dtype: DTypeLike = None, device: DeviceLike = None
+) -> Tensor:
     """A tensor of shape ``size`` of integers drawn uniformly from [low, high); ``randint(high, size)``
     draws from [0, high). The dtype is int64 unless given.
     """
     return Tensor(nd.randint(low, high, size, dtype=dtype, device=device))
 
 
-def normal(mean: Tensor | float = 0.0, std: Tensor | float = 1.0, size: Sequence[int] | None = None,
-           dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+def normal(
+    mean: Tensor | float = 0.0,
+    std: Tensor | float = 1.0,
+    size: Sequence[int] | None = None,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """Numbers drawn from normal distributions N(mean, std^2).
 
     ``mean`` and ``std`` are numbers (then ``size`` gives the shape) or tensors, broadcast together
@@ -201,8 +230,9 @@ def normal(mean: Tensor | float = 0.0, std: Tensor | float = 1.0, size: Sequence
     s = std.data if isinstance(std, Tensor) else std
     if isinstance(std, Tensor) and std.numel() and (std.data < 0).any().item():
         raise RuntimeError("normal expects all elements of std >= 0.0")
-    shape = nd.shape.broadcast_shapes(mean.shape if isinstance(mean, Tensor) else (),
-                                      std.shape if isinstance(std, Tensor) else ())
+    shape = nd.shape.broadcast_shapes(
+        mean.shape if isinstance(mean, Tensor) else (), std.shape if isinstance(std, Tensor) else ()
+    )
     values = nd.randn(*shape, dtype=like.dtype, device=like.device) * s + m
     return sample(values.astype(like.dtype), mean, std)
 
@@ -254,11 +284,11 @@ def empty_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, re
     return empty(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
-def full_like(t: Tensor, fill_value: Scalar, dtype: DTypeLike = None, device: DeviceLike = None,
-              requires_grad: bool = False) -> Tensor:
+def full_like(
+    t: Tensor, fill_value: Scalar, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
+) -> Tensor:
     """A tensor filled with ``fill_value`` with ``t``'s shape, and its dtype and device unless given."""
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
-                requires_grad=requires_grad)
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
 def rand_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
@@ -310,7 +340,9 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     first = tensors[0].shape
     for i, t in enumerate(tensors):
         if t.shape != first:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(first)} at entry 0 "
-                               f"and {list(t.shape)} at entry {i}")
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(first)} at entry 0 "
+                f"and {list(t.shape)} at entry {i}"
+            )
     d = dim if dim >= 0 else dim + len(first) + 1
     return cat([t.unsqueeze(d) for t in tensors], d)

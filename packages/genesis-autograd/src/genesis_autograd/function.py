@@ -136,9 +136,20 @@ class Node:
 
 # Function class -> the op name torch gives its backward node, where the two differ.
 _TORCH_OP_NAMES = {
-    "ReLU": "Relu", "MatMul": "Mm", "Cast": "ToCopy", "ToDevice": "ToCopy", "Contiguous": "Clone",
-    "GetItem": "Index", "BasicGetItem": "Slice", "SetItem": "CopySlices", "GeluTanh": "Gelu", "MaxDim": "Max",
-    "MinDim": "Min", "VectorNorm": "LinalgVectorNorm", "ClampTensor": "Clamp", "Restride": "AsStrided",
+    "ReLU": "Relu",
+    "MatMul": "Mm",
+    "Cast": "ToCopy",
+    "ToDevice": "ToCopy",
+    "Contiguous": "Clone",
+    "GetItem": "Index",
+    "BasicGetItem": "Slice",
+    "SetItem": "CopySlices",
+    "GeluTanh": "Gelu",
+    "MaxDim": "Max",
+    "MinDim": "Min",
+    "VectorNorm": "LinalgVectorNorm",
+    "ClampTensor": "Clamp",
+    "Restride": "AsStrided",
 }
 
 
@@ -319,8 +330,12 @@ def _wrap_outputs(out: Any, ctx: Node | None, base: Tensor | None, make: type[Te
             t._version = base._version
             t._base = base if base._base is None else base._base
             t._view_version = base._version[0]
-        if ctx is not None and item.dtype.is_floating_point and i not in marked_positions \
-                and id(item) not in marked_ids:
+        if (
+            ctx is not None
+            and item.dtype.is_floating_point
+            and i not in marked_positions
+            and id(item) not in marked_ids
+        ):
             t.requires_grad = True
             t.grad_fn = ctx
             t._output_nr = i

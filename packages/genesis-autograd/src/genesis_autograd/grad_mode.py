@@ -44,6 +44,7 @@ class _GradModeContext:
         return ()
 
     if TYPE_CHECKING:  # each subclass defines them
+
         def __enter__(self) -> Any: ...
         def __exit__(self, *exc: object) -> Literal[False]: ...
 

@@ -29,8 +29,9 @@ def _numerical_jacobian(fn, inputs, i, eps):
             perturbed = flat.copy()
             perturbed[k] += sign * eps
             args = list(inputs)
-            args[i] = tensor(perturbed.reshape(base.shape), dtype=x.dtype, device=x.device,
-                             requires_grad=x.requires_grad)
+            args[i] = tensor(
+                perturbed.reshape(base.shape), dtype=x.dtype, device=x.device, requires_grad=x.requires_grad
+            )
             outs = _flat_outputs(fn(*args))
             values.append(np.concatenate([o.detach().numpy().reshape(-1).astype(np.float64) for o in outs]))
         columns.append((values[0] - values[1]) / (2 * eps))
@@ -51,8 +52,9 @@ def _analytical_jacobian(fn, inputs, i, create_graph=False):
     return np.stack(rows, axis=0) if rows else np.zeros((0, inputs[i].numel()))
 
 
-def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-              raise_exception: bool = True) -> bool:
+def gradcheck(
+    fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3, raise_exception: bool = True
+) -> bool:
     """Compare the engine's Jacobian with central differences for every input that requires grad."""
     inputs = tuple(inputs) if isinstance(inputs, list | tuple) else (inputs,)
     for i, x in enumerate(inputs):
@@ -71,8 +73,9 @@ def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1
     return True
 
 
-def gradgradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-                  raise_exception: bool = True, seed: int = 0) -> bool:
+def gradgradcheck(
+    fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3, raise_exception: bool = True, seed: int = 0
+) -> bool:
     """gradcheck of the map inputs -> d(sum(fn * v))/d inputs, for a fixed random v."""
     inputs = tuple(inputs) if isinstance(inputs, list | tuple) else (inputs,)
     rng = np.random.default_rng(seed)

@@ -28,8 +28,14 @@ def tensor_repr(t) -> str:
             if mags.size:
                 scientific = mags.max() / mags.min() > 1000 or mags.max() >= 1e8 or mags.min() < 1e-4
         body = np.array2string(
-            arr, separator=", ", prefix=prefix, precision=4, threshold=1000, edgeitems=3,
-            floatmode="maxprec" if integral else "fixed", suppress_small=False,
+            arr,
+            separator=", ",
+            prefix=prefix,
+            precision=4,
+            threshold=1000,
+            edgeitems=3,
+            floatmode="maxprec" if integral else "fixed",
+            suppress_small=False,
             formatter={"float_kind": lambda v: f"{v:.4e}"} if scientific else None,
         )
     parts = [body]

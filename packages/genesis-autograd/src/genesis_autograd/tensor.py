@@ -32,8 +32,20 @@ from .printing import tensor_repr
 from .size import Size
 
 
-class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixin, GetitemMixin, SortMixin,
-             ScanMixin, RandomMixin, CreationMixin, ViewsMixin, MemoryMixin):
+class Tensor(
+    ElementwiseMixin,
+    ReduceMixin,
+    SoftmaxMixin,
+    MatmulMixin,
+    IndexMixin,
+    GetitemMixin,
+    SortMixin,
+    ScanMixin,
+    RandomMixin,
+    CreationMixin,
+    ViewsMixin,
+    MemoryMixin,
+):
     """A multi-dimensional array of one dtype on one device that can record the operations applied to it.
 
     Make one with ``genesis.tensor(data)`` or a factory (``zeros``, ``randn``, ...). A tensor with
@@ -185,8 +197,10 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
         if id(self) in memo:
             return memo[id(self)]
         if not self.is_leaf:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
-                               "protocol at the moment.")
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment."
+            )
         out = self._result_type(self.data.clone())
         out.requires_grad = self.requires_grad
         memo[id(self)] = out
@@ -269,8 +283,13 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
         else:
             self.grad.data.add_(grad.data)
 
-    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False,
-                 inputs: Tensor | Sequence[Tensor] | None = None) -> None:
+    def backward(
+        self,
+        gradient: Tensor | None = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Tensor | Sequence[Tensor] | None = None,
+    ) -> None:
         """Compute the gradient of this tensor with respect to the graph's leaves and add it to their ``.grad``.
 
         Args:
@@ -285,8 +304,9 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
             retain_graph = create_graph
         if inputs is not None:
             inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-            grads = run_backward([self], [gradient], retain_graph, create_graph, inputs=inputs,
-                                 allow_unused=True, accumulate=False)
+            grads = run_backward(
+                [self], [gradient], retain_graph, create_graph, inputs=inputs, allow_unused=True, accumulate=False
+            )
             for t, g in zip(inputs, grads):
                 if g is not None:
                     t._accumulate_grad(g, create_graph)
@@ -309,8 +329,9 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
             snap._accumulator = self._accumulator
         return snap
 
-    def _inplace(self, recorded: Callable[[], Tensor], plain: Callable[[], object],
-                 needs_graph: bool = False) -> Tensor:
+    def _inplace(
+        self, recorded: Callable[[], Tensor], plain: Callable[[], object], needs_graph: bool = False
+    ) -> Tensor:
         """Run an in-place op: through a graph node when gradients flow, else directly."""
         base = self._base
         if base is not None and self._view_version != self._version[0]:
@@ -319,8 +340,9 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
             if self.is_leaf and self.requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
             if base is not None and base.is_leaf and base.requires_grad:
-                raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
-                                   "operation.")
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+                )
             result = recorded()
             self.data.copy_(result.data)
             if base is not None:
@@ -338,20 +360,24 @@ class Tensor(ElementwiseMixin, ReduceMixin, SoftmaxMixin, MatmulMixin, IndexMixi
     def _math_inplace(self, method: str, *args: Any, **kwargs: Any) -> Tensor:
         """self.<method>_(...): the out-of-place op written back into self, refused (as torch) when its
         result would need a wider dtype or a larger shape than self has."""
+
         def run(x: Tensor) -> Tensor:
             out = getattr(x, method)(*args, **kwargs)
             if out.dtype.category > self.dtype.category:
-                raise RuntimeError(f"result type {out.dtype.name.capitalize()} can't be cast to the desired output "
-                                   f"type {self.dtype.name.capitalize()}")
+                raise RuntimeError(
+                    f"result type {out.dtype.name.capitalize()} can't be cast to the desired output "
+                    f"type {self.dtype.name.capitalize()}"
+                )
             if tuple(out.shape) != tuple(self.shape):
-                raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                                   f"{list(out.shape)}")
+                raise RuntimeError(
+                    f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}"
+                )
             return out
 
         needs = any(isinstance(a, Tensor) and a.requires_grad for a in (*args, *kwargs.values()))
-        return self._inplace(lambda: run(self._snapshot()), lambda: self.data.copy_(run(self.detach()).data),
-                             needs_graph=needs)
-
+        return self._inplace(
+            lambda: run(self._snapshot()), lambda: self.data.copy_(run(self.detach()).data), needs_graph=needs
+        )
 
 
 class _RemovableHandle:
@@ -379,8 +405,13 @@ def _document_inplace_forms(cls: type) -> None:
     """
     for klass in cls.__mro__:
         for name, member in vars(klass).items():
-            if (name.endswith("_") and not name.startswith("_") and callable(member) and not member.__doc__
-                    and callable(getattr(cls, name[:-1], None))):
+            if (
+                name.endswith("_")
+                and not name.startswith("_")
+                and callable(member)
+                and not member.__doc__
+                and callable(getattr(cls, name[:-1], None))
+            ):
                 member.__doc__ = f"In-place version of :meth:`{name[:-1]}`."
 
 

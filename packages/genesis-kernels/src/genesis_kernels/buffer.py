@@ -40,8 +40,9 @@ class Buffer:
 
     __slots__ = ("dtype", "ptr", "shape", "strides")
 
-    def __init__(self, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...] | None = None,
-                 dtype: str = "float32") -> None:
+    def __init__(
+        self, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...] | None = None, dtype: str = "float32"
+    ) -> None:
         self.ptr = int(ptr)
         self.shape = tuple(int(s) for s in shape)
         self.strides = contiguous_strides(self.shape) if strides is None else tuple(int(s) for s in strides)
@@ -122,8 +123,9 @@ def check_same_shape(*bufs: BufferLike) -> None:
             raise ValueError(f"shape mismatch: {tuple(b.shape)} vs {tuple(shape)}")
 
 
-def collapse(shape: tuple[int, ...], strides: list[tuple[int, ...]],
-             reorder: bool = True) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+def collapse(
+    shape: tuple[int, ...], strides: list[tuple[int, ...]], reorder: bool = True
+) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """Simplify an iteration space shared by several operands (``strides[0]`` is the output's).
 
     Size-1 dims are dropped; dims are ordered by the output's strides, largest first

@@ -24,8 +24,7 @@ _BLOCK = 1024
 
 
 @triton.jit
-def _range_kernel(out, start, step, end, n, stride, CDT: tl.constexpr, LINSPACE: tl.constexpr,
-                  BLOCK: tl.constexpr):
+def _range_kernel(out, start, step, end, n, stride, CDT: tl.constexpr, LINSPACE: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
     s = start.to(CDT)
@@ -52,14 +51,19 @@ def _launch(out: BufferLike, start: float, step: float, end: float, linspace: bo
     key = (out.dtype, cdt, linspace)
     fn = _RANGE.cache.get(key)
     if fn is None:
-        types = {"out": ptr_type(out.dtype), "start": scalar, "step": scalar, "end": scalar, "n": "i64",
-                 "stride": "i64"}
+        types = {
+            "out": ptr_type(out.dtype),
+            "start": scalar,
+            "step": scalar,
+            "end": scalar,
+            "n": "i64",
+            "stride": "i64",
+        }
         consts = dict(CDT=dtype_info(cdt).tl, LINSPACE=linspace, BLOCK=_BLOCK)
         fn = _RANGE.build(key, types, consts, (), num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     conv = float if scalar == "fp64" else int
-    fn((cdiv(n, _BLOCK), 1, 1), stream,
-       (out.ptr, conv(start), conv(step), conv(end), n, out.strides[0], *fn._consts))  # type: ignore[attr-defined]
+    fn((cdiv(n, _BLOCK), 1, 1), stream, (out.ptr, conv(start), conv(step), conv(end), n, out.strides[0], *fn._consts))  # type: ignore[attr-defined]
 
 
 def _compute_dtype(dtype: str, linspace: bool) -> str:
@@ -93,9 +97,44 @@ def linspace(out: BufferLike, start: float, end: float, *, stream: int = 0) -> N
 
 
 @triton.jit
-def _tri_kernel(x, out, R, C, diagonal, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7,
-                o0, o1, o2, o3, o4, o5, o6, o7, xr, xc, orr, oc, MODE: tl.constexpr, RANK: tl.constexpr,
-                BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+def _tri_kernel(
+    x,
+    out,
+    R,
+    C,
+    diagonal,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    x0,
+    x1,
+    x2,
+    x3,
+    x4,
+    x5,
+    x6,
+    x7,
+    o0,
+    o1,
+    o2,
+    o3,
+    o4,
+    o5,
+    o6,
+    o7,
+    xr,
+    xc,
+    orr,
+    oc,
+    MODE: tl.constexpr,
+    RANK: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+):
     b = tl.program_id(2).to(tl.int64)
     r = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     c = tl.program_id(1).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -138,15 +177,44 @@ def _tri(mode: str, x: BufferLike | None, out: BufferLike, diagonal: int, stream
     key = (mode, xdt, out.dtype, len(kshape))
     fn = _TRI.cache.get(key)
     if fn is None:
-        types = {"x": ptr_type(xdt), "out": ptr_type(out.dtype), "R": "i64", "C": "i64", "diagonal": "i64",
-                 **{f"S{d}": "i64" for d in range(1, MAX_RANK)}, **{f"x{d}": "i64" for d in range(MAX_RANK)},
-                 **{f"o{d}": "i64" for d in range(MAX_RANK)}, "xr": "i64", "xc": "i64", "orr": "i64", "oc": "i64"}
+        types = {
+            "x": ptr_type(xdt),
+            "out": ptr_type(out.dtype),
+            "R": "i64",
+            "C": "i64",
+            "diagonal": "i64",
+            **{f"S{d}": "i64" for d in range(1, MAX_RANK)},
+            **{f"x{d}": "i64" for d in range(MAX_RANK)},
+            **{f"o{d}": "i64" for d in range(MAX_RANK)},
+            "xr": "i64",
+            "xc": "i64",
+            "orr": "i64",
+            "oc": "i64",
+        }
         consts = dict(MODE=mode, RANK=len(kshape), BLOCK_R=block_r, BLOCK_C=block_c)
         fn = _TRI.build(key, types, consts, (), num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn((cdiv(R, block_r), cdiv(C, block_c), B), stream,
-       (x.ptr if x is not None else out.ptr, out.ptr, R, C, int(diagonal), *sizes, *xbs, *pad, *obs, *pad,
-        xs[-2], xs[-1], out.strides[-2], out.strides[-1], *fn._consts))  # type: ignore[attr-defined]
+    fn(
+        (cdiv(R, block_r), cdiv(C, block_c), B),
+        stream,
+        (
+            x.ptr if x is not None else out.ptr,
+            out.ptr,
+            R,
+            C,
+            int(diagonal),
+            *sizes,
+            *xbs,
+            *pad,
+            *obs,
+            *pad,
+            xs[-2],
+            xs[-1],
+            out.strides[-2],
+            out.strides[-1],
+            *fn._consts,  # type: ignore[attr-defined]
+        ),
+    )
 
 
 def eye(out: BufferLike, *, stream: int = 0) -> None:

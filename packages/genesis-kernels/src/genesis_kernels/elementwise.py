@@ -344,8 +344,7 @@ def _flat_index(n, BLOCK: tl.constexpr, INT64: tl.constexpr):
 
 
 @triton.jit
-def _unary_body(x, out, ix, io, mask, OP: tl.constexpr, CDT: tl.constexpr, X_SCALAR: tl.constexpr,
-                BLOCK: tl.constexpr):
+def _unary_body(x, out, ix, io, mask, OP: tl.constexpr, CDT: tl.constexpr, X_SCALAR: tl.constexpr, BLOCK: tl.constexpr):
     if X_SCALAR:
         v = tl.full([BLOCK], cast_to(x, CDT), CDT)
     else:
@@ -355,10 +354,40 @@ def _unary_body(x, out, ix, io, mask, OP: tl.constexpr, CDT: tl.constexpr, X_SCA
 
 
 @triton.jit
-def _unary_kernel(x, out, n, S1, S2, S3, S4, S5, S6, S7,
-                  x0, x1, x2, x3, x4, x5, x6, x7, o0, o1, o2, o3, o4, o5, o6, o7,
-                  OP: tl.constexpr, CDT: tl.constexpr, X_SCALAR: tl.constexpr, RANK: tl.constexpr,
-                  INT64: tl.constexpr, BLOCK: tl.constexpr):
+def _unary_kernel(
+    x,
+    out,
+    n,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    x0,
+    x1,
+    x2,
+    x3,
+    x4,
+    x5,
+    x6,
+    x7,
+    o0,
+    o1,
+    o2,
+    o3,
+    o4,
+    o5,
+    o6,
+    o7,
+    OP: tl.constexpr,
+    CDT: tl.constexpr,
+    X_SCALAR: tl.constexpr,
+    RANK: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     _, i = _flat_index(n, BLOCK, INT64)
     ix = offset_of(i, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, RANK)
     io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
@@ -366,8 +395,9 @@ def _unary_kernel(x, out, n, S1, S2, S3, S4, S5, S6, S7,
 
 
 @triton.jit
-def _unary_dense_kernel(x, out, n, OP: tl.constexpr, CDT: tl.constexpr, X_SCALAR: tl.constexpr,
-                        INT64: tl.constexpr, BLOCK: tl.constexpr):
+def _unary_dense_kernel(
+    x, out, n, OP: tl.constexpr, CDT: tl.constexpr, X_SCALAR: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr
+):
     # Operands laid out alike in one dense block: a flat index, and few arguments to launch.
     start, i = _flat_index(n, BLOCK, INT64)
     if start + BLOCK <= n:
@@ -377,8 +407,20 @@ def _unary_dense_kernel(x, out, n, OP: tl.constexpr, CDT: tl.constexpr, X_SCALAR
 
 
 @triton.jit
-def _binary_body(a, b, out, ia, ib, io, mask, OP: tl.constexpr, CDT: tl.constexpr,
-                 A_SCALAR: tl.constexpr, B_SCALAR: tl.constexpr, BLOCK: tl.constexpr):
+def _binary_body(
+    a,
+    b,
+    out,
+    ia,
+    ib,
+    io,
+    mask,
+    OP: tl.constexpr,
+    CDT: tl.constexpr,
+    A_SCALAR: tl.constexpr,
+    B_SCALAR: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     av = _load(a, ia, mask, A_SCALAR, CDT)
     bv = _load(b, ib, mask, B_SCALAR, CDT)
     r = binary_op(av, bv, OP, CDT)
@@ -388,11 +430,50 @@ def _binary_body(a, b, out, ia, ib, io, mask, OP: tl.constexpr, CDT: tl.constexp
 
 
 @triton.jit
-def _binary_kernel(a, b, out, n, S1, S2, S3, S4, S5, S6, S7,
-                   a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7,
-                   o0, o1, o2, o3, o4, o5, o6, o7,
-                   OP: tl.constexpr, CDT: tl.constexpr, A_SCALAR: tl.constexpr, B_SCALAR: tl.constexpr,
-                   RANK: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+def _binary_kernel(
+    a,
+    b,
+    out,
+    n,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    a0,
+    a1,
+    a2,
+    a3,
+    a4,
+    a5,
+    a6,
+    a7,
+    b0,
+    b1,
+    b2,
+    b3,
+    b4,
+    b5,
+    b6,
+    b7,
+    o0,
+    o1,
+    o2,
+    o3,
+    o4,
+    o5,
+    o6,
+    o7,
+    OP: tl.constexpr,
+    CDT: tl.constexpr,
+    A_SCALAR: tl.constexpr,
+    B_SCALAR: tl.constexpr,
+    RANK: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     _, i = _flat_index(n, BLOCK, INT64)
     ia = offset_of(i, S1, S2, S3, S4, S5, S6, S7, a0, a1, a2, a3, a4, a5, a6, a7, RANK)
     ib = offset_of(i, S1, S2, S3, S4, S5, S6, S7, b0, b1, b2, b3, b4, b5, b6, b7, RANK)
@@ -401,8 +482,18 @@ def _binary_kernel(a, b, out, n, S1, S2, S3, S4, S5, S6, S7,
 
 
 @triton.jit
-def _binary_dense_kernel(a, b, out, n, OP: tl.constexpr, CDT: tl.constexpr, A_SCALAR: tl.constexpr,
-                         B_SCALAR: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+def _binary_dense_kernel(
+    a,
+    b,
+    out,
+    n,
+    OP: tl.constexpr,
+    CDT: tl.constexpr,
+    A_SCALAR: tl.constexpr,
+    B_SCALAR: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     start, i = _flat_index(n, BLOCK, INT64)
     if start + BLOCK <= n:
         _binary_body(a, b, out, i, i, i, None, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
@@ -411,9 +502,25 @@ def _binary_dense_kernel(a, b, out, n, OP: tl.constexpr, CDT: tl.constexpr, A_SC
 
 
 @triton.jit
-def _ternary_body(a, b, c, value, out, ia, ib, ic, io, mask, OP: tl.constexpr, CDT: tl.constexpr,
-                  A_DT: tl.constexpr, A_SCALAR: tl.constexpr, B_SCALAR: tl.constexpr,
-                  C_SCALAR: tl.constexpr, BLOCK: tl.constexpr):
+def _ternary_body(
+    a,
+    b,
+    c,
+    value,
+    out,
+    ia,
+    ib,
+    ic,
+    io,
+    mask,
+    OP: tl.constexpr,
+    CDT: tl.constexpr,
+    A_DT: tl.constexpr,
+    A_SCALAR: tl.constexpr,
+    B_SCALAR: tl.constexpr,
+    C_SCALAR: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     av = _load(a, ia, mask, A_SCALAR, A_DT)
     bv = _load(b, ib, mask, B_SCALAR, CDT)
     cv = _load(c, ic, mask, C_SCALAR, CDT)
@@ -424,27 +531,75 @@ def _ternary_body(a, b, c, value, out, ia, ib, ic, io, mask, OP: tl.constexpr, C
 
 
 @triton.jit
-def _ternary_kernel(a, b, c, out, value, n, S1, S2, S3, S4, S5, S6, S7,
-                    a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7,
-                    c0, c1, c2, c3, c4, c5, c6, c7, o0, o1, o2, o3, o4, o5, o6, o7,
-                    OP: tl.constexpr, CDT: tl.constexpr, A_DT: tl.constexpr, A_SCALAR: tl.constexpr,
-                    B_SCALAR: tl.constexpr, C_SCALAR: tl.constexpr, RANK: tl.constexpr,
-                    CONTIG: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+def _ternary_kernel(
+    a,
+    b,
+    c,
+    out,
+    value,
+    n,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    a0,
+    a1,
+    a2,
+    a3,
+    a4,
+    a5,
+    a6,
+    a7,
+    b0,
+    b1,
+    b2,
+    b3,
+    b4,
+    b5,
+    b6,
+    b7,
+    c0,
+    c1,
+    c2,
+    c3,
+    c4,
+    c5,
+    c6,
+    c7,
+    o0,
+    o1,
+    o2,
+    o3,
+    o4,
+    o5,
+    o6,
+    o7,
+    OP: tl.constexpr,
+    CDT: tl.constexpr,
+    A_DT: tl.constexpr,
+    A_SCALAR: tl.constexpr,
+    B_SCALAR: tl.constexpr,
+    C_SCALAR: tl.constexpr,
+    RANK: tl.constexpr,
+    CONTIG: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     start, i = _flat_index(n, BLOCK, INT64)
     if CONTIG:
         if start + BLOCK <= n:
-            _ternary_body(a, b, c, value, out, i, i, i, i, None, OP, CDT, A_DT, A_SCALAR, B_SCALAR,
-                          C_SCALAR, BLOCK)
+            _ternary_body(a, b, c, value, out, i, i, i, i, None, OP, CDT, A_DT, A_SCALAR, B_SCALAR, C_SCALAR, BLOCK)
         else:
-            _ternary_body(a, b, c, value, out, i, i, i, i, i < n, OP, CDT, A_DT, A_SCALAR, B_SCALAR,
-                          C_SCALAR, BLOCK)
+            _ternary_body(a, b, c, value, out, i, i, i, i, i < n, OP, CDT, A_DT, A_SCALAR, B_SCALAR, C_SCALAR, BLOCK)
     else:
         ia = offset_of(i, S1, S2, S3, S4, S5, S6, S7, a0, a1, a2, a3, a4, a5, a6, a7, RANK)
         ib = offset_of(i, S1, S2, S3, S4, S5, S6, S7, b0, b1, b2, b3, b4, b5, b6, b7, RANK)
         ic = offset_of(i, S1, S2, S3, S4, S5, S6, S7, c0, c1, c2, c3, c4, c5, c6, c7, RANK)
         io = offset_of(i, S1, S2, S3, S4, S5, S6, S7, o0, o1, o2, o3, o4, o5, o6, o7, RANK)
-        _ternary_body(a, b, c, value, out, ia, ib, ic, io, i < n, OP, CDT, A_DT, A_SCALAR, B_SCALAR,
-                      C_SCALAR, BLOCK)
+        _ternary_body(a, b, c, value, out, ia, ib, ic, io, i < n, OP, CDT, A_DT, A_SCALAR, B_SCALAR, C_SCALAR, BLOCK)
 
 
 UNARY = Kernel(_unary_kernel)
@@ -457,26 +612,129 @@ TERNARY = Kernel(_ternary_kernel)
 # Launchers
 # ----------------------------------------------------------------------------------------------
 
-UNARY_OPS = frozenset((
-    "identity", "neg", "abs", "square", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
-    "rsqrt", "sin", "cos", "tan", "tanh", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "erf", "erfc", "lgamma", "sigmoid", "logsigmoid", "softplus", "relu", "gelu", "gelu_tanh", "silu",
-    "mish", "sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "isnan", "isinf", "isfinite",
-    "isposinf", "isneginf", "logical_not", "bitwise_not",
-))
+UNARY_OPS = frozenset(
+    (
+        "identity",
+        "neg",
+        "abs",
+        "square",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "sqrt",
+        "rsqrt",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "erfc",
+        "lgamma",
+        "sigmoid",
+        "logsigmoid",
+        "softplus",
+        "relu",
+        "gelu",
+        "gelu_tanh",
+        "silu",
+        "mish",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "frac",
+        "reciprocal",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isposinf",
+        "isneginf",
+        "logical_not",
+        "bitwise_not",
+    )
+)
 # Ops computed in floating point whatever the input (torch promotes integers to float32).
-_FLOAT_UNARY = frozenset((
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "lgamma", "sigmoid",
-    "logsigmoid", "softplus", "gelu", "gelu_tanh", "silu", "mish", "reciprocal",
-))
+_FLOAT_UNARY = frozenset(
+    (
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "sqrt",
+        "rsqrt",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "erfc",
+        "lgamma",
+        "sigmoid",
+        "logsigmoid",
+        "softplus",
+        "gelu",
+        "gelu_tanh",
+        "silu",
+        "mish",
+        "reciprocal",
+    )
+)
 # Ops that are the identity on integers (and bool).
 _INT_IDENTITY = frozenset(("floor", "ceil", "round", "trunc"))
-BINARY_OPS = frozenset((
-    "add", "sub", "mul", "div", "floordiv", "remainder", "fmod", "pow", "maximum", "minimum", "atan2",
-    "hypot", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "lshift", "rshift",
-))
+BINARY_OPS = frozenset(
+    (
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "floordiv",
+        "remainder",
+        "fmod",
+        "pow",
+        "maximum",
+        "minimum",
+        "atan2",
+        "hypot",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "lshift",
+        "rshift",
+    )
+)
 _FLOAT_BINARY = frozenset(("div", "atan2", "hypot"))
 
 Scalar = bool | int | float
@@ -558,10 +816,14 @@ def _unary_dense(op: str, x: BufferLike | Scalar, out: BufferLike, n: int, x_sca
         run_op, cdt = _unary_types(op, xdt, out.dtype, x_scalar)
         block, warps = launch_config(max(dtype_info(out.dtype).itemsize, dtype_info(xdt).itemsize), True)
         consts = dict(OP=run_op, CDT=dtype_info(cdt).tl, X_SCALAR=x_scalar, INT64=key[4], BLOCK=block)
-        types = {"x": _scalar_type(cdt) if x_scalar else ptr_type(xdt), "out": ptr_type(out.dtype),
-                 "n": "i64" if key[4] else "i32"}
-        launch = UNARY_DENSE.build(key, types, consts, ("out",) if x_scalar else ("x", "out") if aligned else (),
-                                   num_warps=warps)
+        types = {
+            "x": _scalar_type(cdt) if x_scalar else ptr_type(xdt),
+            "out": ptr_type(out.dtype),
+            "n": "i64" if key[4] else "i32",
+        }
+        launch = UNARY_DENSE.build(
+            key, types, consts, ("out",) if x_scalar else ("x", "out") if aligned else (), num_warps=warps
+        )
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
         launch._block = block  # type: ignore[attr-defined]
         launch._cdt = cdt  # type: ignore[attr-defined]
@@ -596,17 +858,21 @@ def unary(op: str, x: BufferLike | Scalar, out: BufferLike, *, stream: int = 0) 
     launch = UNARY.cache.get(key)
     if launch is None:
         it = "i64" if lay.int64 else "i32"
-        types = {"x": _scalar_type(cdt) if x_scalar else ptr_type(xdt), "out": ptr_type(odt), "n": it,
-                 **size_types(it), **stride_types("x", it), **stride_types("o", it)}
-        consts = dict(OP=run_op, CDT=dtype_info(cdt).tl, X_SCALAR=x_scalar, RANK=lay.rank, INT64=lay.int64,
-                      BLOCK=block)
+        types = {
+            "x": _scalar_type(cdt) if x_scalar else ptr_type(xdt),
+            "out": ptr_type(odt),
+            "n": it,
+            **size_types(it),
+            **stride_types("x", it),
+            **stride_types("o", it),
+        }
+        consts = dict(OP=run_op, CDT=dtype_info(cdt).tl, X_SCALAR=x_scalar, RANK=lay.rank, INT64=lay.int64, BLOCK=block)
         launch = UNARY.build(key, types, consts, num_warps=warps)
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
     st = lay.strides
     x_arg = _scalar_value(x, cdt) if x_scalar else x.ptr  # type: ignore[arg-type,union-attr]
     xs = (0,) * 8 if x_scalar else st[1]
-    launch((cdiv(lay.n, block), 1, 1), stream,
-           (x_arg, out.ptr, lay.n, *lay.sizes, *xs, *st[0], *launch._consts))  # type: ignore[attr-defined]
+    launch((cdiv(lay.n, block), 1, 1), stream, (x_arg, out.ptr, lay.n, *lay.sizes, *xs, *st[0], *launch._consts))  # type: ignore[attr-defined]
 
 
 def _binary_compute(op: str, compute_dtype: str, odt: str) -> str:
@@ -615,16 +881,25 @@ def _binary_compute(op: str, compute_dtype: str, odt: str) -> str:
     cdt = compute_dtype
     if cdt in ("float16", "bfloat16"):
         cdt = "float32"
-    elif cdt == "bool" and op not in ("eq", "ne", "logical_and", "logical_or", "logical_xor", "bitwise_and",
-                                      "bitwise_or", "bitwise_xor"):
+    elif cdt == "bool" and op not in (
+        "eq",
+        "ne",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+    ):
         cdt = "int8"
     if op in _FLOAT_BINARY and not dtype_info(cdt).is_float:
         cdt = "float64" if odt == "float64" else "float32"
     return cdt
 
 
-def _binary_dense(op: str, a: Any, b: Any, out: BufferLike, n: int, a_scalar: bool, b_scalar: bool,
-                  compute_dtype: str, stream: int) -> None:
+def _binary_dense(
+    op: str, a: Any, b: Any, out: BufferLike, n: int, a_scalar: bool, b_scalar: bool, compute_dtype: str, stream: int
+) -> None:
     adt = "scalar" if a_scalar else a.dtype
     bdt = "scalar" if b_scalar else b.dtype
     aligned = ((0 if a_scalar else a.ptr) | (0 if b_scalar else b.ptr) | out.ptr) & 15 == 0
@@ -636,10 +911,13 @@ def _binary_dense(op: str, a: Any, b: Any, out: BufferLike, n: int, a_scalar: bo
         sizes = [dtype_info(t).itemsize for t in (odt, adt, bdt) if t != "scalar"]
         block, warps = launch_config(max(sizes), True)
         it = "i64" if key[5] else "i32"
-        types = {"a": _scalar_type(cdt) if a_scalar else ptr_type(adt),
-                 "b": _scalar_type(cdt) if b_scalar else ptr_type(bdt), "out": ptr_type(odt), "n": it}
-        consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_SCALAR=a_scalar, B_SCALAR=b_scalar, INT64=key[5],
-                      BLOCK=block)
+        types = {
+            "a": _scalar_type(cdt) if a_scalar else ptr_type(adt),
+            "b": _scalar_type(cdt) if b_scalar else ptr_type(bdt),
+            "out": ptr_type(odt),
+            "n": it,
+        }
+        consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_SCALAR=a_scalar, B_SCALAR=b_scalar, INT64=key[5], BLOCK=block)
         ptrs = [p for p, sc in (("a", a_scalar), ("b", b_scalar), ("out", False)) if not sc]
         launch = BINARY_DENSE.build(key, types, consts, ptrs if aligned else (), num_warps=warps)
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
@@ -647,13 +925,22 @@ def _binary_dense(op: str, a: Any, b: Any, out: BufferLike, n: int, a_scalar: bo
         launch._cdt = cdt  # type: ignore[attr-defined]
     if n:
         cdt = launch._cdt  # type: ignore[attr-defined]
-        launch((cdiv(n, launch._block), 1, 1), stream,  # type: ignore[attr-defined]
-               (_scalar_value(a, cdt) if a_scalar else a.ptr, _scalar_value(b, cdt) if b_scalar else b.ptr,
-                out.ptr, n, *launch._consts))  # type: ignore[attr-defined]
+        launch(
+            (cdiv(n, launch._block), 1, 1),  # type: ignore[attr-defined]
+            stream,
+            (
+                _scalar_value(a, cdt) if a_scalar else a.ptr,
+                _scalar_value(b, cdt) if b_scalar else b.ptr,
+                out.ptr,
+                n,
+                *launch._consts,  # type: ignore[attr-defined]
+            ),
+        )
 
 
-def binary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferLike, *,
-           compute_dtype: str, stream: int = 0) -> None:
+def binary(
+    op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferLike, *, compute_dtype: str, stream: int = 0
+) -> None:
     """``out = op(a, b)``: ``a``/``b`` already broadcast to ``out.shape`` (strides may be 0) or Python scalars.
 
     ``compute_dtype`` is the promoted dtype chosen by the caller; float16/bfloat16 compute in float32,
@@ -688,11 +975,25 @@ def binary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferL
     launch = BINARY.cache.get(key)
     if launch is None:
         it = "i64" if lay.int64 else "i32"
-        types = {"a": _scalar_type(cdt) if a_scalar else ptr_type(adt),
-                 "b": _scalar_type(cdt) if b_scalar else ptr_type(bdt), "out": ptr_type(odt), "n": it,
-                 **size_types(it), **stride_types("a", it), **stride_types("b", it), **stride_types("o", it)}
-        consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_SCALAR=a_scalar, B_SCALAR=b_scalar, RANK=lay.rank,
-                      INT64=lay.int64, BLOCK=block)
+        types = {
+            "a": _scalar_type(cdt) if a_scalar else ptr_type(adt),
+            "b": _scalar_type(cdt) if b_scalar else ptr_type(bdt),
+            "out": ptr_type(odt),
+            "n": it,
+            **size_types(it),
+            **stride_types("a", it),
+            **stride_types("b", it),
+            **stride_types("o", it),
+        }
+        consts = dict(
+            OP=op,
+            CDT=dtype_info(cdt).tl,
+            A_SCALAR=a_scalar,
+            B_SCALAR=b_scalar,
+            RANK=lay.rank,
+            INT64=lay.int64,
+            BLOCK=block,
+        )
         launch = BINARY.build(key, types, consts, num_warps=warps)
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
     st = lay.strides
@@ -708,13 +1009,23 @@ def binary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferL
         b_arg, b_st = _scalar_value(b, cdt), (0,) * 8  # type: ignore[arg-type]
     else:
         b_arg, b_st = b.ptr, st[k]  # type: ignore[union-attr]
-    launch((cdiv(lay.n, block), 1, 1), stream,
-           (a_arg, b_arg, out.ptr, lay.n, *lay.sizes, *a_st, *b_st, *st[0],
-            *launch._consts))  # type: ignore[attr-defined]
+    launch(
+        (cdiv(lay.n, block), 1, 1),
+        stream,
+        (a_arg, b_arg, out.ptr, lay.n, *lay.sizes, *a_st, *b_st, *st[0], *launch._consts),  # type: ignore[attr-defined]
+    )
 
 
-def _ternary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, c: BufferLike | Scalar,
-             out: BufferLike, value: Scalar, compute_dtype: str | None, stream: int) -> None:
+def _ternary(
+    op: str,
+    a: BufferLike | Scalar,
+    b: BufferLike | Scalar,
+    c: BufferLike | Scalar,
+    out: BufferLike,
+    value: Scalar,
+    compute_dtype: str | None,
+    stream: int,
+) -> None:
     odt = out.dtype
     operands = (a, b, c)
     scal = tuple(_is_scalar(t) for t in operands)
@@ -748,15 +1059,23 @@ def _ternary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, c: BufferL
     launch = TERNARY.cache.get(key)
     if launch is None:
         it = "i64" if lay.int64 else "i32"
-        types = {"out": ptr_type(odt), "value": _scalar_type(cdt), "n": it, **size_types(it),
-                 **stride_types("o", it)}
+        types = {"out": ptr_type(odt), "value": _scalar_type(cdt), "n": it, **size_types(it), **stride_types("o", it)}
         for name, d, s in zip("abc", dts, scal):
             scalar_dt = a_dt if name == "a" else cdt
             types[name] = _scalar_type(scalar_dt) if s else ptr_type(d)
             types.update(stride_types(name, it))
-        consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_DT=dtype_info(a_dt).tl, A_SCALAR=scal[0],
-                      B_SCALAR=scal[1], C_SCALAR=scal[2], RANK=lay.rank, CONTIG=contig, INT64=lay.int64,
-                      BLOCK=block)
+        consts = dict(
+            OP=op,
+            CDT=dtype_info(cdt).tl,
+            A_DT=dtype_info(a_dt).tl,
+            A_SCALAR=scal[0],
+            B_SCALAR=scal[1],
+            C_SCALAR=scal[2],
+            RANK=lay.rank,
+            CONTIG=contig,
+            INT64=lay.int64,
+            BLOCK=block,
+        )
         ptrs = [p for p, s in zip("abc", scal) if not s] + ["out"]
         launch = TERNARY.build(key, types, consts, ptrs if aligned else (), num_warps=warps)
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
@@ -772,19 +1091,39 @@ def _ternary(op: str, a: BufferLike | Scalar, b: BufferLike | Scalar, c: BufferL
             args.append(t.ptr)  # type: ignore[union-attr]
             ops_st.append(st[k])
             k += 1
-    launch((cdiv(lay.n, block), 1, 1), stream,
-           (*args, out.ptr, _scalar_value(value, cdt), lay.n, *lay.sizes, *ops_st[0], *ops_st[1], *ops_st[2],
-            *st[0], *launch._consts))  # type: ignore[attr-defined]
+    launch(
+        (cdiv(lay.n, block), 1, 1),
+        stream,
+        (
+            *args,
+            out.ptr,
+            _scalar_value(value, cdt),
+            lay.n,
+            *lay.sizes,
+            *ops_st[0],
+            *ops_st[1],
+            *ops_st[2],
+            *st[0],
+            *launch._consts,  # type: ignore[attr-defined]
+        ),
+    )
 
 
-def where(cond: BufferLike | Scalar, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferLike, *,
-          stream: int = 0) -> None:
+def where(
+    cond: BufferLike | Scalar, a: BufferLike | Scalar, b: BufferLike | Scalar, out: BufferLike, *, stream: int = 0
+) -> None:
     """``out = cond ? a : b`` (all broadcast to ``out.shape``); computed in ``out.dtype``."""
     _ternary("where", cond, a, b, out, 0, out.dtype, stream)
 
 
-def clamp(x: BufferLike | Scalar, lo: BufferLike | Scalar | None, hi: BufferLike | Scalar | None,
-          out: BufferLike, *, stream: int = 0) -> None:
+def clamp(
+    x: BufferLike | Scalar,
+    lo: BufferLike | Scalar | None,
+    hi: BufferLike | Scalar | None,
+    out: BufferLike,
+    *,
+    stream: int = 0,
+) -> None:
     """``out = min(max(x, lo), hi)``; either bound may be None. NaN in ``x`` propagates."""
     if lo is None and hi is None:
         raise ValueError("clamp needs at least one of lo and hi")
@@ -792,20 +1131,35 @@ def clamp(x: BufferLike | Scalar, lo: BufferLike | Scalar | None, hi: BufferLike
     _ternary(op, x, 0 if lo is None else lo, 0 if hi is None else hi, out, 0, out.dtype, stream)
 
 
-def lerp(a: BufferLike | Scalar, b: BufferLike | Scalar, w: BufferLike | Scalar, out: BufferLike, *,
-         stream: int = 0) -> None:
+def lerp(
+    a: BufferLike | Scalar, b: BufferLike | Scalar, w: BufferLike | Scalar, out: BufferLike, *, stream: int = 0
+) -> None:
     """``out = a + w * (b - a)``, in torch's two-sided form for accuracy near ``w = 1``."""
     _ternary("lerp", a, b, w, out, 0, out.dtype, stream)
 
 
-def addcmul(x: BufferLike | Scalar, t1: BufferLike | Scalar, t2: BufferLike | Scalar, out: BufferLike, *,
-            value: Scalar = 1, stream: int = 0) -> None:
+def addcmul(
+    x: BufferLike | Scalar,
+    t1: BufferLike | Scalar,
+    t2: BufferLike | Scalar,
+    out: BufferLike,
+    *,
+    value: Scalar = 1,
+    stream: int = 0,
+) -> None:
     """``out = x + value * t1 * t2``."""
     _ternary("addcmul", x, t1, t2, out, value, out.dtype, stream)
 
 
-def addcdiv(x: BufferLike | Scalar, t1: BufferLike | Scalar, t2: BufferLike | Scalar, out: BufferLike, *,
-            value: Scalar = 1, stream: int = 0) -> None:
+def addcdiv(
+    x: BufferLike | Scalar,
+    t1: BufferLike | Scalar,
+    t2: BufferLike | Scalar,
+    out: BufferLike,
+    *,
+    value: Scalar = 1,
+    stream: int = 0,
+) -> None:
     """``out = x + value * t1 / t2``."""
     _ternary("addcdiv", x, t1, t2, out, value, out.dtype, stream)
 

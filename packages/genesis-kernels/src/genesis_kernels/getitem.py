@@ -9,8 +9,14 @@ from .buffer import BufferLike
 from .indexed import MAX_INDICES, launch
 
 
-def index_put(out: BufferLike, indices: tuple[BufferLike, ...], values: BufferLike | float | int | bool, *,
-              accumulate: bool = False, stream: int = 0) -> None:
+def index_put(
+    out: BufferLike,
+    indices: tuple[BufferLike, ...],
+    values: BufferLike | float | int | bool,
+    *,
+    accumulate: bool = False,
+    stream: int = 0,
+) -> None:
     """In place: ``out[indices] = values`` (or ``+=`` with ``accumulate``), torch ``index_put_``.
 
     ``indices``: 1 to 4 int64/int32 buffers, already broadcast to one shape ``B``, indexing the leading

@@ -39,12 +39,21 @@ def gather(x: BufferLike, dim: int, index: BufferLike, out: BufferLike, *, strea
     for d in range(len(xs)):
         if d != dim and ishape[d] > xs[d]:
             raise ValueError(f"gather: index.size({d}) = {ishape[d]} exceeds x.size({d}) = {xs[d]}")
-    launch("take", out, x, [(index, ist, dim, xs[dim], xst[dim])], ishape, tuple(range(len(ishape))),
-            with_size(xst, dim, 0), stream=stream)
+    launch(
+        "take",
+        out,
+        x,
+        [(index, ist, dim, xs[dim], xst[dim])],
+        ishape,
+        tuple(range(len(ishape))),
+        with_size(xst, dim, 0),
+        stream=stream,
+    )
 
 
-def _scatter(mode: str, out: BufferLike, dim: int, index: BufferLike, src: BufferLike | float | int | bool,
-             stream: int) -> None:
+def _scatter(
+    mode: str, out: BufferLike, dim: int, index: BufferLike, src: BufferLike | float | int | bool, stream: int
+) -> None:
     os_, ost = shape1(out)
     ishape, ist = shape1(index)
     dim = wrap_dim(dim, len(out.shape))
@@ -58,12 +67,21 @@ def _scatter(mode: str, out: BufferLike, dim: int, index: BufferLike, src: Buffe
     for d in range(len(os_)):
         if d != dim and ishape[d] > os_[d]:
             raise ValueError(f"scatter: index.size({d}) = {ishape[d]} exceeds out.size({d}) = {os_[d]}")
-    launch(mode, out, src, [(index, ist, dim, os_[dim], ost[dim])], ishape,
-            with_size(tuple(range(len(ishape))), dim, -1), sst, stream=stream)
+    launch(
+        mode,
+        out,
+        src,
+        [(index, ist, dim, os_[dim], ost[dim])],
+        ishape,
+        with_size(tuple(range(len(ishape))), dim, -1),
+        sst,
+        stream=stream,
+    )
 
 
-def scatter(out: BufferLike, dim: int, index: BufferLike, src: BufferLike | float | int | bool, *,
-            stream: int = 0) -> None:
+def scatter(
+    out: BufferLike, dim: int, index: BufferLike, src: BufferLike | float | int | bool, *, stream: int = 0
+) -> None:
     """In place: ``out[..., index[..., i, ...], ...] = src[..., i, ...]`` (torch ``scatter_``; ``src`` may be a
     scalar). With duplicate indices the winner is unspecified, as in torch."""
     _scatter("put", out, dim, index, src, stream)
@@ -91,12 +109,21 @@ def index_select(x: BufferLike, dim: int, index: BufferLike, out: BufferLike, *,
         raise ValueError(f"index_select: out.shape {tuple(out.shape)} != {want}")
     oshape = shape1(out)[0]
     ist = tuple(istride if d == dim else 0 for d in range(len(oshape)))
-    launch("take", out, x, [(index, ist, dim, xs[dim], xst[dim])], oshape, tuple(range(len(oshape))),
-            with_size(xst, dim, 0), stream=stream)
+    launch(
+        "take",
+        out,
+        x,
+        [(index, ist, dim, xs[dim], xst[dim])],
+        oshape,
+        tuple(range(len(oshape))),
+        with_size(xst, dim, 0),
+        stream=stream,
+    )
 
 
-def index_add(out: BufferLike, dim: int, index: BufferLike, src: BufferLike, *, alpha: float | int = 1,
-              stream: int = 0) -> None:
+def index_add(
+    out: BufferLike, dim: int, index: BufferLike, src: BufferLike, *, alpha: float | int = 1, stream: int = 0
+) -> None:
     """In place: ``out[..., index[j], ...] += alpha * src[..., j, ...]`` (torch ``index_add_``; atomic)."""
     os_, ost = shape1(out)
     dim = wrap_dim(dim, len(out.shape))
@@ -105,9 +132,17 @@ def index_add(out: BufferLike, dim: int, index: BufferLike, src: BufferLike, *, 
     if ss != with_size(os_, dim, n):
         raise ValueError(f"index_add: src.shape {tuple(src.shape)} != {with_size(os_, dim, n)}")
     ist = tuple(istride if d == dim else 0 for d in range(len(ss)))
-    launch("add", out, src, [(index, ist, dim, os_[dim], ost[dim])], ss,
-            with_size(tuple(range(len(ss))), dim, -1), sst, alpha=alpha, stream=stream)
-
+    launch(
+        "add",
+        out,
+        src,
+        [(index, ist, dim, os_[dim], ost[dim])],
+        ss,
+        with_size(tuple(range(len(ss))), dim, -1),
+        sst,
+        alpha=alpha,
+        stream=stream,
+    )
 
 
 def embedding(weight: BufferLike, indices: BufferLike, out: BufferLike, *, stream: int = 0) -> None:
@@ -119,12 +154,26 @@ def embedding(weight: BufferLike, indices: BufferLike, out: BufferLike, *, strea
     if tuple(out.shape) != shape:
         raise ValueError(f"embedding: out.shape {tuple(out.shape)} != {shape}")
     nb = len(indices.shape)
-    launch("take", out, weight, [(indices, tuple(indices.strides) + (0,), 0, V, weight.strides[0])], shape,
-            tuple(range(nb + 1)), (0,) * nb + (weight.strides[1],), stream=stream)
+    launch(
+        "take",
+        out,
+        weight,
+        [(indices, tuple(indices.strides) + (0,), 0, V, weight.strides[0])],
+        shape,
+        tuple(range(nb + 1)),
+        (0,) * nb + (weight.strides[1],),
+        stream=stream,
+    )
 
 
-def embedding_backward(grad_out: BufferLike, indices: BufferLike, grad_weight: BufferLike, *,
-                       padding_idx: int | None = None, stream: int = 0) -> None:
+def embedding_backward(
+    grad_out: BufferLike,
+    indices: BufferLike,
+    grad_weight: BufferLike,
+    *,
+    padding_idx: int | None = None,
+    stream: int = 0,
+) -> None:
     """``grad_weight[indices[*i], :] += grad_out[*i, :]`` (atomic; zero ``grad_weight`` first for a fresh
     gradient). Rows equal to ``padding_idx`` are skipped, as torch's embedding backward."""
     if len(grad_weight.shape) != 2:
@@ -136,12 +185,22 @@ def embedding_backward(grad_out: BufferLike, indices: BufferLike, grad_weight: B
     if padding_idx is not None and padding_idx < 0:
         padding_idx += V
     nb = len(indices.shape)
-    launch("add", grad_weight, grad_out, [(indices, tuple(indices.strides) + (0,), 0, V, grad_weight.strides[0])],
-            shape, (-1,) * nb + (1,), tuple(grad_out.strides), skip=padding_idx, stream=stream)
+    launch(
+        "add",
+        grad_weight,
+        grad_out,
+        [(indices, tuple(indices.strides) + (0,), 0, V, grad_weight.strides[0])],
+        shape,
+        (-1,) * nb + (1,),
+        tuple(grad_out.strides),
+        skip=padding_idx,
+        stream=stream,
+    )
 
 
-def masked_fill(x: BufferLike, mask: BufferLike, value: float | int | bool, out: BufferLike, *,
-                stream: int = 0) -> None:
+def masked_fill(
+    x: BufferLike, mask: BufferLike, value: float | int | bool, out: BufferLike, *, stream: int = 0
+) -> None:
     """``out = value where mask else x`` (``mask`` bool, broadcast to ``out.shape``); ``out`` may be ``x``."""
     if mask.dtype != "bool":
         raise TypeError(f"masked_fill: mask must be bool, got {mask.dtype}")
@@ -156,8 +215,29 @@ _SCAN_BLOCK = 2048
 
 
 @triton.jit
-def _count_kernel(m, part, n, S1, S2, S3, S4, S5, S6, S7, m0, m1, m2, m3, m4, m5, m6, m7,
-                  RANK: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+def _count_kernel(
+    m,
+    part,
+    n,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    m0,
+    m1,
+    m2,
+    m3,
+    m4,
+    m5,
+    m6,
+    m7,
+    RANK: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     pid = tl.program_id(0)
     if INT64:
         i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -183,10 +263,51 @@ def _offsets_kernel(part, nblocks, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _compact_kernel(m, x, out, part, n, cap, os0, os1, S1, S2, S3, S4, S5, S6, S7,
-                    m0, m1, m2, m3, m4, m5, m6, m7, x0, x1, x2, x3, x4, x5, x6, x7,
-                    Z1, Z2, Z3, Z4, Z5, Z6, Z7, NONZERO: tl.constexpr, RANK: tl.constexpr, ZRANK: tl.constexpr,
-                    INT64: tl.constexpr, BLOCK: tl.constexpr):
+def _compact_kernel(
+    m,
+    x,
+    out,
+    part,
+    n,
+    cap,
+    os0,
+    os1,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    m0,
+    m1,
+    m2,
+    m3,
+    m4,
+    m5,
+    m6,
+    m7,
+    x0,
+    x1,
+    x2,
+    x3,
+    x4,
+    x5,
+    x6,
+    x7,
+    Z1,
+    Z2,
+    Z3,
+    Z4,
+    Z5,
+    Z6,
+    Z7,
+    NONZERO: tl.constexpr,
+    RANK: tl.constexpr,
+    ZRANK: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     pid = tl.program_id(0)
     if INT64:
         i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -278,19 +399,45 @@ def _compact(mask: BufferLike, x: BufferLike | None, out: BufferLike, nonzero: b
     key = (mask.dtype, None if x is None else x.dtype, odt, nonzero, lay.rank, len(zshape), lay.int64)
     fn = _COMPACT.cache.get(key)
     if fn is None:
-        types = {"m": ptr_type(mask.dtype), "x": ptr_type(x.dtype) if x is not None else "i64", "out": ptr_type(odt),
-                 "part": "*i64", "n": it, "cap": "i64", "os0": "i64", "os1": "i64", **size_types(it),
-                 **stride_types("m", it), **stride_types("x", it), **{f"Z{d}": "i64" for d in range(1, MAX_RANK)}}
-        consts = dict(NONZERO=nonzero, RANK=lay.rank, ZRANK=max(len(zshape), 1), INT64=lay.int64,
-                      BLOCK=_SCAN_BLOCK)
+        types = {
+            "m": ptr_type(mask.dtype),
+            "x": ptr_type(x.dtype) if x is not None else "i64",
+            "out": ptr_type(odt),
+            "part": "*i64",
+            "n": it,
+            "cap": "i64",
+            "os0": "i64",
+            "os1": "i64",
+            **size_types(it),
+            **stride_types("m", it),
+            **stride_types("x", it),
+            **{f"Z{d}": "i64" for d in range(1, MAX_RANK)},
+        }
+        consts = dict(NONZERO=nonzero, RANK=lay.rank, ZRANK=max(len(zshape), 1), INT64=lay.int64, BLOCK=_SCAN_BLOCK)
         fn = _COMPACT.build(key, types, consts, (), num_warps=8)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     xs = lay.strides[1] if x is not None else (0,) * MAX_RANK
     zs = tuple(zshape[1:]) + (1,) * (MAX_RANK - max(len(zshape), 1))
     os1 = out.strides[1] if len(out.shape) > 1 else 0
-    fn((nblocks, 1, 1), stream,
-       (mask.ptr, x.ptr if x is not None else 0, out.ptr, part, lay.n, out.shape[0], out.strides[0], os1,
-        *lay.sizes, *lay.strides[0], *xs, *zs, *fn._consts))  # type: ignore[attr-defined]
+    fn(
+        (nblocks, 1, 1),
+        stream,
+        (
+            mask.ptr,
+            x.ptr if x is not None else 0,
+            out.ptr,
+            part,
+            lay.n,
+            out.shape[0],
+            out.strides[0],
+            os1,
+            *lay.sizes,
+            *lay.strides[0],
+            *xs,
+            *zs,
+            *fn._consts,  # type: ignore[attr-defined]
+        ),
+    )
 
 
 def nonzero(mask: BufferLike, out: BufferLike, *, stream: int = 0) -> None:
@@ -320,5 +467,16 @@ def masked_select(x: BufferLike, mask: BufferLike, out: BufferLike, *, stream: i
     _compact(mask, x, out, False, stream)
 
 
-__all__ = ["embedding", "embedding_backward", "gather", "index_add", "index_select", "masked_fill", "masked_select",
-           "nonzero", "nonzero_count", "scatter", "scatter_add"]
+__all__ = [
+    "embedding",
+    "embedding_backward",
+    "gather",
+    "index_add",
+    "index_select",
+    "masked_fill",
+    "masked_select",
+    "nonzero",
+    "nonzero_count",
+    "scatter",
+    "scatter_add",
+]

@@ -104,14 +104,91 @@ def _checked_index(idx, off, mask, size, err, J: tl.constexpr, NEG: tl.constexpr
 
 
 @triton.jit
-def _index_kernel(dst, src, err, idx0, idx1, idx2, idx3, value, alpha, skip, n, size0, size1, size2, size3,
-                  stride0, stride1, stride2, stride3, S1, S2, S3, S4, S5, S6, S7,
-                  d0, d1, d2, d3, d4, d5, d6, d7, s0, s1, s2, s3, s4, s5, s6, s7,
-                  a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7,
-                  c0, c1, c2, c3, c4, c5, c6, c7, e0, e1, e2, e3, e4, e5, e6, e7,
-                  MODE: tl.constexpr, NIDX: tl.constexpr, NEG: tl.constexpr, SRC_SCALAR: tl.constexpr,
-                  SKIP: tl.constexpr, ACC: tl.constexpr, RANK: tl.constexpr, INT64: tl.constexpr,
-                  BLOCK: tl.constexpr):
+def _index_kernel(
+    dst,
+    src,
+    err,
+    idx0,
+    idx1,
+    idx2,
+    idx3,
+    value,
+    alpha,
+    skip,
+    n,
+    size0,
+    size1,
+    size2,
+    size3,
+    stride0,
+    stride1,
+    stride2,
+    stride3,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    d0,
+    d1,
+    d2,
+    d3,
+    d4,
+    d5,
+    d6,
+    d7,
+    s0,
+    s1,
+    s2,
+    s3,
+    s4,
+    s5,
+    s6,
+    s7,
+    a0,
+    a1,
+    a2,
+    a3,
+    a4,
+    a5,
+    a6,
+    a7,
+    b0,
+    b1,
+    b2,
+    b3,
+    b4,
+    b5,
+    b6,
+    b7,
+    c0,
+    c1,
+    c2,
+    c3,
+    c4,
+    c5,
+    c6,
+    c7,
+    e0,
+    e1,
+    e2,
+    e3,
+    e4,
+    e5,
+    e6,
+    e7,
+    MODE: tl.constexpr,
+    NIDX: tl.constexpr,
+    NEG: tl.constexpr,
+    SRC_SCALAR: tl.constexpr,
+    SKIP: tl.constexpr,
+    ACC: tl.constexpr,
+    RANK: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     if INT64:
         i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     else:
@@ -172,10 +249,20 @@ def _check_index_dtype(b: BufferLike) -> None:
         raise TypeError(f"index buffers must be int64 or int32, got {b.dtype}")
 
 
-def launch(mode: str, dst: BufferLike, src: BufferLike | float | int | bool | None,
-            indices: list[tuple[BufferLike, tuple[int, ...], int, int, int]], shape: tuple[int, ...],
-            dst_dims: tuple[int, ...], src_strides: tuple[int, ...], *, neg: bool = False,
-            alpha: float | int = 1, skip: int | None = None, stream: int) -> None:
+def launch(
+    mode: str,
+    dst: BufferLike,
+    src: BufferLike | float | int | bool | None,
+    indices: list[tuple[BufferLike, tuple[int, ...], int, int, int]],
+    shape: tuple[int, ...],
+    dst_dims: tuple[int, ...],
+    src_strides: tuple[int, ...],
+    *,
+    neg: bool = False,
+    alpha: float | int = 1,
+    skip: int | None = None,
+    stream: int,
+) -> None:
     """One indexed elementwise launch over ``shape``.
 
     ``indices``: (index buffer, its strides over ``shape``, logical dim, size of that dim, its stride on the
@@ -219,16 +306,33 @@ def launch(mode: str, dst: BufferLike, src: BufferLike | float | int | bool | No
     if fn is None:
         it = "i64" if lay.int64 else "i32"
         scalar = "fp64" if cdt_f else "i64"
-        types = {"dst": ptr_type(target.dtype), "src": scalar if src_scalar else ptr_type(sdt), "err": "*i64",
-                 "value": scalar, "alpha": scalar, "skip": "i64", "n": it, **size_types(it)}
+        types = {
+            "dst": ptr_type(target.dtype),
+            "src": scalar if src_scalar else ptr_type(sdt),
+            "err": "*i64",
+            "value": scalar,
+            "alpha": scalar,
+            "skip": "i64",
+            "n": it,
+            **size_types(it),
+        }
         for j in range(MAX_INDICES):
             types[f"idx{j}"] = ptr_type(idt[j]) if j < k else "i64"
             types[f"size{j}"] = "i64"
             types[f"stride{j}"] = "i64"
         for p in "dsabce":
             types.update(stride_types(p, it))
-        consts = dict(MODE=mode, NIDX=k, NEG=neg, SRC_SCALAR=src_scalar, SKIP=skip is not None,
-                      ACC=dtype_info(acc).tl, RANK=lay.rank, INT64=lay.int64, BLOCK=_BLOCK)
+        consts = dict(
+            MODE=mode,
+            NIDX=k,
+            NEG=neg,
+            SRC_SCALAR=src_scalar,
+            SKIP=skip is not None,
+            ACC=dtype_info(acc).tl,
+            RANK=lay.rank,
+            INT64=lay.int64,
+            BLOCK=_BLOCK,
+        )
         fn = _INDEX.build(key, types, consts, (), num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     conv = float if cdt_f else int
@@ -251,10 +355,27 @@ def launch(mode: str, dst: BufferLike, src: BufferLike | float | int | bool | No
             ist.extend((0,) * MAX_RANK)
     err, err_host = _error_block(stream)
     value = conv(src) if src_scalar else 0  # type: ignore[arg-type]
-    fn((cdiv(lay.n, _BLOCK), 1, 1), stream,
-       (target.ptr, 0 if src_scalar else src.ptr, err, *idx_ptrs, value, conv(alpha),  # type: ignore[union-attr]
-        0 if skip is None else int(skip), lay.n, *sizes, *istrides, *lay.sizes, *lst[0], *lst[1], *ist,
-        *fn._consts))  # type: ignore[attr-defined]
+    fn(
+        (cdiv(lay.n, _BLOCK), 1, 1),
+        stream,
+        (
+            target.ptr,
+            0 if src_scalar else src.ptr,  # type: ignore[union-attr]
+            err,
+            *idx_ptrs,
+            value,
+            conv(alpha),
+            0 if skip is None else int(skip),
+            lay.n,
+            *sizes,
+            *istrides,
+            *lay.sizes,
+            *lst[0],
+            *lst[1],
+            *ist,
+            *fn._consts,  # type: ignore[attr-defined]
+        ),
+    )
     if wide is not None:
         copy(wide, Buffer(dst.ptr, dshape, shape1(dst)[1], dst.dtype), stream=stream)
     _raise_if_bad(err_host, [(d, s) for _, _, d, s, _ in indices], stream)
@@ -273,4 +394,4 @@ def shape1(b: BufferLike) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 def with_size(t: tuple[int, ...], d: int, v: int) -> tuple[int, ...]:
-    return t[:d] + (v,) + t[d + 1:]
+    return t[:d] + (v,) + t[d + 1 :]

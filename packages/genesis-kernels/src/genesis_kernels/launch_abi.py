@@ -94,8 +94,24 @@ def _fast_launch_37(runner: Any, function: Any, meta: Any) -> LaunchFn:
 
     def launch(grid: Grid, stream: int, args: tuple) -> None:
         if grid[0] * grid[1] * grid[2]:
-            raw(grid[0], grid[1], grid[2], stream, function, coop, pdl, meta, None, None, None, None, None,
-                annotations, signature, args)
+            raw(
+                grid[0],
+                grid[1],
+                grid[2],
+                stream,
+                function,
+                coop,
+                pdl,
+                meta,
+                None,
+                None,
+                None,
+                None,
+                None,
+                annotations,
+                signature,
+                args,
+            )
 
     return launch
 
@@ -103,8 +119,10 @@ def _fast_launch_37(runner: Any, function: Any, meta: Any) -> LaunchFn:
 _FAST: dict[str, tuple[Callable[[Any, Any, Any], LaunchFn], tuple[str, ...]]] = {
     # convention -> (builder, the runner attributes it reads)
     "3.6": (_fast_launch_36, ("launch", "launch_cooperative_grid", "launch_pdl")),
-    "3.7": (_fast_launch_37, ("launch", "launch_cooperative_grid", "launch_pdl", "arg_annotations",
-                              "kernel_signature")),
+    "3.7": (
+        _fast_launch_37,
+        ("launch", "launch_cooperative_grid", "launch_pdl", "arg_annotations", "kernel_signature"),
+    ),
 }
 
 

@@ -15,9 +15,40 @@ import numpy as np
 
 from .runtime import INTERPRET
 
-NAMES = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan",
-         "tanh", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "rint",
-         "trunc", "floor", "ceil", "atan2", "pow", "fmod", "hypot", "lgamma")
+NAMES = (
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "erfc",
+    "rint",
+    "trunc",
+    "floor",
+    "ceil",
+    "atan2",
+    "pow",
+    "fmod",
+    "hypot",
+    "lgamma",
+)
 
 if INTERPRET:
     import math
@@ -27,17 +58,44 @@ if INTERPRET:
 
     _erf = np.vectorize(math.erf, otypes=[np.float64])
     _erfc = np.vectorize(math.erfc, otypes=[np.float64])
-    _lgamma = np.vectorize(lambda v: math.lgamma(v) if np.isfinite(v) and not (v <= 0 and v == int(v))
-                           else float("inf"), otypes=[np.float64])
+    _lgamma = np.vectorize(
+        lambda v: math.lgamma(v) if np.isfinite(v) and not (v <= 0 and v == int(v)) else float("inf"),
+        otypes=[np.float64],
+    )
 
     _NUMPY = {
-        "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
-        "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda v: 1 / np.sqrt(v),
-        "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "asin": np.arcsin,
-        "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
-        "acosh": np.arccosh, "atanh": np.arctanh, "erf": _erf, "erfc": _erfc, "rint": np.rint,
-        "trunc": np.trunc, "floor": np.floor, "ceil": np.ceil, "atan2": np.arctan2, "pow": np.power,
-        "fmod": np.fmod, "hypot": np.hypot, "lgamma": _lgamma,
+        "exp": np.exp,
+        "exp2": np.exp2,
+        "expm1": np.expm1,
+        "log": np.log,
+        "log2": np.log2,
+        "log10": np.log10,
+        "log1p": np.log1p,
+        "sqrt": np.sqrt,
+        "rsqrt": lambda v: 1 / np.sqrt(v),
+        "sin": np.sin,
+        "cos": np.cos,
+        "tan": np.tan,
+        "tanh": np.tanh,
+        "asin": np.arcsin,
+        "acos": np.arccos,
+        "atan": np.arctan,
+        "sinh": np.sinh,
+        "cosh": np.cosh,
+        "asinh": np.arcsinh,
+        "acosh": np.arccosh,
+        "atanh": np.arctanh,
+        "erf": _erf,
+        "erfc": _erfc,
+        "rint": np.rint,
+        "trunc": np.trunc,
+        "floor": np.floor,
+        "ceil": np.ceil,
+        "atan2": np.arctan2,
+        "pow": np.power,
+        "fmod": np.fmod,
+        "hypot": np.hypot,
+        "lgamma": _lgamma,
     }
 
     def _numpy_elementwise(f: Any) -> Any:

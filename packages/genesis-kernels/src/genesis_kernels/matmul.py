@@ -22,10 +22,32 @@ _UPCAST_HALF_DOT = tl.constexpr(INTERPRET)
 
 
 @triton.jit
-def _matmul_kernel(a, b, out, M, N, K, sab, sam, sak, sbb, sbk, sbn, sob, som, son,
-                   ACC: tl.constexpr, PRECISION: tl.constexpr, INT64: tl.constexpr,
-                   A_K_CONTIG: tl.constexpr, B_N_CONTIG: tl.constexpr,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def _matmul_kernel(
+    a,
+    b,
+    out,
+    M,
+    N,
+    K,
+    sab,
+    sam,
+    sak,
+    sbb,
+    sbk,
+    sbn,
+    sob,
+    som,
+    son,
+    ACC: tl.constexpr,
+    PRECISION: tl.constexpr,
+    INT64: tl.constexpr,
+    A_K_CONTIG: tl.constexpr,
+    B_N_CONTIG: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
     pid = tl.program_id(0)
     batch = tl.program_id(1)
     grid_m = tl.cdiv(M, BLOCK_M)
@@ -115,20 +137,35 @@ def matmul(a: BufferLike, b: BufferLike, out: BufferLike, *, allow_tf32: bool = 
     b_n = b.strides[2] == 1
     # Divisibility by 16 of the pointers and of the row/batch strides is part of the key: with it
     # the compiler can prove each row of a tile starts 16-byte aligned and use vector (and async) copies.
-    strides = dict(zip(("sab", "sam", "sak", "sbb", "sbk", "sbn", "sob", "som", "son"),
-                       (*a.strides, *b.strides, *out.strides)))
-    aligned = tuple([n for n, t in (("a", a), ("b", b), ("out", out)) if t.ptr % 16 == 0]
-                    + [n for n in ("sab", "sam", "sbb", "sbk", "sob", "som") if strides[n] % 16 == 0])
+    strides = dict(
+        zip(("sab", "sam", "sak", "sbb", "sbk", "sbn", "sob", "som", "son"), (*a.strides, *b.strides, *out.strides))
+    )
+    aligned = tuple(
+        [n for n, t in (("a", a), ("b", b), ("out", out)) if t.ptr % 16 == 0]
+        + [n for n in ("sab", "sam", "sbb", "sbk", "sob", "som") if strides[n] % 16 == 0]
+    )
     key = (a.dtype, out.dtype, precision, big, a_k, b_n, bm, bn, bk, aligned)
     fn = _MATMUL.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
-        types = {"a": ptr_type(a.dtype), "b": ptr_type(b.dtype), "out": ptr_type(out.dtype),
-                 **{n: it for n in ("M", "N", "K", "sab", "sam", "sak", "sbb", "sbk", "sbn", "sob", "som", "son")}}
-        consts = dict(ACC=dtype_info(acc).tl, PRECISION=precision, INT64=big, A_K_CONTIG=a_k, B_N_CONTIG=b_n,
-                      BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8)
+        types = {
+            "a": ptr_type(a.dtype),
+            "b": ptr_type(b.dtype),
+            "out": ptr_type(out.dtype),
+            **{n: it for n in ("M", "N", "K", "sab", "sam", "sak", "sbb", "sbk", "sbn", "sob", "som", "son")},
+        }
+        consts = dict(
+            ACC=dtype_info(acc).tl,
+            PRECISION=precision,
+            INT64=big,
+            A_K_CONTIG=a_k,
+            B_N_CONTIG=b_n,
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=8,
+        )
         fn = _MATMUL.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     grid = (cdiv(M, bm) * cdiv(N, bn), B, 1)
-    fn(grid, stream, (a.ptr, b.ptr, out.ptr, M, N, K, *a.strides, *b.strides, *out.strides,
-                      *fn._consts))  # type: ignore[attr-defined]
+    fn(grid, stream, (a.ptr, b.ptr, out.ptr, M, N, K, *a.strides, *b.strides, *out.strides, *fn._consts))  # type: ignore[attr-defined]

@@ -30,11 +30,53 @@ def _philox(seed, ctr):
 
 
 @triton.jit
-def _random_kernel(x, out, keep_out, p0, p1, seed, offset, n, S1, S2, S3, S4, S5, S6, S7,
-                   x0, x1, x2, x3, x4, x5, x6, x7, o0, o1, o2, o3, o4, o5, o6, o7,
-                   k0, k1, k2, k3, k4, k5, k6, k7,
-                   DIST: tl.constexpr, X_SCALAR: tl.constexpr, KEEP: tl.constexpr, RANK: tl.constexpr,
-                   CONTIG: tl.constexpr, BLOCK: tl.constexpr):
+def _random_kernel(
+    x,
+    out,
+    keep_out,
+    p0,
+    p1,
+    seed,
+    offset,
+    n,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    x0,
+    x1,
+    x2,
+    x3,
+    x4,
+    x5,
+    x6,
+    x7,
+    o0,
+    o1,
+    o2,
+    o3,
+    o4,
+    o5,
+    o6,
+    o7,
+    k0,
+    k1,
+    k2,
+    k3,
+    k4,
+    k5,
+    k6,
+    k7,
+    DIST: tl.constexpr,
+    X_SCALAR: tl.constexpr,
+    KEEP: tl.constexpr,
+    RANK: tl.constexpr,
+    CONTIG: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
     r0, r1, _, _ = _philox(seed, offset + i)
@@ -76,8 +118,17 @@ def _random_kernel(x, out, keep_out, p0, p1, seed, offset, n, S1, S2, S3, S4, S5
 _RANDOM = Kernel(_random_kernel)
 
 
-def _launch(dist: str, x: BufferLike | None, out: BufferLike, p0: float | int, p1: float | int, seed: int,
-            offset: int, stream: int, keep: BufferLike | None = None) -> None:
+def _launch(
+    dist: str,
+    x: BufferLike | None,
+    out: BufferLike,
+    p0: float | int,
+    p1: float | int,
+    seed: int,
+    offset: int,
+    stream: int,
+    keep: BufferLike | None = None,
+) -> None:
     strides = [out.strides] if x is None else [out.strides, x.strides]
     for other in (x, keep):
         if other is not None and tuple(other.shape) != tuple(out.shape):
@@ -89,24 +140,57 @@ def _launch(dist: str, x: BufferLike | None, out: BufferLike, p0: float | int, p
         return
     x_scalar = x is None
     pt = "i64" if dist == "randint" else "fp64"
-    key = (dist, out.dtype, None if x is None else x.dtype, None if keep is None else keep.dtype, lay.rank,
-           lay.contiguous)
+    key = (
+        dist,
+        out.dtype,
+        None if x is None else x.dtype,
+        None if keep is None else keep.dtype,
+        lay.rank,
+        lay.contiguous,
+    )
     fn = _RANDOM.cache.get(key)
     if fn is None:
         it = "i64"
-        types = {"x": "i64" if x is None else ptr_type(x.dtype), "out": ptr_type(out.dtype),
-                 "keep_out": "i64" if keep is None else ptr_type(keep.dtype), "p0": pt, "p1": pt,
-                 "seed": "i64", "offset": "i64", "n": it, **size_types(it), **stride_types("x", it),
-                 **stride_types("o", it), **stride_types("k", it)}
-        consts = dict(DIST=dist, X_SCALAR=x_scalar, KEEP=keep is not None, RANK=lay.rank, CONTIG=lay.contiguous,
-                      BLOCK=_BLOCK)
+        types = {
+            "x": "i64" if x is None else ptr_type(x.dtype),
+            "out": ptr_type(out.dtype),
+            "keep_out": "i64" if keep is None else ptr_type(keep.dtype),
+            "p0": pt,
+            "p1": pt,
+            "seed": "i64",
+            "offset": "i64",
+            "n": it,
+            **size_types(it),
+            **stride_types("x", it),
+            **stride_types("o", it),
+            **stride_types("k", it),
+        }
+        consts = dict(
+            DIST=dist, X_SCALAR=x_scalar, KEEP=keep is not None, RANK=lay.rank, CONTIG=lay.contiguous, BLOCK=_BLOCK
+        )
         fn = _RANDOM.build(key, types, consts, (), num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     xs = lay.strides[1] if x is not None else (0,) * 8
     ks = lay.strides[-1] if keep is not None else (0,) * 8
-    fn((cdiv(lay.n, _BLOCK), 1, 1), stream,
-       (0 if x is None else x.ptr, out.ptr, 0 if keep is None else keep.ptr, p0, p1, seed & (2**63 - 1), offset,
-        lay.n, *lay.sizes, *xs, *lay.strides[0], *ks, *fn._consts))  # type: ignore[attr-defined]
+    fn(
+        (cdiv(lay.n, _BLOCK), 1, 1),
+        stream,
+        (
+            0 if x is None else x.ptr,
+            out.ptr,
+            0 if keep is None else keep.ptr,
+            p0,
+            p1,
+            seed & (2**63 - 1),
+            offset,
+            lay.n,
+            *lay.sizes,
+            *xs,
+            *lay.strides[0],
+            *ks,
+            *fn._consts,  # type: ignore[attr-defined]
+        ),
+    )
 
 
 def rand(out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0) -> None:
@@ -144,8 +228,16 @@ def bernoulli(p: BufferLike | float, out: BufferLike, seed: int, offset: int = 0
         _launch("bernoulli", p, out, 0.0, 0.0, seed, offset, stream)
 
 
-def dropout(x: BufferLike, out: BufferLike, p: float, seed: int, offset: int = 0, *, mask: BufferLike | None = None,
-            stream: int = 0) -> None:
+def dropout(
+    x: BufferLike,
+    out: BufferLike,
+    p: float,
+    seed: int,
+    offset: int = 0,
+    *,
+    mask: BufferLike | None = None,
+    stream: int = 0,
+) -> None:
     """``out = x * keep / (1 - p)`` with ``keep = rand >= p`` (``out = x * 0`` for p = 1); ``mask``, if given, gets
     ``keep`` (in its dtype: bool for torch's native_dropout mask). Calling again with the same seed and offset
     recomputes the same ``keep``, so a backward may redraw the mask instead of storing it."""

@@ -116,14 +116,64 @@ def _prepare_values(v, center, p, OP: tl.constexpr, ACC: tl.constexpr):
 
 
 @triton.jit
-def _reduce_kernel(x, aux, out, M, K, K_PER, divisor,
-                   KS1, KS2, KS3, KS4, KS5, KS6, KS7, xk0, xk1, xk2, xk3, xk4, xk5, xk6, xk7,
-                   ok0, ok1, ok2, ok3, ok4, ok5, ok6, ok7,
-                   RS1, RS2, RS3, RS4, RS5, RS6, RS7, xr0, xr1, xr2, xr3, xr4, xr5, xr6, xr7,
-                   OP: tl.constexpr, ACC: tl.constexpr, FINAL: tl.constexpr, FINALIZE: tl.constexpr,
-                   KEPT_RANK: tl.constexpr, RED_RANK: tl.constexpr, KEPT_CONTIG: tl.constexpr,
-                   RED_CONTIG: tl.constexpr, INT64: tl.constexpr,
-                   BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+def _reduce_kernel(
+    x,
+    aux,
+    out,
+    M,
+    K,
+    K_PER,
+    divisor,
+    KS1,
+    KS2,
+    KS3,
+    KS4,
+    KS5,
+    KS6,
+    KS7,
+    xk0,
+    xk1,
+    xk2,
+    xk3,
+    xk4,
+    xk5,
+    xk6,
+    xk7,
+    ok0,
+    ok1,
+    ok2,
+    ok3,
+    ok4,
+    ok5,
+    ok6,
+    ok7,
+    RS1,
+    RS2,
+    RS3,
+    RS4,
+    RS5,
+    RS6,
+    RS7,
+    xr0,
+    xr1,
+    xr2,
+    xr3,
+    xr4,
+    xr5,
+    xr6,
+    xr7,
+    OP: tl.constexpr,
+    ACC: tl.constexpr,
+    FINAL: tl.constexpr,
+    FINALIZE: tl.constexpr,
+    KEPT_RANK: tl.constexpr,
+    RED_RANK: tl.constexpr,
+    KEPT_CONTIG: tl.constexpr,
+    RED_CONTIG: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     pid_m = tl.program_id(0)
     pid_s = tl.program_id(1)
     if INT64:
@@ -136,8 +186,7 @@ def _reduce_kernel(x, aux, out, M, K, K_PER, divisor,
     if KEPT_CONTIG:
         row = m
     else:
-        row = offset_of(m, KS1, KS2, KS3, KS4, KS5, KS6, KS7, xk0, xk1, xk2, xk3, xk4, xk5, xk6, xk7,
-                        KEPT_RANK)
+        row = offset_of(m, KS1, KS2, KS3, KS4, KS5, KS6, KS7, xk0, xk1, xk2, xk3, xk4, xk5, xk6, xk7, KEPT_RANK)
     full_m = (pid_m + 1) * BLOCK_M <= M
     if OP == "sqdev" or OP == "sumexp":
         center = tl.load(aux + m, mask=m_mask, other=0).to(ACC)
@@ -155,8 +204,7 @@ def _reduce_kernel(x, aux, out, M, K, K_PER, divisor,
         if RED_CONTIG:
             col = k
         else:
-            col = offset_of(k, RS1, RS2, RS3, RS4, RS5, RS6, RS7, xr0, xr1, xr2, xr3, xr4, xr5, xr6, xr7,
-                            RED_RANK)
+            col = offset_of(k, RS1, RS2, RS3, RS4, RS5, RS6, RS7, xr0, xr1, xr2, xr3, xr4, xr5, xr6, xr7, RED_RANK)
         ptrs = x + (row[:, None] + col[None, :])
         # Whole tiles load without a mask (a mask the compiler cannot prove uniform over 16
         # bytes forces scalar loads); only the ragged edge is masked.
@@ -180,8 +228,7 @@ def _reduce_kernel(x, aux, out, M, K, K_PER, divisor,
         if KEPT_CONTIG:
             o = m
         else:
-            o = offset_of(m, KS1, KS2, KS3, KS4, KS5, KS6, KS7, ok0, ok1, ok2, ok3, ok4, ok5, ok6, ok7,
-                          KEPT_RANK)
+            o = offset_of(m, KS1, KS2, KS3, KS4, KS5, KS6, KS7, ok0, ok1, ok2, ok3, ok4, ok5, ok6, ok7, KEPT_RANK)
         tl.store(out + o, cast_to(r, out.dtype.element_ty), mask=m_mask)
     else:
         tl.store(out + pid_s * M + m, r, mask=m_mask)  # partials, row-major (split, row)
@@ -195,8 +242,16 @@ _REDUCE = Kernel(_reduce_kernel)
 
 REDUCE_OPS = frozenset(("sum", "mean", "prod", "max", "min", "amax", "amin", "all", "any"))
 # How the partial results of a split reduction fold in its second pass.
-_FINAL_OP = {"sqdev": "sum", "sumexp": "sum", "sumsq": "sum", "sumabs": "sum", "sumpow": "sum", "count": "sum",
-             "maxabs": "max", "minabs": "min"}
+_FINAL_OP = {
+    "sqdev": "sum",
+    "sumexp": "sum",
+    "sumsq": "sum",
+    "sumabs": "sum",
+    "sumpow": "sum",
+    "count": "sum",
+    "maxabs": "max",
+    "minabs": "min",
+}
 _TILE = 4096  # elements per register tile (32 fp32 values per thread with 4 warps)
 
 
@@ -252,9 +307,19 @@ def tile_config(M: int, K: int, red_contig: bool, kept_contig: bool) -> tuple[in
     return block_m, block_k, 4 if block_m * block_k <= 2048 else 8, 8
 
 
-def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
-         kept: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
-         red: tuple[tuple[int, ...], tuple[int, ...]], divisor: float, finalize: str, stream: int) -> None:
+def _run(
+    op: str,
+    x_ptr: int,
+    x_dtype: str,
+    aux: int,
+    out: BufferLike,
+    acc: str,
+    kept: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+    red: tuple[tuple[int, ...], tuple[int, ...]],
+    divisor: float,
+    finalize: str,
+    stream: int,
+) -> None:
     """One reduction of an ``M x K`` strided view; splits ``K`` over programs when rows are few."""
     kshape, kx, ko = kept
     rshape, rx = red
@@ -275,47 +340,151 @@ def _run(op: str, x_ptr: int, x_dtype: str, aux: int, out: BufferLike, acc: str,
     ints = (M, K, k_per)
     kernel_args = (*_sizes(kshape), *_pad(kx, 0), *_pad(ko, 0), *_sizes(rshape), *_pad(rx, 0))
 
-    def launch(xp: int, xdt: str, outp: int, outdt: str, rop: str, final: bool, bm: int, bk: int, warps: int,
-               grid: tuple[int, int, int], kargs: tuple, kc: bool, rc: bool, kr: int, rr: int,
-               ints: tuple[int, int, int]) -> None:
+    def launch(
+        xp: int,
+        xdt: str,
+        outp: int,
+        outdt: str,
+        rop: str,
+        final: bool,
+        bm: int,
+        bk: int,
+        warps: int,
+        grid: tuple[int, int, int],
+        kargs: tuple,
+        kc: bool,
+        rc: bool,
+        kr: int,
+        rr: int,
+        ints: tuple[int, int, int],
+    ) -> None:
         # Pointers and strides divisible by 16 let the compiler prove rows start 16-byte aligned,
         # which is what turns the contiguous side's loads into vector loads.
         names = ("xk0", "xk1", "xk2", "xk3", "xk4", "xk5", "xk6", "xk7")
-        aligned = tuple(["x"] if xp % 16 == 0 else []) + tuple(
-            n for n, v in zip(names + tuple(f"xr{d}" for d in range(MAX_RANK)), kargs[7:15] + kargs[30:38])
-            if v % 16 == 0) + (("K_PER",) if ints[2] % 16 == 0 else ())
-        key = (rop, xdt, outdt, acc, final, finalize if final else "none", kr, rr, kc, rc, big, bm, bk, warps,
-               aux != 0, aligned)
+        aligned = (
+            tuple(["x"] if xp % 16 == 0 else [])
+            + tuple(
+                n
+                for n, v in zip(names + tuple(f"xr{d}" for d in range(MAX_RANK)), kargs[7:15] + kargs[30:38])
+                if v % 16 == 0
+            )
+            + (("K_PER",) if ints[2] % 16 == 0 else ())
+        )
+        key = (
+            rop,
+            xdt,
+            outdt,
+            acc,
+            final,
+            finalize if final else "none",
+            kr,
+            rr,
+            kc,
+            rc,
+            big,
+            bm,
+            bk,
+            warps,
+            aux != 0,
+            aligned,
+        )
         fn = _REDUCE.cache.get(key)
         if fn is None:
-            types = {"x": ptr_type(xdt), "aux": ptr_type(acc) if aux else "i64", "out": ptr_type(outdt),
-                     "M": it, "K": it, "K_PER": it, "divisor": "fp64",
-                     **{f"KS{d}": it for d in range(1, MAX_RANK)}, **stride_types("xk", it),
-                     **stride_types("ok", it), **{f"RS{d}": it for d in range(1, MAX_RANK)},
-                     **stride_types("xr", it)}
-            consts = dict(OP=rop, ACC=dtype_info(acc).tl, FINAL=final, FINALIZE=finalize if final else "none",
-                          KEPT_RANK=kr, RED_RANK=rr, KEPT_CONTIG=kc, RED_CONTIG=rc, INT64=big,
-                          BLOCK_M=bm, BLOCK_K=bk)
+            types = {
+                "x": ptr_type(xdt),
+                "aux": ptr_type(acc) if aux else "i64",
+                "out": ptr_type(outdt),
+                "M": it,
+                "K": it,
+                "K_PER": it,
+                "divisor": "fp64",
+                **{f"KS{d}": it for d in range(1, MAX_RANK)},
+                **stride_types("xk", it),
+                **stride_types("ok", it),
+                **{f"RS{d}": it for d in range(1, MAX_RANK)},
+                **stride_types("xr", it),
+            }
+            consts = dict(
+                OP=rop,
+                ACC=dtype_info(acc).tl,
+                FINAL=final,
+                FINALIZE=finalize if final else "none",
+                KEPT_RANK=kr,
+                RED_RANK=rr,
+                KEPT_CONTIG=kc,
+                RED_CONTIG=rc,
+                INT64=big,
+                BLOCK_M=bm,
+                BLOCK_K=bk,
+            )
             fn = _REDUCE.build(key, types, consts, aligned, num_warps=warps)
             fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
         fn(grid, stream, (xp, aux, outp, *ints, float(divisor), *kargs, *fn._consts))  # type: ignore[attr-defined]
 
     if split == 1:
-        launch(x_ptr, x_dtype, out.ptr, out.dtype, op, True, block_m, block_k, num_warps, (programs_m, 1, 1),
-               kernel_args, kept_contig, red_contig, len(kshape), len(rshape), ints)
+        launch(
+            x_ptr,
+            x_dtype,
+            out.ptr,
+            out.dtype,
+            op,
+            True,
+            block_m,
+            block_k,
+            num_warps,
+            (programs_m, 1, 1),
+            kernel_args,
+            kept_contig,
+            red_contig,
+            len(kshape),
+            len(rshape),
+            ints,
+        )
         return
     # Stage 1: partials of shape (split, M), contiguous, in the accumulation dtype.
     part = scratch(split * M * dtype_info(acc).itemsize, stream)
-    launch(x_ptr, x_dtype, part, acc, op, False, block_m, block_k, num_warps, (programs_m, split, 1),
-           kernel_args, kept_contig, red_contig, len(kshape), len(rshape), ints)
+    launch(
+        x_ptr,
+        x_dtype,
+        part,
+        acc,
+        op,
+        False,
+        block_m,
+        block_k,
+        num_warps,
+        (programs_m, split, 1),
+        kernel_args,
+        kept_contig,
+        red_contig,
+        len(kshape),
+        len(rshape),
+        ints,
+    )
     # Stage 2: fold the partials: kept = the flat row index, reduced = the split index (stride M).
     flat = contiguous_strides(kshape)
     bk2 = min(next_pow2(split), 64)
     bm2 = max(1, min(next_pow2(M), _TILE // bk2))
     args2 = (*_sizes(kshape), *_pad(flat, 0), *_pad(ko, 0), *_sizes((split,)), *_pad((M,), 0))
     kc2 = len(kshape) == 1 and ko[0] == 1
-    launch(part, acc, out.ptr, out.dtype, final_op, True, bm2, bk2, 4, (cdiv(M, bm2), 1, 1), args2, kc2, False,
-           len(kshape), 1, (M, split, split))
+    launch(
+        part,
+        acc,
+        out.ptr,
+        out.dtype,
+        final_op,
+        True,
+        bm2,
+        bk2,
+        4,
+        (cdiv(M, bm2), 1, 1),
+        args2,
+        kc2,
+        False,
+        len(kshape),
+        1,
+        (M, split, split),
+    )
 
 
 _Dims = tuple[int, ...]
@@ -327,8 +496,9 @@ def _prepare(x: BufferLike, out: BufferLike, dims: _Dims) -> tuple[tuple[_Dims, 
     kept_dims = [d for d in range(rank) if d not in dims]
     kshape_full = tuple(x.shape[d] for d in kept_dims)
     if tuple(out.shape) != kshape_full:
-        raise ValueError(f"out.shape {tuple(out.shape)} != {kshape_full} (x.shape {tuple(x.shape)} without dims "
-                         f"{dims})")
+        raise ValueError(
+            f"out.shape {tuple(out.shape)} != {kshape_full} (x.shape {tuple(x.shape)} without dims {dims})"
+        )
     kshape, (ko, kx) = collapse(kshape_full, [tuple(out.strides), tuple(x.strides[d] for d in kept_dims)])
     if not kshape:
         kshape, ko, kx = (1,), (0,), (0,)
@@ -340,8 +510,9 @@ def _prepare(x: BufferLike, out: BufferLike, dims: _Dims) -> tuple[tuple[_Dims, 
     return (kshape, kx, ko), (rshape, rx)
 
 
-def reduce(op: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, *,
-           stream: int = 0) -> None:
+def reduce(
+    op: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, *, stream: int = 0
+) -> None:
     """Reduce ``x`` over ``dims`` into ``out`` (``x.shape`` without ``dims``; the caller handles keepdim).
 
     Ops: sum mean prod max min amax amin all any (and logsumexp). Half types accumulate in float32, integers in
@@ -371,8 +542,9 @@ def reduce(op: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int 
         _run(op, x.ptr, x.dtype, 0, out, acc, kept, red, 1, "none", stream)
 
 
-def norm(x: BufferLike, out: BufferLike, p: float = 2.0, dims: tuple[int, ...] | int | None = None, *,
-         stream: int = 0) -> None:
+def norm(
+    x: BufferLike, out: BufferLike, p: float = 2.0, dims: tuple[int, ...] | int | None = None, *, stream: int = 0
+) -> None:
     """The vector ``p``-norm over ``dims`` (torch.linalg.vector_norm): ``sum(|x|^p)^(1/p)``.
 
     ``p`` = inf / -inf give the largest / smallest ``|x|``, ``p`` = 0 counts the non-zeros. Floating
@@ -408,27 +580,29 @@ def norm(x: BufferLike, out: BufferLike, p: float = 2.0, dims: tuple[int, ...] |
     _run(op, x.ptr, x.dtype, 0, out, acc, kept, red, p, finalize, stream)
 
 
-def var(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, correction: int = 1, *,
-        stream: int = 0) -> None:
+def var(
+    x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, correction: int = 1, *, stream: int = 0
+) -> None:
     """Variance over ``dims`` with Bessel-style ``correction`` (two passes: mean, then squared deviations)."""
     _two_pass("var", x, out, dims, correction, stream)
 
 
-def std(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, correction: int = 1, *,
-        stream: int = 0) -> None:
+def std(
+    x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, correction: int = 1, *, stream: int = 0
+) -> None:
     """Standard deviation: ``var`` then a square root in place."""
     _two_pass("var", x, out, dims, correction, stream)
     unary("sqrt", out, out, stream=stream)
 
 
-def logsumexp(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, *,
-              stream: int = 0) -> None:
+def logsumexp(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, *, stream: int = 0) -> None:
     """``log(sum(exp(x)))`` over ``dims``, shifted by the row max for stability."""
     _two_pass("logsumexp", x, out, dims, 0, stream)
 
 
-def _two_pass(kind: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None, correction: int,
-              stream: int) -> None:
+def _two_pass(
+    kind: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None, correction: int, stream: int
+) -> None:
     dims = _normalize_dims(dims, len(x.shape))
     if numel(tuple(out.shape)) == 0:
         return
@@ -477,11 +651,51 @@ def _pick_min(a, ia, b, ib):
 
 
 @triton.jit
-def _arg_reduce_kernel(x, values, indices, M, K, xk_dim, S1, S2, S3, S4, S5, S6, S7,
-                       x0, x1, x2, x3, x4, x5, x6, x7, v0, v1, v2, v3, v4, v5, v6, v7,
-                       i0, i1, i2, i3, i4, i5, i6, i7,
-                       IS_MAX: tl.constexpr, ACC: tl.constexpr, RANK: tl.constexpr, INT64: tl.constexpr,
-                       BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+def _arg_reduce_kernel(
+    x,
+    values,
+    indices,
+    M,
+    K,
+    xk_dim,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    x0,
+    x1,
+    x2,
+    x3,
+    x4,
+    x5,
+    x6,
+    x7,
+    v0,
+    v1,
+    v2,
+    v3,
+    v4,
+    v5,
+    v6,
+    v7,
+    i0,
+    i1,
+    i2,
+    i3,
+    i4,
+    i5,
+    i6,
+    i7,
+    IS_MAX: tl.constexpr,
+    ACC: tl.constexpr,
+    RANK: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     pid = tl.program_id(0)
     if INT64:
         m = pid.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -521,8 +735,9 @@ def _arg_reduce_kernel(x, values, indices, M, K, xk_dim, S1, S2, S3, S4, S5, S6,
 _ARG_REDUCE = Kernel(_arg_reduce_kernel)
 
 
-def arg_reduce(op: str, x: BufferLike, out_values: BufferLike, out_indices: BufferLike, dim: int, *,
-               stream: int = 0) -> None:
+def arg_reduce(
+    op: str, x: BufferLike, out_values: BufferLike, out_indices: BufferLike, dim: int, *, stream: int = 0
+) -> None:
     """Max or min along ``dim`` with int64 indices of the first occurrence (NaN counts as extreme, as torch).
 
     ``op``: "max"/"argmax" or "min"/"argmin". ``out_values``/``out_indices`` have ``x.shape`` without ``dim``.
@@ -545,29 +760,58 @@ def arg_reduce(op: str, x: BufferLike, out_values: BufferLike, out_indices: Buff
         return
     if K == 0:
         raise IndexError(f"{op}: reduction dim {dim} has size 0")
-    kshape, (vs, xs, is_) = collapse(kshape_full, [tuple(out_values.strides),
-                                                    tuple(x.strides[d] for d in kept_dims),
-                                                    tuple(out_indices.strides)])
+    kshape, (vs, xs, is_) = collapse(
+        kshape_full, [tuple(out_values.strides), tuple(x.strides[d] for d in kept_dims), tuple(out_indices.strides)]
+    )
     if not kshape:
         kshape, vs, xs, is_ = (1,), (0,), (0,), (0,)
     xk = x.strides[dim] if rank else 1
-    acc = "float32" if x.dtype in ("float16", "bfloat16") else ("int64" if x.dtype in ("bool", "uint8", "int8",
-                                                                                        "int16", "int32") else x.dtype)
-    big = max(extent(tuple(x.shape), tuple(x.strides)), extent(kshape, vs), extent(kshape, is_), M * K) \
+    acc = (
+        "float32"
+        if x.dtype in ("float16", "bfloat16")
+        else ("int64" if x.dtype in ("bool", "uint8", "int8", "int16", "int32") else x.dtype)
+    )
+    big = (
+        max(extent(tuple(x.shape), tuple(x.strides)), extent(kshape, vs), extent(kshape, is_), M * K)
         >= INT32_LIMIT - 65536
+    )
     block_k = min(next_pow2(K), 1024)
     block_m = max(1, min(next_pow2(M), 2048 // block_k))
     key = (is_max, x.dtype, out_values.dtype, len(kshape), big, block_m, block_k)
     fn = _ARG_REDUCE.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
-        types = {"x": ptr_type(x.dtype), "values": ptr_type(out_values.dtype), "indices": ptr_type("int64"),
-                 "M": it, "K": it, "xk_dim": it, **{f"S{d}": it for d in range(1, MAX_RANK)},
-                 **stride_types("x", it), **stride_types("v", it), **stride_types("i", it)}
-        consts = dict(IS_MAX=is_max, ACC=dtype_info(acc).tl, RANK=len(kshape), INT64=big, BLOCK_M=block_m,
-                      BLOCK_K=block_k)
+        types = {
+            "x": ptr_type(x.dtype),
+            "values": ptr_type(out_values.dtype),
+            "indices": ptr_type("int64"),
+            "M": it,
+            "K": it,
+            "xk_dim": it,
+            **{f"S{d}": it for d in range(1, MAX_RANK)},
+            **stride_types("x", it),
+            **stride_types("v", it),
+            **stride_types("i", it),
+        }
+        consts = dict(
+            IS_MAX=is_max, ACC=dtype_info(acc).tl, RANK=len(kshape), INT64=big, BLOCK_M=block_m, BLOCK_K=block_k
+        )
         fn = _ARG_REDUCE.build(key, types, consts, (), num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn((cdiv(M, block_m), 1, 1), stream,
-       (x.ptr, out_values.ptr, out_indices.ptr, M, K, xk, *_sizes(kshape), *_pad(xs, 0), *_pad(vs, 0),
-        *_pad(is_, 0), *fn._consts))  # type: ignore[attr-defined]
+    fn(
+        (cdiv(M, block_m), 1, 1),
+        stream,
+        (
+            x.ptr,
+            out_values.ptr,
+            out_indices.ptr,
+            M,
+            K,
+            xk,
+            *_sizes(kshape),
+            *_pad(xs, 0),
+            *_pad(vs, 0),
+            *_pad(is_, 0),
+            *fn._consts,  # type: ignore[attr-defined]
+        ),
+    )

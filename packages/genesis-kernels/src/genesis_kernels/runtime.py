@@ -38,14 +38,30 @@ INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 # Triton signature type -> dtype name, for wrapping host pointers in the interpreter.
 _TRITON_TO_NAME = {
-    "fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "i8": "int8",
-    "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "i1": "bool",
+    "fp32": "float32",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+    "fp64": "float64",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "i1": "bool",
 }
 
 
 _NP_OF_TRITON = {
-    "fp32": np.float32, "fp16": np.float16, "fp64": np.float64, "int8": np.int8, "int16": np.int16,
-    "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "int1": np.bool_, "uint32": np.uint32,
+    "fp32": np.float32,
+    "fp16": np.float16,
+    "fp64": np.float64,
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+    "int1": np.bool_,
+    "uint32": np.uint32,
     "uint64": np.uint64,
 }
 
@@ -105,8 +121,15 @@ class Kernel:
         self.cache: dict[Any, LaunchFn] = {}
         self._lock = threading.Lock()
 
-    def build(self, key: Any, types: dict[str, str], constexprs: dict[str, Any],
-              aligned: Iterable[str] = (), num_warps: int = 4, num_stages: int = 3) -> LaunchFn:
+    def build(
+        self,
+        key: Any,
+        types: dict[str, str],
+        constexprs: dict[str, Any],
+        aligned: Iterable[str] = (),
+        num_warps: int = 4,
+        num_stages: int = 3,
+    ) -> LaunchFn:
         """Compile (or, under the interpreter, prepare) one specialisation and cache it under ``key``.
 
         ``types`` gives every non-constexpr argument's Triton type ("*fp32", "i32", "fp64", ...);
@@ -130,12 +153,16 @@ class Kernel:
         from triton.runtime.interpreter import TensorHandle
 
         fn = self.fn
-        wrap = [(i, _TRITON_TO_NAME[types[n][1:]]) for i, n in enumerate(self.arg_names)
-                if types.get(n, "").startswith("*")]
+        wrap = [
+            (i, _TRITON_TO_NAME[types[n][1:]]) for i, n in enumerate(self.arg_names) if types.get(n, "").startswith("*")
+        ]
         # Scalars become typed interpreter tensors, so they have the declared type
         # (the interpreter would otherwise make every Python float an fp32).
-        scalars = [(i, tl.str_to_ty(types[n], None)) for i, n in enumerate(self.arg_names)
-                   if n in types and not types[n].startswith("*")]
+        scalars = [
+            (i, tl.str_to_ty(types[n], None))
+            for i, n in enumerate(self.arg_names)
+            if n in types and not types[n].startswith("*")
+        ]
 
         def launch(grid: Grid, stream: int, args: tuple) -> None:
             if grid[0] * grid[1] * grid[2] == 0:
@@ -150,8 +177,9 @@ class Kernel:
 
         return launch
 
-    def _compiled(self, types: dict[str, str], constexprs: dict[str, Any], aligned: set[str],
-                  num_warps: int, num_stages: int) -> LaunchFn:
+    def _compiled(
+        self, types: dict[str, str], constexprs: dict[str, Any], aligned: set[str], num_warps: int, num_stages: int
+    ) -> LaunchFn:
         import triton
         from triton.compiler import ASTSource, compile
         from triton.runtime.driver import driver
@@ -198,10 +226,20 @@ class _Cuda:
 
     def __init__(self) -> None:
         self.lib = ctypes.CDLL("libcuda.so.1")
-        for name in ("cuMemAlloc_v2", "cuMemcpyDtoHAsync_v2", "cuStreamSynchronize",
-                     "cuCtxGetCurrent", "cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
-                     "cuCtxSetCurrent", "cuDeviceGetAttribute", "cuCtxGetDevice", "cuMemHostAlloc",
-                     "cuMemHostGetDevicePointer_v2"):
+        for name in (
+            "cuMemAlloc_v2",
+            "cuMemcpyDtoHAsync_v2",
+            "cuStreamSynchronize",
+            "cuCtxGetCurrent",
+            "cuInit",
+            "cuDeviceGet",
+            "cuDevicePrimaryCtxRetain",
+            "cuCtxSetCurrent",
+            "cuDeviceGetAttribute",
+            "cuCtxGetDevice",
+            "cuMemHostAlloc",
+            "cuMemHostGetDevicePointer_v2",
+        ):
             getattr(self.lib, name).restype = ctypes.c_int
 
     def check(self, status: int, what: str) -> None:
@@ -228,10 +266,13 @@ class _Cuda:
         """Pinned host memory the device can address: (host pointer, device pointer)."""
         host, dev = ctypes.c_void_p(), ctypes.c_uint64()
         # CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP
-        self.check(self.lib.cuMemHostAlloc(ctypes.byref(host), ctypes.c_size_t(nbytes), ctypes.c_uint(0x3)),
-                   "cuMemHostAlloc")
-        self.check(self.lib.cuMemHostGetDevicePointer_v2(ctypes.byref(dev), host, ctypes.c_uint(0)),
-                   "cuMemHostGetDevicePointer")
+        self.check(
+            self.lib.cuMemHostAlloc(ctypes.byref(host), ctypes.c_size_t(nbytes), ctypes.c_uint(0x3)), "cuMemHostAlloc"
+        )
+        self.check(
+            self.lib.cuMemHostGetDevicePointer_v2(ctypes.byref(dev), host, ctypes.c_uint(0)),
+            "cuMemHostGetDevicePointer",
+        )
         ctypes.memset(host, 0, nbytes)
         return host.value or 0, int(dev.value)  # c_void_p reads NULL as None
 
@@ -241,9 +282,12 @@ class _Cuda:
     def read(self, ptr: int, nbytes: int, stream: int) -> bytes:
         """Copy ``nbytes`` at device ``ptr`` to the host, in order on ``stream``, and wait for it."""
         host, _ = _staging(nbytes)
-        self.check(self.lib.cuMemcpyDtoHAsync_v2(ctypes.c_void_p(host), ctypes.c_uint64(ptr),
-                                                 ctypes.c_size_t(nbytes), ctypes.c_void_p(stream)),
-                   "cuMemcpyDtoHAsync")
+        self.check(
+            self.lib.cuMemcpyDtoHAsync_v2(
+                ctypes.c_void_p(host), ctypes.c_uint64(ptr), ctypes.c_size_t(nbytes), ctypes.c_void_p(stream)
+            ),
+            "cuMemcpyDtoHAsync",
+        )
         self.synchronize(stream)
         return ctypes.string_at(host, nbytes)
 
@@ -266,6 +310,8 @@ def _staging(nbytes: int) -> tuple[int, int]:
         host, dev = cuda().mapped(max(256, next_pow2(nbytes)))
         block = _staging_block.block = (host, dev, max(256, next_pow2(nbytes)))
     return block[0], block[1]
+
+
 _scratch: dict[tuple[int, int], tuple[int, int, Any]] = {}  # (context, stream) -> (ptr, nbytes, keep-alive)
 _sm_count: int | None = None
 

@@ -38,10 +38,46 @@ def _mul(a, b):
 
 
 @triton.jit
-def _scan_kernel(x, out, aux, M, L, K_PER, S1, S2, S3, S4, S5, S6, S7,
-                 x0, x1, x2, x3, x4, x5, x6, x7, o0, o1, o2, o3, o4, o5, o6, o7, x_dim, o_dim,
-                 OP: tl.constexpr, ACC: tl.constexpr, PHASE: tl.constexpr, RANK: tl.constexpr,
-                 INT64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_L: tl.constexpr):
+def _scan_kernel(
+    x,
+    out,
+    aux,
+    M,
+    L,
+    K_PER,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    x0,
+    x1,
+    x2,
+    x3,
+    x4,
+    x5,
+    x6,
+    x7,
+    o0,
+    o1,
+    o2,
+    o3,
+    o4,
+    o5,
+    o6,
+    o7,
+    x_dim,
+    o_dim,
+    OP: tl.constexpr,
+    ACC: tl.constexpr,
+    PHASE: tl.constexpr,
+    RANK: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_L: tl.constexpr,
+):
     """PHASE 0: scan rows. 1: write each segment's total to ``aux[seg, m]``. 2: scan segments, each starting
     from ``aux[seg - 1, m]`` (the inclusive scan of the totals)."""
     if INT64:
@@ -98,9 +134,27 @@ def _sizes(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(shape[1:]) + (1,) * (MAX_RANK - len(shape))
 
 
-def _launch(op: str, xptr: int, xdt: str, optr: int, odt: str, aux: int, acc: str, kshape: tuple[int, ...],
-            xk: tuple[int, ...], ok: tuple[int, ...], xd: int, od: int, M: int, L: int, k_per: int, split: int,
-            phase: int, big: bool, stream: int) -> None:
+def _launch(
+    op: str,
+    xptr: int,
+    xdt: str,
+    optr: int,
+    odt: str,
+    aux: int,
+    acc: str,
+    kshape: tuple[int, ...],
+    xk: tuple[int, ...],
+    ok: tuple[int, ...],
+    xd: int,
+    od: int,
+    M: int,
+    L: int,
+    k_per: int,
+    split: int,
+    phase: int,
+    big: bool,
+    stream: int,
+) -> None:
     if xd == 1 or od == 1:
         block_l = min(next_pow2(L), 1024)
         block_m = max(1, min(next_pow2(M), 2048 // block_l))
@@ -112,16 +166,29 @@ def _launch(op: str, xptr: int, xdt: str, optr: int, odt: str, aux: int, acc: st
     fn = _SCAN.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
-        types = {"x": ptr_type(xdt), "out": ptr_type(odt), "aux": ptr_type(acc), "M": it, "L": it, "K_PER": it,
-                 **{f"S{d}": it for d in range(1, MAX_RANK)}, **stride_types("x", it), **stride_types("o", it),
-                 "x_dim": it, "o_dim": it}
-        consts = dict(OP=op, ACC=dtype_info(acc).tl, PHASE=phase, RANK=len(kshape), INT64=big, BLOCK_M=block_m,
-                      BLOCK_L=block_l)
+        types = {
+            "x": ptr_type(xdt),
+            "out": ptr_type(odt),
+            "aux": ptr_type(acc),
+            "M": it,
+            "L": it,
+            "K_PER": it,
+            **{f"S{d}": it for d in range(1, MAX_RANK)},
+            **stride_types("x", it),
+            **stride_types("o", it),
+            "x_dim": it,
+            "o_dim": it,
+        }
+        consts = dict(
+            OP=op, ACC=dtype_info(acc).tl, PHASE=phase, RANK=len(kshape), INT64=big, BLOCK_M=block_m, BLOCK_L=block_l
+        )
         fn = _SCAN.build(key, types, consts, (), num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn((cdiv(M, block_m), split, 1), stream,
-       (xptr, optr, aux, M, L, k_per, *_sizes(kshape), *_pad(xk), *_pad(ok), xd, od,
-        *fn._consts))  # type: ignore[attr-defined]
+    fn(
+        (cdiv(M, block_m), split, 1),
+        stream,
+        (xptr, optr, aux, M, L, k_per, *_sizes(kshape), *_pad(xk), *_pad(ok), xd, od, *fn._consts),  # type: ignore[attr-defined]
+    )
 
 
 def _scan(op: str, x: BufferLike, out: BufferLike, dim: int, stream: int) -> None:
@@ -151,15 +218,54 @@ def _scan(op: str, x: BufferLike, out: BufferLike, dim: int, stream: int) -> Non
         k_per = cdiv(L, split)
         split = cdiv(L, k_per)
         aux = rt.scratch(split * M * 8, stream)
-        _launch(op, x.ptr, x.dtype, out.ptr, out.dtype, aux, acc, kshape, xk, ok, xst[dim], ost[dim], M, L, k_per,
-                split, 1, big, stream)
+        _launch(
+            op,
+            x.ptr,
+            x.dtype,
+            out.ptr,
+            out.dtype,
+            aux,
+            acc,
+            kshape,
+            xk,
+            ok,
+            xst[dim],
+            ost[dim],
+            M,
+            L,
+            k_per,
+            split,
+            1,
+            big,
+            stream,
+        )
         # Scan the (split, M) totals in place along the split: rows are m (stride 1), the dim has stride M.
         _launch(op, aux, acc, aux, acc, aux, acc, (M,), (1,), (1,), M, M, M, split, split, 1, 0, big, stream)
-        _launch(op, x.ptr, x.dtype, out.ptr, out.dtype, aux, acc, kshape, xk, ok, xst[dim], ost[dim], M, L, k_per,
-                split, 2, big, stream)
+        _launch(
+            op,
+            x.ptr,
+            x.dtype,
+            out.ptr,
+            out.dtype,
+            aux,
+            acc,
+            kshape,
+            xk,
+            ok,
+            xst[dim],
+            ost[dim],
+            M,
+            L,
+            k_per,
+            split,
+            2,
+            big,
+            stream,
+        )
         return
-    _launch(op, x.ptr, x.dtype, out.ptr, out.dtype, 0, acc, kshape, xk, ok, xst[dim], ost[dim], M, L, L, 1, 0, big,
-            stream)
+    _launch(
+        op, x.ptr, x.dtype, out.ptr, out.dtype, 0, acc, kshape, xk, ok, xst[dim], ost[dim], M, L, L, 1, 0, big, stream
+    )
 
 
 def cumsum(x: BufferLike, out: BufferLike, dim: int, *, stream: int = 0) -> None:

@@ -24,10 +24,45 @@ _ONE_PASS_MAX = 4096
 
 
 @triton.jit
-def _softmax_kernel(x, out, R, N, xn, on, S1, S2, S3, S4, S5, S6, S7,
-                    x0, x1, x2, x3, x4, x5, x6, x7, o0, o1, o2, o3, o4, o5, o6, o7,
-                    LOG: tl.constexpr, ACC: tl.constexpr, ROW_RANK: tl.constexpr, N_CONTIG: tl.constexpr,
-                    ONE_PASS: tl.constexpr, INT64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr):
+def _softmax_kernel(
+    x,
+    out,
+    R,
+    N,
+    xn,
+    on,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    x0,
+    x1,
+    x2,
+    x3,
+    x4,
+    x5,
+    x6,
+    x7,
+    o0,
+    o1,
+    o2,
+    o3,
+    o4,
+    o5,
+    o6,
+    o7,
+    LOG: tl.constexpr,
+    ACC: tl.constexpr,
+    ROW_RANK: tl.constexpr,
+    N_CONTIG: tl.constexpr,
+    ONE_PASS: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     pid = tl.program_id(0)
     if INT64:
         r = pid.to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -92,11 +127,54 @@ def _softmax_kernel(x, out, R, N, xn, on, S1, S2, S3, S4, S5, S6, S7,
 
 
 @triton.jit
-def _softmax_bwd_kernel(y, dy, dx, R, N, yn, gn, dn, S1, S2, S3, S4, S5, S6, S7,
-                        y0, y1, y2, y3, y4, y5, y6, y7, g0, g1, g2, g3, g4, g5, g6, g7,
-                        d0, d1, d2, d3, d4, d5, d6, d7,
-                        LOG: tl.constexpr, ACC: tl.constexpr, ROW_RANK: tl.constexpr, N_CONTIG: tl.constexpr,
-                        INT64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr):
+def _softmax_bwd_kernel(
+    y,
+    dy,
+    dx,
+    R,
+    N,
+    yn,
+    gn,
+    dn,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    y0,
+    y1,
+    y2,
+    y3,
+    y4,
+    y5,
+    y6,
+    y7,
+    g0,
+    g1,
+    g2,
+    g3,
+    g4,
+    g5,
+    g6,
+    g7,
+    d0,
+    d1,
+    d2,
+    d3,
+    d4,
+    d5,
+    d6,
+    d7,
+    LOG: tl.constexpr,
+    ACC: tl.constexpr,
+    ROW_RANK: tl.constexpr,
+    N_CONTIG: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     # softmax:     dx = y * (dy - sum(dy * y))
     # log_softmax: dx = dy - exp(y) * sum(dy)
     pid = tl.program_id(0)
@@ -193,28 +271,48 @@ def softmax(x: BufferLike, out: BufferLike, *, log: bool = False, stream: int = 
     block_r = max(1, min(next_pow2(rows), 2048 // block_n)) if one_pass else 1
     xs_p, os_p = _pad(xs, 0), _pad(os_, 0)
     # With N divisible by 16 the edge mask is uniform over 16 elements, so loads vectorise.
-    aligned = tuple([n for n, p in (("x", x.ptr), ("out", out.ptr)) if p % 16 == 0]
-                    + ["N"] * (n % 16 == 0)
-                    + [f"x{d}" for d in range(MAX_RANK) if xs_p[d] % 16 == 0]
-                    + [f"o{d}" for d in range(MAX_RANK) if os_p[d] % 16 == 0])
+    aligned = tuple(
+        [n for n, p in (("x", x.ptr), ("out", out.ptr)) if p % 16 == 0]
+        + ["N"] * (n % 16 == 0)
+        + [f"x{d}" for d in range(MAX_RANK) if xs_p[d] % 16 == 0]
+        + [f"o{d}" for d in range(MAX_RANK) if os_p[d] % 16 == 0]
+    )
     key = (x.dtype, out.dtype, log, len(rshape), contig, one_pass, big, block_r, block_n, aligned)
     fn = _SOFTMAX.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
-        types = {"x": ptr_type(x.dtype), "out": ptr_type(out.dtype), "R": it, "N": it, "xn": it, "on": it,
-                 **{f"S{d}": it for d in range(1, MAX_RANK)}, **stride_types("x", it), **stride_types("o", it)}
-        consts = dict(LOG=log, ACC=_tl(acc), ROW_RANK=len(rshape), N_CONTIG=contig, ONE_PASS=one_pass,
-                      INT64=big, BLOCK_R=block_r, BLOCK_N=block_n)
+        types = {
+            "x": ptr_type(x.dtype),
+            "out": ptr_type(out.dtype),
+            "R": it,
+            "N": it,
+            "xn": it,
+            "on": it,
+            **{f"S{d}": it for d in range(1, MAX_RANK)},
+            **stride_types("x", it),
+            **stride_types("o", it),
+        }
+        consts = dict(
+            LOG=log,
+            ACC=_tl(acc),
+            ROW_RANK=len(rshape),
+            N_CONTIG=contig,
+            ONE_PASS=one_pass,
+            INT64=big,
+            BLOCK_R=block_r,
+            BLOCK_N=block_n,
+        )
         warps = 4 if block_r * block_n <= 1024 else 8
         fn = _SOFTMAX.build(key, types, consts, aligned, num_warps=warps)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn((cdiv(rows, block_r), 1, 1), stream,
-       (x.ptr, out.ptr, rows, n, xn, on, *_pad(rshape[1:], 1, 7), *xs_p, *os_p,
-        *fn._consts))  # type: ignore[attr-defined]
+    fn(
+        (cdiv(rows, block_r), 1, 1),
+        stream,
+        (x.ptr, out.ptr, rows, n, xn, on, *_pad(rshape[1:], 1, 7), *xs_p, *os_p, *fn._consts),  # type: ignore[attr-defined]
+    )
 
 
-def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool = False,
-                     stream: int = 0) -> None:
+def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool = False, stream: int = 0) -> None:
     """Gradient of (log-)softmax over the last dim, given its output ``y`` and ``dy``."""
     rows, n, rshape, (ys, gs, ds), big = _rows([y, dy, dx])
     if rows * n == 0:
@@ -225,23 +323,53 @@ def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool
     block_n = min(next_pow2(n), 2048)
     block_r = max(1, min(next_pow2(rows), 2048 // block_n))
     padded = (_pad(ys, 0), _pad(gs, 0), _pad(ds, 0))
-    aligned = tuple([n for n, p in (("y", y.ptr), ("dy", dy.ptr), ("dx", dx.ptr)) if p % 16 == 0]
-                    + ["N"] * (n % 16 == 0)
-                    + [f"{c}{d}" for c, st in zip("ygd", padded) for d in range(MAX_RANK) if st[d] % 16 == 0])
+    aligned = tuple(
+        [n for n, p in (("y", y.ptr), ("dy", dy.ptr), ("dx", dx.ptr)) if p % 16 == 0]
+        + ["N"] * (n % 16 == 0)
+        + [f"{c}{d}" for c, st in zip("ygd", padded) for d in range(MAX_RANK) if st[d] % 16 == 0]
+    )
     key = (y.dtype, dy.dtype, dx.dtype, log, len(rshape), contig, big, block_r, block_n, aligned)
     fn = _SOFTMAX_BWD.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
-        types = {"y": ptr_type(y.dtype), "dy": ptr_type(dy.dtype), "dx": ptr_type(dx.dtype), "R": it, "N": it,
-                 "yn": it, "gn": it, "dn": it, **{f"S{d}": it for d in range(1, MAX_RANK)},
-                 **stride_types("y", it), **stride_types("g", it), **stride_types("d", it)}
-        consts = dict(LOG=log, ACC=_tl(acc), ROW_RANK=len(rshape), N_CONTIG=contig, INT64=big,
-                      BLOCK_R=block_r, BLOCK_N=block_n)
+        types = {
+            "y": ptr_type(y.dtype),
+            "dy": ptr_type(dy.dtype),
+            "dx": ptr_type(dx.dtype),
+            "R": it,
+            "N": it,
+            "yn": it,
+            "gn": it,
+            "dn": it,
+            **{f"S{d}": it for d in range(1, MAX_RANK)},
+            **stride_types("y", it),
+            **stride_types("g", it),
+            **stride_types("d", it),
+        }
+        consts = dict(
+            LOG=log, ACC=_tl(acc), ROW_RANK=len(rshape), N_CONTIG=contig, INT64=big, BLOCK_R=block_r, BLOCK_N=block_n
+        )
         fn = _SOFTMAX_BWD.build(key, types, consts, aligned, num_warps=4 if block_r * block_n <= 1024 else 8)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn((cdiv(rows, block_r), 1, 1), stream,
-       (y.ptr, dy.ptr, dx.ptr, rows, n, yn, gn, dn, *_pad(rshape[1:], 1, 7), *_pad(ys, 0), *_pad(gs, 0),
-        *_pad(ds, 0), *fn._consts))  # type: ignore[attr-defined]
+    fn(
+        (cdiv(rows, block_r), 1, 1),
+        stream,
+        (
+            y.ptr,
+            dy.ptr,
+            dx.ptr,
+            rows,
+            n,
+            yn,
+            gn,
+            dn,
+            *_pad(rshape[1:], 1, 7),
+            *_pad(ys, 0),
+            *_pad(gs, 0),
+            *_pad(ds, 0),
+            *fn._consts,  # type: ignore[attr-defined]
+        ),
+    )
 
 
 def _tl(name: str) -> Any:  # a triton.language dtype (Triton ships no types)

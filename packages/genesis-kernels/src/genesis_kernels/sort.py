@@ -90,11 +90,55 @@ def sort_pairs(k, p, LOG_N: tl.constexpr, N_DIMS: tl.constexpr):
 
 
 @triton.jit
-def _chunk_sort_kernel(x, vals, idxs, M, L, K, S1, S2, S3, S4, S5, S6, S7,
-                       x0, x1, x2, x3, x4, x5, x6, x7, v0, v1, v2, v3, v4, v5, v6, v7,
-                       i0, i1, i2, i3, i4, i5, i6, i7, x_dim, v_dim, i_dim,
-                       DESC: tl.constexpr, RANK: tl.constexpr, INT64: tl.constexpr,
-                       BLOCK_M: tl.constexpr, BLOCK_L: tl.constexpr, LOG_N: tl.constexpr, N_DIMS: tl.constexpr):
+def _chunk_sort_kernel(
+    x,
+    vals,
+    idxs,
+    M,
+    L,
+    K,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    x0,
+    x1,
+    x2,
+    x3,
+    x4,
+    x5,
+    x6,
+    x7,
+    v0,
+    v1,
+    v2,
+    v3,
+    v4,
+    v5,
+    v6,
+    v7,
+    i0,
+    i1,
+    i2,
+    i3,
+    i4,
+    i5,
+    i6,
+    i7,
+    x_dim,
+    v_dim,
+    i_dim,
+    DESC: tl.constexpr,
+    RANK: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_L: tl.constexpr,
+    LOG_N: tl.constexpr,
+    N_DIMS: tl.constexpr,
+):
     """Sort chunk ``program_id(1)`` (``BLOCK_L`` long) of ``BLOCK_M`` rows; write sorted positions < ``K``."""
     if INT64:
         m = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -120,11 +164,63 @@ def _chunk_sort_kernel(x, vals, idxs, M, L, K, S1, S2, S3, S4, S5, S6, S7,
 
 
 @triton.jit
-def _merge_kernel(sv, si, dv, di, L, K, R, steps, S1, S2, S3, S4, S5, S6, S7,
-                  a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7,
-                  c0, c1, c2, c3, c4, c5, c6, c7, e0, e1, e2, e3, e4, e5, e6, e7,
-                  sv_dim, si_dim, dv_dim, di_dim,
-                  DESC: tl.constexpr, RANK: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr):
+def _merge_kernel(
+    sv,
+    si,
+    dv,
+    di,
+    L,
+    K,
+    R,
+    steps,
+    S1,
+    S2,
+    S3,
+    S4,
+    S5,
+    S6,
+    S7,
+    a0,
+    a1,
+    a2,
+    a3,
+    a4,
+    a5,
+    a6,
+    a7,
+    b0,
+    b1,
+    b2,
+    b3,
+    b4,
+    b5,
+    b6,
+    b7,
+    c0,
+    c1,
+    c2,
+    c3,
+    c4,
+    c5,
+    c6,
+    c7,
+    e0,
+    e1,
+    e2,
+    e3,
+    e4,
+    e5,
+    e6,
+    e7,
+    sv_dim,
+    si_dim,
+    dv_dim,
+    di_dim,
+    DESC: tl.constexpr,
+    RANK: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     """Merge sorted runs of length ``R`` pairwise (row ``program_id(0)``); write merged positions < ``K``."""
     row = tl.program_id(0)
     if INT64:
@@ -183,8 +279,20 @@ class _Side:
         self.vptr, self.iptr, self.vk, self.ik, self.vd, self.id = vptr, iptr, vk, ik, vd, id_
 
 
-def _chunk_sort(x: BufferLike, xk: tuple[int, ...], xd: int, dst: _Side, kshape: tuple[int, ...], M: int, L: int,
-                K: int, desc: bool, block_l: int, big: bool, stream: int) -> None:
+def _chunk_sort(
+    x: BufferLike,
+    xk: tuple[int, ...],
+    xd: int,
+    dst: _Side,
+    kshape: tuple[int, ...],
+    M: int,
+    L: int,
+    K: int,
+    desc: bool,
+    block_l: int,
+    big: bool,
+    stream: int,
+) -> None:
     block_m = max(1, min(next_pow2(M), 2048 // block_l))
     log_n = block_l.bit_length() - 1
     n_dims = (block_m * block_l).bit_length() - 1
@@ -192,47 +300,123 @@ def _chunk_sort(x: BufferLike, xk: tuple[int, ...], xd: int, dst: _Side, kshape:
     fn = _CHUNK.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
-        types = {"x": ptr_type(x.dtype), "vals": ptr_type(x.dtype), "idxs": "*i64", "M": it, "L": it, "K": it,
-                 **{f"S{d}": it for d in range(1, MAX_RANK)}, **stride_types("x", it), **stride_types("v", it),
-                 **stride_types("i", it), "x_dim": it, "v_dim": it, "i_dim": it}
-        consts = dict(DESC=desc, RANK=len(kshape), INT64=big, BLOCK_M=block_m, BLOCK_L=block_l, LOG_N=log_n,
-                      N_DIMS=n_dims)
+        types = {
+            "x": ptr_type(x.dtype),
+            "vals": ptr_type(x.dtype),
+            "idxs": "*i64",
+            "M": it,
+            "L": it,
+            "K": it,
+            **{f"S{d}": it for d in range(1, MAX_RANK)},
+            **stride_types("x", it),
+            **stride_types("v", it),
+            **stride_types("i", it),
+            "x_dim": it,
+            "v_dim": it,
+            "i_dim": it,
+        }
+        consts = dict(
+            DESC=desc, RANK=len(kshape), INT64=big, BLOCK_M=block_m, BLOCK_L=block_l, LOG_N=log_n, N_DIMS=n_dims
+        )
         fn = _CHUNK.build(key, types, consts, (), num_warps=8 if block_m * block_l >= 1024 else 4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn((cdiv(M, block_m), cdiv(L, block_l), 1), stream,
-       (x.ptr, dst.vptr, dst.iptr, M, L, K, *_sizes(kshape), *_pad(xk), *_pad(dst.vk), *_pad(dst.ik), xd, dst.vd,
-        dst.id, *fn._consts))  # type: ignore[attr-defined]
+    fn(
+        (cdiv(M, block_m), cdiv(L, block_l), 1),
+        stream,
+        (
+            x.ptr,
+            dst.vptr,
+            dst.iptr,
+            M,
+            L,
+            K,
+            *_sizes(kshape),
+            *_pad(xk),
+            *_pad(dst.vk),
+            *_pad(dst.ik),
+            xd,
+            dst.vd,
+            dst.id,
+            *fn._consts,  # type: ignore[attr-defined]
+        ),
+    )
 
 
-def _merge(dtype: str, src: _Side, dst: _Side, kshape: tuple[int, ...], M: int, L: int, K: int, R: int, desc: bool,
-           big: bool, stream: int) -> None:
+def _merge(
+    dtype: str,
+    src: _Side,
+    dst: _Side,
+    kshape: tuple[int, ...],
+    M: int,
+    L: int,
+    K: int,
+    R: int,
+    desc: bool,
+    big: bool,
+    stream: int,
+) -> None:
     block = 1024
     key = (dtype, desc, len(kshape), big)
     fn = _MERGE.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
-        types = {"sv": ptr_type(dtype), "si": "*i64", "dv": ptr_type(dtype), "di": "*i64", "L": it, "K": it, "R": it,
-                 "steps": "i32", **{f"S{d}": it for d in range(1, MAX_RANK)}, **stride_types("a", it),
-                 **stride_types("b", it), **stride_types("c", it), **stride_types("e", it), "sv_dim": it,
-                 "si_dim": it, "dv_dim": it, "di_dim": it}
+        types = {
+            "sv": ptr_type(dtype),
+            "si": "*i64",
+            "dv": ptr_type(dtype),
+            "di": "*i64",
+            "L": it,
+            "K": it,
+            "R": it,
+            "steps": "i32",
+            **{f"S{d}": it for d in range(1, MAX_RANK)},
+            **stride_types("a", it),
+            **stride_types("b", it),
+            **stride_types("c", it),
+            **stride_types("e", it),
+            "sv_dim": it,
+            "si_dim": it,
+            "dv_dim": it,
+            "di_dim": it,
+        }
         consts = dict(DESC=desc, RANK=len(kshape), INT64=big, BLOCK=block)
         fn = _MERGE.build(key, types, consts, (), num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     steps = R.bit_length() + 1 if R < L else 0
-    fn((M, cdiv(L, block), 1), stream,
-       (src.vptr, src.iptr, dst.vptr, dst.iptr, L, K, R, steps, *_sizes(kshape), *_pad(src.vk), *_pad(src.ik),
-        *_pad(dst.vk), *_pad(dst.ik), src.vd, src.id, dst.vd, dst.id, *fn._consts))  # type: ignore[attr-defined]
+    fn(
+        (M, cdiv(L, block), 1),
+        stream,
+        (
+            src.vptr,
+            src.iptr,
+            dst.vptr,
+            dst.iptr,
+            L,
+            K,
+            R,
+            steps,
+            *_sizes(kshape),
+            *_pad(src.vk),
+            *_pad(src.ik),
+            *_pad(dst.vk),
+            *_pad(dst.ik),
+            src.vd,
+            src.id,
+            dst.vd,
+            dst.id,
+            *fn._consts,  # type: ignore[attr-defined]
+        ),
+    )
 
 
-def _sort(x: BufferLike, values: BufferLike, indices: BufferLike, dim: int, k: int, desc: bool,
-          stream: int) -> None:
+def _sort(x: BufferLike, values: BufferLike, indices: BufferLike, dim: int, k: int, desc: bool, stream: int) -> None:
     rank = len(x.shape)
     r = max(rank, 1)
     if not -r <= dim < r:
         raise IndexError(f"dim {dim} out of range for rank {rank}")
     dim %= r
     xs, xst = (tuple(x.shape), tuple(x.strides)) if rank else ((1,), (1,))
-    want = xs[:dim] + (k,) + xs[dim + 1:]
+    want = xs[:dim] + (k,) + xs[dim + 1 :]
     vs, vst = (tuple(values.shape), tuple(values.strides)) if rank else ((1,), (1,))
     is_, ist = (tuple(indices.shape), tuple(indices.strides)) if rank else ((1,), (1,))
     if vs != want or is_ != want:
@@ -255,8 +439,10 @@ def _sort(x: BufferLike, values: BufferLike, indices: BufferLike, dim: int, k: i
     kshape, (xk, vk, ik, skc) = collapse(kshape_full, strides)
     if not kshape:
         kshape, xk, vk, ik, skc = (1,), (0,), (0,), (0,), (0,)
-    big = max(M * L, extent(tuple(xs), tuple(xst)), extent(tuple(vs), tuple(vst)), extent(tuple(is_), tuple(ist))) \
+    big = (
+        max(M * L, extent(tuple(xs), tuple(xst)), extent(tuple(vs), tuple(vst)), extent(tuple(is_), tuple(ist)))
         >= INT32_LIMIT - 65536
+    )
     out_side = _Side(values.ptr, indices.ptr, vk, ik, vst[dim], ist[dim])
     if not long_row:
         _chunk_sort(x, xk, xst[dim], out_side, kshape, M, L, k, desc, max(2, next_pow2(L)), big, stream)
@@ -289,8 +475,9 @@ def _sort(x: BufferLike, values: BufferLike, indices: BufferLike, dim: int, k: i
         _merge(x.dtype, sides[cur], out_side, kshape, M, L, k, max(R, L), desc, big, stream)
 
 
-def sort(x: BufferLike, values: BufferLike, indices: BufferLike, dim: int = -1, *, descending: bool = False,
-         stream: int = 0) -> None:
+def sort(
+    x: BufferLike, values: BufferLike, indices: BufferLike, dim: int = -1, *, descending: bool = False, stream: int = 0
+) -> None:
     """Stable sort of ``x`` along ``dim``: sorted ``values`` (x's dtype) and int64 ``indices`` (x's shape).
 
     NaN sorts as the largest value (last ascending, first descending); -0.0 and 0.0 are equal. ``values`` may
@@ -300,15 +487,30 @@ def sort(x: BufferLike, values: BufferLike, indices: BufferLike, dim: int = -1, 
     _sort(x, values, indices, dim, L, descending, stream)
 
 
-def argsort(x: BufferLike, indices: BufferLike, values_scratch: BufferLike, dim: int = -1, *,
-            descending: bool = False, stream: int = 0) -> None:
+def argsort(
+    x: BufferLike,
+    indices: BufferLike,
+    values_scratch: BufferLike,
+    dim: int = -1,
+    *,
+    descending: bool = False,
+    stream: int = 0,
+) -> None:
     """``indices`` of the stable sort of ``x`` along ``dim``; the sorted values land in ``values_scratch``
     (x's shape and dtype; the caller's temporary)."""
     sort(x, values_scratch, indices, dim, descending=descending, stream=stream)
 
 
-def topk(x: BufferLike, k: int, values: BufferLike, indices: BufferLike, dim: int = -1, *, largest: bool = True,
-         stream: int = 0) -> None:
+def topk(
+    x: BufferLike,
+    k: int,
+    values: BufferLike,
+    indices: BufferLike,
+    dim: int = -1,
+    *,
+    largest: bool = True,
+    stream: int = 0,
+) -> None:
     """The ``k`` largest (or smallest) elements along ``dim``, sorted, with their int64 indices; ``values`` and
     ``indices`` have x's shape with ``dim`` of size ``k``. NaN counts as the largest, as torch."""
     L = x.shape[dim] if x.shape else 1

@@ -78,13 +78,29 @@ float32 = DType("float32", 4, torch.float32, np.float32, 2)
 float64 = DType("float64", 8, torch.float64, np.float64, 3)
 
 ALL_DTYPES: tuple[DType, ...] = (
-    float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8, bool_,
+    float32,
+    float16,
+    bfloat16,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    bool_,
 )
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 # name -> DType, for the lower layers' dtype strings (a plain dict read on every op)
 dtype_by_name: dict[str, DType] = dict(_BY_NAME)
-_ALIASES = {"float": float32, "half": float16, "double": float64, "long": int64, "int": int32,
-            "short": int16, "bool": bool_}
+_ALIASES = {
+    "float": float32,
+    "half": float16,
+    "double": float64,
+    "long": int64,
+    "int": int32,
+    "short": int16,
+    "bool": bool_,
+}
 _BY_TORCH = {d.torch: d for d in ALL_DTYPES}
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES if d.numpy is not None}
 

@@ -25,11 +25,11 @@ from .shape import broadcast_shapes
 
 
 class IndexKind(Enum):
-    VIEW = "view"        # ints, slices, None, Ellipsis: a view, no copy
-    GATHER = "gather"    # advanced indices read: a new array
+    VIEW = "view"  # ints, slices, None, Ellipsis: a view, no copy
+    GATHER = "gather"  # advanced indices read: a new array
     SCATTER = "scatter"  # advanced indices written: index_put
-    COPY = "copy"        # an array written through a view
-    FILL = "fill"        # a scalar written through a view
+    COPY = "copy"  # an array written through a view
+    FILL = "fill"  # a scalar written through a view
 
 
 _INT_DTYPES = frozenset({"int64", "int32", "int16", "int8"})
@@ -60,7 +60,7 @@ class Advanced:
 @dataclass(frozen=True)
 class IndexPlan:
     kind: IndexKind
-    view: tuple                    # basic index (ints, slices, None) giving the viewed array
+    view: tuple  # basic index (ints, slices, None) giving the viewed array
     advanced: tuple[Advanced, ...] = ()
 
 
@@ -106,7 +106,7 @@ def parse(shape: tuple[int, ...], index: Any, *, write: bool = False, value_is_a
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     view: list = []
     advanced: list[Advanced] = []
-    src_dim = 0   # dim of x the next item consumes
+    src_dim = 0  # dim of x the next item consumes
     view_dim = 0  # dim of the viewed array the next item lands on
     for item in items:
         if item is Ellipsis:
@@ -199,8 +199,9 @@ def layout(view_shape: tuple[int, ...], dims: tuple[int, ...], index_shapes: lis
             bshape = broadcast_shapes(bshape, s)
         except RuntimeError:
             shapes = ", ".join(str(list(t)) for t in index_shapes)
-            raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes "
-                             f"[{shapes}]") from None
+            raise IndexError(
+                f"shape mismatch: indexing tensors could not be broadcast together with shapes [{shapes}]"
+            ) from None
     dims = tuple(dims)
     taken = set(dims)
     rest = tuple(d for d in range(len(view_shape)) if d not in taken)

@@ -19,9 +19,33 @@ from .dtypes import DType, as_dtype
 from .shape import broadcast_shapes, movedim_order, normalize_dim, unflatten_shape
 
 _UNARY_OPS = (
-    "neg", "abs", "exp", "exp2", "log", "log1p", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-    "sigmoid", "relu", "silu", "sign", "floor", "ceil", "round", "trunc", "reciprocal",
-    "isnan", "isinf", "isfinite", "logical_not", "bitwise_not",
+    "neg",
+    "abs",
+    "exp",
+    "exp2",
+    "log",
+    "log1p",
+    "log2",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "silu",
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "reciprocal",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "logical_not",
+    "bitwise_not",
 )
 
 
@@ -200,47 +224,110 @@ class NDArray:
     def unary(self, op: str) -> NDArray:
         return self._wrap(self._ops["unary"](op, self._data))
 
-    def __add__(self, other): return self._binary("add", other)
-    def __radd__(self, other): return self._binary("add", other, True)
-    def __sub__(self, other): return self._binary("sub", other)
-    def __rsub__(self, other): return self._binary("sub", other, True)
-    def __mul__(self, other): return self._binary("mul", other)
-    def __rmul__(self, other): return self._binary("mul", other, True)
-    def __truediv__(self, other): return self._binary("div", other)
-    def __rtruediv__(self, other): return self._binary("div", other, True)
-    def __floordiv__(self, other): return self._binary("floor_divide", other)
-    def __rfloordiv__(self, other): return self._binary("floor_divide", other, True)
-    def __mod__(self, other): return self._binary("remainder", other)
-    def __rmod__(self, other): return self._binary("remainder", other, True)
-    def __pow__(self, other): return self._binary("pow", other)
-    def __rpow__(self, other): return self._binary("pow", other, True)
+    def __add__(self, other):
+        return self._binary("add", other)
+
+    def __radd__(self, other):
+        return self._binary("add", other, True)
+
+    def __sub__(self, other):
+        return self._binary("sub", other)
+
+    def __rsub__(self, other):
+        return self._binary("sub", other, True)
+
+    def __mul__(self, other):
+        return self._binary("mul", other)
+
+    def __rmul__(self, other):
+        return self._binary("mul", other, True)
+
+    def __truediv__(self, other):
+        return self._binary("div", other)
+
+    def __rtruediv__(self, other):
+        return self._binary("div", other, True)
+
+    def __floordiv__(self, other):
+        return self._binary("floor_divide", other)
+
+    def __rfloordiv__(self, other):
+        return self._binary("floor_divide", other, True)
+
+    def __mod__(self, other):
+        return self._binary("remainder", other)
+
+    def __rmod__(self, other):
+        return self._binary("remainder", other, True)
+
+    def __pow__(self, other):
+        return self._binary("pow", other)
+
+    def __rpow__(self, other):
+        return self._binary("pow", other, True)
+
     # Elementwise, as torch: the result is an array, not object's bool.
-    def __eq__(self, other: object) -> NDArray: return self._binary("eq", other)  # type: ignore[override]
-    def __ne__(self, other: object) -> NDArray: return self._binary("ne", other)  # type: ignore[override]
-    def __lt__(self, other): return self._binary("lt", other)
-    def __le__(self, other): return self._binary("le", other)
-    def __gt__(self, other): return self._binary("gt", other)
-    def __ge__(self, other): return self._binary("ge", other)
-    def __and__(self, other): return self._binary("bitwise_and", other)
-    def __or__(self, other): return self._binary("bitwise_or", other)
-    def __xor__(self, other): return self._binary("bitwise_xor", other)
-    def __neg__(self): return self.unary("neg")
-    def __abs__(self): return self.unary("abs")
-    def __invert__(self): return self.unary("bitwise_not")
-    def __matmul__(self, other): return self.matmul(other)
+    def __eq__(self, other: object) -> NDArray:  # type: ignore[override]
+        return self._binary("eq", other)
+
+    def __ne__(self, other: object) -> NDArray:  # type: ignore[override]
+        return self._binary("ne", other)
+
+    def __lt__(self, other):
+        return self._binary("lt", other)
+
+    def __le__(self, other):
+        return self._binary("le", other)
+
+    def __gt__(self, other):
+        return self._binary("gt", other)
+
+    def __ge__(self, other):
+        return self._binary("ge", other)
+
+    def __and__(self, other):
+        return self._binary("bitwise_and", other)
+
+    def __or__(self, other):
+        return self._binary("bitwise_or", other)
+
+    def __xor__(self, other):
+        return self._binary("bitwise_xor", other)
+
+    def __neg__(self):
+        return self.unary("neg")
+
+    def __abs__(self):
+        return self.unary("abs")
+
+    def __invert__(self):
+        return self.unary("bitwise_not")
+
+    def __matmul__(self, other):
+        return self.matmul(other)
 
     __hash__ = object.__hash__
 
     def binary(self, op: str, other) -> NDArray:
         return self._binary(op, other)
 
-    def add_(self, other): return self._inplace_binary("add", other)
-    def sub_(self, other): return self._inplace_binary("sub", other)
-    def mul_(self, other): return self._inplace_binary("mul", other)
-    def div_(self, other): return self._inplace_binary("div", other)
+    def add_(self, other):
+        return self._inplace_binary("add", other)
 
-    def maximum(self, other): return self._binary("maximum", other)
-    def minimum(self, other): return self._binary("minimum", other)
+    def sub_(self, other):
+        return self._inplace_binary("sub", other)
+
+    def mul_(self, other):
+        return self._inplace_binary("mul", other)
+
+    def div_(self, other):
+        return self._inplace_binary("div", other)
+
+    def maximum(self, other):
+        return self._binary("maximum", other)
+
+    def minimum(self, other):
+        return self._binary("minimum", other)
 
     def where(self, condition: NDArray, other) -> NDArray:
         """torch.where(condition, self, other)."""
@@ -259,14 +346,29 @@ class NDArray:
         dtype = None if dtype is None else as_dtype(dtype)
         return self._wrap(self._ops["reduce"](op, self._data, dim, keepdim, dtype))
 
-    def sum(self, dim=None, keepdim: bool = False, dtype=None): return self._reduce("sum", dim, keepdim, dtype)
-    def mean(self, dim=None, keepdim: bool = False, dtype=None): return self._reduce("mean", dim, keepdim, dtype)
-    def prod(self, dim=None, keepdim: bool = False, dtype=None): return self._reduce("prod", dim, keepdim, dtype)
-    def amax(self, dim=None, keepdim: bool = False): return self._reduce("amax", dim, keepdim)
-    def amin(self, dim=None, keepdim: bool = False): return self._reduce("amin", dim, keepdim)
-    def all(self, dim=None, keepdim: bool = False): return self._reduce("all", dim, keepdim)
-    def any(self, dim=None, keepdim: bool = False): return self._reduce("any", dim, keepdim)
-    def logsumexp(self, dim, keepdim: bool = False): return self._reduce("logsumexp", dim, keepdim)
+    def sum(self, dim=None, keepdim: bool = False, dtype=None):
+        return self._reduce("sum", dim, keepdim, dtype)
+
+    def mean(self, dim=None, keepdim: bool = False, dtype=None):
+        return self._reduce("mean", dim, keepdim, dtype)
+
+    def prod(self, dim=None, keepdim: bool = False, dtype=None):
+        return self._reduce("prod", dim, keepdim, dtype)
+
+    def amax(self, dim=None, keepdim: bool = False):
+        return self._reduce("amax", dim, keepdim)
+
+    def amin(self, dim=None, keepdim: bool = False):
+        return self._reduce("amin", dim, keepdim)
+
+    def all(self, dim=None, keepdim: bool = False):
+        return self._reduce("all", dim, keepdim)
+
+    def any(self, dim=None, keepdim: bool = False):
+        return self._reduce("any", dim, keepdim)
+
+    def logsumexp(self, dim, keepdim: bool = False):
+        return self._reduce("logsumexp", dim, keepdim)
 
     def max(self, dim: int | None = None, keepdim: bool = False):
         """Without dim: the largest element. With dim: (values, indices), as torch."""
@@ -324,20 +426,34 @@ class NDArray:
             out.append(x)
         return out
 
-    def expm1(self) -> NDArray: return self.unary("expm1")
-    def log10(self) -> NDArray: return self.unary("log10")
-    def erf(self) -> NDArray: return self.unary("erf")
-    def square(self) -> NDArray: return self.unary("square")
+    def expm1(self) -> NDArray:
+        return self.unary("expm1")
+
+    def log10(self) -> NDArray:
+        return self.unary("log10")
+
+    def erf(self) -> NDArray:
+        return self.unary("erf")
+
+    def square(self) -> NDArray:
+        return self.unary("square")
 
     def gelu(self, approximate: str = "none") -> NDArray:
         if approximate not in ("none", "tanh"):
             raise RuntimeError("approximate argument must be either none or tanh.")
         return self.unary("gelu" if approximate == "none" else "gelu_tanh")
 
-    def atan2(self, other: NDArray) -> NDArray: return self._binary("atan2", other)
-    def floor_divide(self, other) -> NDArray: return self._binary("floor_divide", other)
-    def remainder(self, other) -> NDArray: return self._binary("remainder", other)
-    def fmod(self, other) -> NDArray: return self._binary("fmod", other)
+    def atan2(self, other: NDArray) -> NDArray:
+        return self._binary("atan2", other)
+
+    def floor_divide(self, other) -> NDArray:
+        return self._binary("floor_divide", other)
+
+    def remainder(self, other) -> NDArray:
+        return self._binary("remainder", other)
+
+    def fmod(self, other) -> NDArray:
+        return self._binary("fmod", other)
 
     def lerp(self, end: NDArray, weight) -> NDArray:
         """self + weight * (end - self); weight a scalar or an NDArray, all broadcasting."""
@@ -497,21 +613,27 @@ class NDArray:
         """gather with indices broadcast against self over every dim but ``dim``; without
         ``dim``, over the flattened array. Out-of-range indices raise, as gather does."""
         if indices.dtype.name != "int64":
-            raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
-                               f"{_TORCH_SCALAR_NAMES[indices.dtype.name]}")
+            raise RuntimeError(
+                "torch.take_along_dim(): dtype of indices should be Long but got "
+                f"{_TORCH_SCALAR_NAMES[indices.dtype.name]}"
+            )
         if dim is None:
             return self.reshape(-1).gather(0, indices.reshape(-1))
         if self.ndim != indices.ndim:
-            raise RuntimeError("torch.take_along_dim(): input and indices should have the same number of "
-                               f"dimensions, but got {self.ndim} dimensions for input, and {indices.ndim} "
-                               "dimensions for indices")
+            raise RuntimeError(
+                "torch.take_along_dim(): input and indices should have the same number of "
+                f"dimensions, but got {self.ndim} dimensions for input, and {indices.ndim} "
+                "dimensions for indices"
+            )
         dim = normalize_dim(dim, self.ndim)
         if self.ndim == 0:
             return self.gather(0, indices)
-        rest = broadcast_shapes(self.shape[:dim] + (1,) + self.shape[dim + 1:],
-                                indices.shape[:dim] + (1,) + indices.shape[dim + 1:])
-        return self.expand(*rest[:dim], self.shape[dim], *rest[dim + 1:]).gather(
-            dim, indices.expand(*rest[:dim], indices.shape[dim], *rest[dim + 1:]))
+        rest = broadcast_shapes(
+            self.shape[:dim] + (1,) + self.shape[dim + 1 :], indices.shape[:dim] + (1,) + indices.shape[dim + 1 :]
+        )
+        return self.expand(*rest[:dim], self.shape[dim], *rest[dim + 1 :]).gather(
+            dim, indices.expand(*rest[:dim], indices.shape[dim], *rest[dim + 1 :])
+        )
 
     def embedding(self, indices: NDArray) -> NDArray:
         """torch.embedding(self, indices): the rows of this (num_weights, D) array that ``indices`` (int64 or
@@ -526,8 +648,9 @@ class NDArray:
         if padding_idx is not None and padding_idx < 0:
             padding_idx += num_weights
         grad = self.reshape(*indices.shape, self.shape[-1])
-        return self._wrap(self._ops["embedding_backward"](grad._data, self._operand(indices), int(num_weights),
-                                                          padding_idx))
+        return self._wrap(
+            self._ops["embedding_backward"](grad._data, self._operand(indices), int(num_weights), padding_idx)
+        )
 
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> tuple[NDArray, NDArray]:
         """(sorted values, int64 indices) along dim; NaN sorts as the largest value."""
@@ -640,8 +763,9 @@ class NDArray:
             if not 0 <= p <= 1:
                 raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1 - p}")
             if not self.dtype.is_floating_point:
-                raise RuntimeError("result type Float can't be cast to the desired output type "
-                                   f"{_TORCH_SCALAR_NAMES[self.dtype.name]}")
+                raise RuntimeError(
+                    f"result type Float can't be cast to the desired output type {_TORCH_SCALAR_NAMES[self.dtype.name]}"
+                )
         output, mask = self._ops["dropout"](self._data, float(p), bool(train))
         return self._wrap(output), self._wrap(mask)
 
@@ -666,8 +790,9 @@ def _unwrap_index(index, owner: NDArray):
     if isinstance(index, NDArray):
         if index.device != owner.device:
             if index.device.type != "cpu":
-                raise RuntimeError("indices should be either on cpu or on the same device as the indexed "
-                                   f"tensor ({owner.device})")
+                raise RuntimeError(
+                    f"indices should be either on cpu or on the same device as the indexed tensor ({owner.device})"
+                )
             index = index.to(owner.device)
         return index._data
     if isinstance(index, tuple):
@@ -677,8 +802,16 @@ def _unwrap_index(index, owner: NDArray):
 
 # torch's ScalarType names, as its messages print a dtype.
 _TORCH_SCALAR_NAMES = {
-    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-    "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+    "float32": "Float",
+    "float64": "Double",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
 }
 
 
@@ -686,15 +819,19 @@ def _fill_value(value):
     """A fill value as a Python scalar: a 0-d array is read back (torch takes both)."""
     if isinstance(value, NDArray):
         if value.ndim != 0:
-            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                               f"{value.ndim} dimension(s).")
+            raise RuntimeError(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.ndim} dimension(s)."
+            )
         return value.item()
     return value
 
 
 for _op in _UNARY_OPS:
+
     def _method(self, _op=_op):
         return self._wrap(self._ops["unary"](_op, self._data))
+
     _method.__name__ = _op
     _method.__doc__ = f"Elementwise {_op}."
     setattr(NDArray, _op, _method)

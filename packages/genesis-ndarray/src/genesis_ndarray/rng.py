@@ -67,4 +67,3 @@ def initial_seed(device=None) -> int:
     """The seed the generator of ``device`` (default cpu) was last seeded with."""
     device = _device(device)
     return int(registry.table(device.type)["initial_seed"](device))
-

@@ -29,8 +29,7 @@ def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape:
             out.append(db)
         else:
             raise RuntimeError(
-                f"The size of tensor a ({da}) must match the size of tensor b ({db}) "
-                f"at non-singleton dimension {i}"
+                f"The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
             )
     return tuple(out)
 
@@ -160,8 +159,9 @@ def basic_index(shape: Shape, strides: Shape, offset: int, index) -> tuple[Shape
 
 
 # ---------------------------------------------------------------- diagonal, unfold, unflatten, movedim
-def diagonal_view(shape: Shape, strides: Shape, offset: int, diag: int, dim1: int, dim2: int
-                  ) -> tuple[Shape, Shape, int]:
+def diagonal_view(
+    shape: Shape, strides: Shape, offset: int, diag: int, dim1: int, dim2: int
+) -> tuple[Shape, Shape, int]:
     """Geometry of x.diagonal(diag, dim1, dim2): dim1 and dim2 dropped, the diagonal appended last."""
     nd = len(shape)
     d1, d2 = normalize_dim(dim1, nd), normalize_dim(dim2, nd)
@@ -174,8 +174,11 @@ def diagonal_view(shape: Shape, strides: Shape, offset: int, diag: int, dim1: in
     if size:  # torch leaves the offset alone for an empty diagonal "off the end"
         offset += diag * strides[d2] if diag >= 0 else -diag * strides[d1]
     keep = [i for i in range(nd) if i not in (d1, d2)]
-    return (tuple(shape[i] for i in keep) + (size,), tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],),
-            offset)
+    return (
+        tuple(shape[i] for i in keep) + (size,),
+        tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],),
+        offset,
+    )
 
 
 def unfold_view(shape: Shape, strides: Shape, dim: int, size: int, step: int) -> tuple[Shape, Shape]:
@@ -208,13 +211,17 @@ def unflatten_shape(shape: Shape, dim: int, sizes: Sequence[int]) -> Shape:
     size = shape[d]
     if -1 in sizes:
         if known == 0 or size % known:
-            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
-                               f"{d} ({size}) in the input tensor")
+            raise RuntimeError(
+                f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
+                f"{d} ({size}) in the input tensor"
+            )
         sizes = tuple(size // known if s == -1 else s for s in sizes)
     elif known != size:
-        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
-                           f"({size}) in the input tensor")
-    return tuple(shape[:d]) + sizes + tuple(shape[d + 1:])
+        raise RuntimeError(
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+            f"({size}) in the input tensor"
+        )
+    return tuple(shape[:d]) + sizes + tuple(shape[d + 1 :])
 
 
 def movedim_order(ndim: int, source, destination) -> tuple[int, ...]:
@@ -222,8 +229,10 @@ def movedim_order(ndim: int, source, destination) -> tuple[int, ...]:
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
     if len(src) != len(dst):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
-                           f"contain the same number of dims as destination ({list(dst)} dims)")
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+            f"contain the same number of dims as destination ({list(dst)} dims)"
+        )
     src = tuple(normalize_dim(d, ndim) for d in src)
     dst = tuple(normalize_dim(d, ndim) for d in dst)
     if len(set(src)) != len(src):

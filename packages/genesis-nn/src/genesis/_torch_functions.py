@@ -19,35 +19,120 @@ Dims = int | Sequence[int] | None
 
 
 # ------------------------------------------------------------------ unary math
-def abs(input: Tensor) -> Tensor: return input.abs()
-def neg(input: Tensor) -> Tensor: return input.neg()
-def exp(input: Tensor) -> Tensor: return input.exp()
-def exp2(input: Tensor) -> Tensor: return input.exp2()
-def expm1(input: Tensor) -> Tensor: return input.expm1()
-def log(input: Tensor) -> Tensor: return input.log()
-def log2(input: Tensor) -> Tensor: return input.log2()
-def log10(input: Tensor) -> Tensor: return input.log10()
-def log1p(input: Tensor) -> Tensor: return input.log1p()
-def sqrt(input: Tensor) -> Tensor: return input.sqrt()
-def rsqrt(input: Tensor) -> Tensor: return input.rsqrt()
-def square(input: Tensor) -> Tensor: return input.square()
-def reciprocal(input: Tensor) -> Tensor: return input.reciprocal()
-def sin(input: Tensor) -> Tensor: return input.sin()
-def cos(input: Tensor) -> Tensor: return input.cos()
-def tan(input: Tensor) -> Tensor: return input.tan()
-def tanh(input: Tensor) -> Tensor: return input.tanh()
-def sigmoid(input: Tensor) -> Tensor: return input.sigmoid()
-def relu(input: Tensor) -> Tensor: return input.relu()
-def erf(input: Tensor) -> Tensor: return input.erf()
-def sign(input: Tensor) -> Tensor: return input.sign()
-def floor(input: Tensor) -> Tensor: return input.floor()
-def ceil(input: Tensor) -> Tensor: return input.ceil()
-def round(input: Tensor) -> Tensor: return input.round()
-def trunc(input: Tensor) -> Tensor: return input.trunc()
-def isnan(input: Tensor) -> Tensor: return input.isnan()
-def isinf(input: Tensor) -> Tensor: return input.isinf()
-def isfinite(input: Tensor) -> Tensor: return input.isfinite()
-def logical_not(input: Tensor) -> Tensor: return input.logical_not()
+def abs(input: Tensor) -> Tensor:
+    return input.abs()
+
+
+def neg(input: Tensor) -> Tensor:
+    return input.neg()
+
+
+def exp(input: Tensor) -> Tensor:
+    return input.exp()
+
+
+def exp2(input: Tensor) -> Tensor:
+    return input.exp2()
+
+
+def expm1(input: Tensor) -> Tensor:
+    return input.expm1()
+
+
+def log(input: Tensor) -> Tensor:
+    return input.log()
+
+
+def log2(input: Tensor) -> Tensor:
+    return input.log2()
+
+
+def log10(input: Tensor) -> Tensor:
+    return input.log10()
+
+
+def log1p(input: Tensor) -> Tensor:
+    return input.log1p()
+
+
+def sqrt(input: Tensor) -> Tensor:
+    return input.sqrt()
+
+
+def rsqrt(input: Tensor) -> Tensor:
+    return input.rsqrt()
+
+
+def square(input: Tensor) -> Tensor:
+    return input.square()
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    return input.reciprocal()
+
+
+def sin(input: Tensor) -> Tensor:
+    return input.sin()
+
+
+def cos(input: Tensor) -> Tensor:
+    return input.cos()
+
+
+def tan(input: Tensor) -> Tensor:
+    return input.tan()
+
+
+def tanh(input: Tensor) -> Tensor:
+    return input.tanh()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return input.sigmoid()
+
+
+def relu(input: Tensor) -> Tensor:
+    return input.relu()
+
+
+def erf(input: Tensor) -> Tensor:
+    return input.erf()
+
+
+def sign(input: Tensor) -> Tensor:
+    return input.sign()
+
+
+def floor(input: Tensor) -> Tensor:
+    return input.floor()
+
+
+def ceil(input: Tensor) -> Tensor:
+    return input.ceil()
+
+
+def round(input: Tensor) -> Tensor:
+    return input.round()
+
+
+def trunc(input: Tensor) -> Tensor:
+    return input.trunc()
+
+
+def isnan(input: Tensor) -> Tensor:
+    return input.isnan()
+
+
+def isinf(input: Tensor) -> Tensor:
+    return input.isinf()
+
+
+def isfinite(input: Tensor) -> Tensor:
+    return input.isfinite()
+
+
+def logical_not(input: Tensor) -> Tensor:
+    return input.logical_not()
 
 
 negative = neg
@@ -62,9 +147,16 @@ def sub(input: Tensor, other: Tensor | Number, *, alpha: Number = 1) -> Tensor:
     return input - (other * alpha if alpha != 1 else other)
 
 
-def mul(input: Tensor, other: Tensor | Number) -> Tensor: return input * other
-def div(input: Tensor, other: Tensor | Number) -> Tensor: return input / other
-def floor_divide(input: Tensor, other: Tensor | Number) -> Tensor: return input // other
+def mul(input: Tensor, other: Tensor | Number) -> Tensor:
+    return input * other
+
+
+def div(input: Tensor, other: Tensor | Number) -> Tensor:
+    return input / other
+
+
+def floor_divide(input: Tensor, other: Tensor | Number) -> Tensor:
+    return input // other
 
 
 # pow and remainder also take a number as input, as torch's: number ** tensor, number % tensor.
@@ -72,29 +164,68 @@ def floor_divide(input: Tensor, other: Tensor | Number) -> Tensor: return input 
 def pow(input: Tensor, exponent: Tensor | Number) -> Tensor: ...
 @overload
 def pow(input: Number, exponent: Tensor) -> Tensor: ...
-def pow(input: Any, exponent: Any) -> Tensor: return input ** exponent
+def pow(input: Any, exponent: Any) -> Tensor:
+    return input**exponent
 
 
 @overload
 def remainder(input: Tensor, other: Tensor | Number) -> Tensor: ...
 @overload
 def remainder(input: Number, other: Tensor) -> Tensor: ...
-def remainder(input: Any, other: Any) -> Tensor: return input % other
+def remainder(input: Any, other: Any) -> Tensor:
+    return input % other
 
 
-def fmod(input: Tensor, other: Tensor | Number) -> Tensor: return input.fmod(other)
-def atan2(input: Tensor, other: Tensor) -> Tensor: return input.atan2(other)
-def maximum(input: Tensor, other: Tensor) -> Tensor: return input.maximum(other)
-def minimum(input: Tensor, other: Tensor) -> Tensor: return input.minimum(other)
-def eq(input: Tensor, other: Tensor | Number) -> Tensor: return input.eq(other)
-def ne(input: Tensor, other: Tensor | Number) -> Tensor: return input.ne(other)
-def lt(input: Tensor, other: Tensor | Number) -> Tensor: return input.lt(other)
-def le(input: Tensor, other: Tensor | Number) -> Tensor: return input.le(other)
-def gt(input: Tensor, other: Tensor | Number) -> Tensor: return input.gt(other)
-def ge(input: Tensor, other: Tensor | Number) -> Tensor: return input.ge(other)
-def logical_and(input: Tensor, other: Tensor) -> Tensor: return input.logical_and(other)
-def logical_or(input: Tensor, other: Tensor) -> Tensor: return input.logical_or(other)
-def logical_xor(input: Tensor, other: Tensor) -> Tensor: return input.logical_xor(other)
+def fmod(input: Tensor, other: Tensor | Number) -> Tensor:
+    return input.fmod(other)
+
+
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    return input.atan2(other)
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    return input.maximum(other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    return input.minimum(other)
+
+
+def eq(input: Tensor, other: Tensor | Number) -> Tensor:
+    return input.eq(other)
+
+
+def ne(input: Tensor, other: Tensor | Number) -> Tensor:
+    return input.ne(other)
+
+
+def lt(input: Tensor, other: Tensor | Number) -> Tensor:
+    return input.lt(other)
+
+
+def le(input: Tensor, other: Tensor | Number) -> Tensor:
+    return input.le(other)
+
+
+def gt(input: Tensor, other: Tensor | Number) -> Tensor:
+    return input.gt(other)
+
+
+def ge(input: Tensor, other: Tensor | Number) -> Tensor:
+    return input.ge(other)
+
+
+def logical_and(input: Tensor, other: Tensor) -> Tensor:
+    return input.logical_and(other)
+
+
+def logical_or(input: Tensor, other: Tensor) -> Tensor:
+    return input.logical_or(other)
+
+
+def logical_xor(input: Tensor, other: Tensor) -> Tensor:
+    return input.logical_xor(other)
 
 
 subtract, multiply, divide, true_divide, arctan2 = sub, mul, div, div, atan2
@@ -105,8 +236,12 @@ def clamp(input: Tensor, min: Tensor | Number | None = None, max: Tensor | Numbe
     return input.clamp(min, max)
 
 
-def clamp_min(input: Tensor, min: Tensor | Number) -> Tensor: return input.clamp_min(min)
-def clamp_max(input: Tensor, max: Tensor | Number) -> Tensor: return input.clamp_max(max)
+def clamp_min(input: Tensor, min: Tensor | Number) -> Tensor:
+    return input.clamp_min(min)
+
+
+def clamp_max(input: Tensor, max: Tensor | Number) -> Tensor:
+    return input.clamp_max(max)
 
 
 clip = clamp
@@ -137,8 +272,12 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype=
     return input.prod(dim, keepdim, dtype=dtype)
 
 
-def amax(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor: return input.amax(dim, keepdim)
-def amin(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor: return input.amin(dim, keepdim)
+def amax(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    return input.amax(dim, keepdim)
+
+
+def amin(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    return input.amin(dim, keepdim)
 
 
 def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
@@ -159,13 +298,25 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     return input.argmin(dim, keepdim)
 
 
-def var(input: Tensor, dim: Dims = None, unbiased: bool | None = None, keepdim: bool = False, *,
-        correction: int | None = None) -> Tensor:
+def var(
+    input: Tensor,
+    dim: Dims = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: int | None = None,
+) -> Tensor:
     return input.var(dim, unbiased, keepdim, correction=correction)
 
 
-def std(input: Tensor, dim: Dims = None, unbiased: bool | None = None, keepdim: bool = False, *,
-        correction: int | None = None) -> Tensor:
+def std(
+    input: Tensor,
+    dim: Dims = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: int | None = None,
+) -> Tensor:
     return input.std(dim, unbiased, keepdim, correction=correction)
 
 
@@ -173,10 +324,20 @@ def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) ->
     return input.logsumexp(dim, keepdim)
 
 
-def all(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor: return input.all(dim, keepdim)
-def any(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor: return input.any(dim, keepdim)
-def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor: return input.cumsum(dim, dtype=dtype)
-def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor: return input.cumprod(dim, dtype=dtype)
+def all(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    return input.all(dim, keepdim)
+
+
+def any(input: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    return input.any(dim, keepdim)
+
+
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    return input.cumsum(dim, dtype=dtype)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    return input.cumprod(dim, dtype=dtype)
 
 
 # ------------------------------------------------------------------ linear algebra
@@ -186,27 +347,57 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return input.matmul(other)
 
 
-def softmax(input: Tensor, dim: int) -> Tensor: return input.softmax(dim)
-def log_softmax(input: Tensor, dim: int) -> Tensor: return input.log_softmax(dim)
-def tril(input: Tensor, diagonal: int = 0) -> Tensor: return input.tril(diagonal)
-def triu(input: Tensor, diagonal: int = 0) -> Tensor: return input.triu(diagonal)
+def softmax(input: Tensor, dim: int) -> Tensor:
+    return input.softmax(dim)
+
+
+def log_softmax(input: Tensor, dim: int) -> Tensor:
+    return input.log_softmax(dim)
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    return input.tril(diagonal)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    return input.triu(diagonal)
 
 
 # ------------------------------------------------------------------ layout
-def reshape(input: Tensor, shape: Sequence[int]) -> Tensor: return input.reshape(shape)
-def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor: return input.transpose(dim0, dim1)
-def permute(input: Tensor, dims: Sequence[int]) -> Tensor: return input.permute(dims)
-def t(input: Tensor) -> Tensor: return input.t()
-def squeeze(input: Tensor, dim: int | None = None) -> Tensor: return input.squeeze(dim)
-def unsqueeze(input: Tensor, dim: int) -> Tensor: return input.unsqueeze(dim)
+def reshape(input: Tensor, shape: Sequence[int]) -> Tensor:
+    return input.reshape(shape)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    return input.transpose(dim0, dim1)
+
+
+def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
+    return input.permute(dims)
+
+
+def t(input: Tensor) -> Tensor:
+    return input.t()
+
+
+def squeeze(input: Tensor, dim: int | None = None) -> Tensor:
+    return input.squeeze(dim)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    return input.unsqueeze(dim)
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return input.flatten(start_dim, end_dim)
 
 
-def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor: return input.unflatten(dim, sizes)
-def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor: return input.narrow(dim, start, length)
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    return input.unflatten(dim, sizes)
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    return input.narrow(dim, start, length)
 
 
 def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
@@ -221,34 +412,49 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
     return tensor.split(split_size_or_sections, dim)
 
 
-def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]: return input.chunk(chunks, dim)
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    return input.chunk(chunks, dim)
 
 
 def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
     return input.movedim(source, destination)
 
 
-def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor: return input.swapaxes(axis0, axis1)
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    return input.swapaxes(axis0, axis1)
 
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     return input.diagonal(offset, dim1, dim2)
 
 
-def clone(input: Tensor) -> Tensor: return input.clone()
-def detach(input: Tensor) -> Tensor: return input.detach()
-def numel(input: Tensor) -> int: return input.numel()
+def clone(input: Tensor) -> Tensor:
+    return input.clone()
+
+
+def detach(input: Tensor) -> Tensor:
+    return input.detach()
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
 def is_tensor(obj: object) -> bool:
     """Whether ``obj`` is a genesis Tensor (an nn.Parameter included)."""
     return isinstance(obj, Tensor)
-def is_floating_point(input: Tensor) -> bool: return input.is_floating_point()
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
 
 
 swapdims = swapaxes
 
 
 # ------------------------------------------------------------------ indexing, sorting
-def gather(input: Tensor, dim: int, index: Tensor) -> Tensor: return input.gather(dim, index)
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    return input.gather(dim, index)
 
 
 def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor | Number) -> Tensor:
@@ -259,15 +465,20 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return input.scatter_add(dim, index, src)
 
 
-def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor: return input.index_select(dim, index)
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    return input.index_select(dim, index)
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor:
     return input.index_add(dim, index, source, alpha=alpha)
 
 
-def masked_fill(input: Tensor, mask: Tensor, value: Tensor | Number) -> Tensor: return input.masked_fill(mask, value)
-def masked_select(input: Tensor, mask: Tensor) -> Tensor: return input.masked_select(mask)
+def masked_fill(input: Tensor, mask: Tensor, value: Tensor | Number) -> Tensor:
+    return input.masked_fill(mask, value)
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    return input.masked_select(mask)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
@@ -279,13 +490,19 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> tuple[Tensor, Tensor]:
-    return input.sort(dim=dim, descending=descending, stable=stable) if stable else \
-        input.sort(dim=dim, descending=descending)
+    return (
+        input.sort(dim=dim, descending=descending, stable=stable)
+        if stable
+        else input.sort(dim=dim, descending=descending)
+    )
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
-    return input.argsort(dim=dim, descending=descending, stable=stable) if stable else \
-        input.argsort(dim=dim, descending=descending)
+    return (
+        input.argsort(dim=dim, descending=descending, stable=stable)
+        if stable
+        else input.argsort(dim=dim, descending=descending)
+    )
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:
@@ -299,17 +516,122 @@ def bernoulli(input: Tensor, p: float | None = None) -> Tensor:
 
 
 __all__ = [
-    "abs", "add", "addcdiv", "addcmul", "all", "amax", "amin", "any", "arctan2", "argmax", "argmin", "argsort",
-    "atan2", "bernoulli", "ceil", "chunk", "clamp", "clamp_max", "clamp_min", "clip", "clone", "cos", "cumprod",
-    "cumsum", "detach", "diagonal", "div", "divide", "eq", "erf", "exp", "exp2", "expm1", "flatten", "floor",
-    "floor_divide", "fmod", "gather", "ge", "gt", "index_add", "index_select", "is_floating_point", "is_tensor",
-    "isfinite", "isinf", "isnan", "le", "lerp", "log", "log1p", "log2", "log10", "log_softmax", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "masked_select", "matmul", "max",
-    "maximum", "mean", "min", "minimum", "movedim", "mul", "multiply", "narrow", "ne", "neg", "negative", "nonzero",
-    "numel", "permute", "pow", "prod", "reciprocal", "relu", "remainder", "reshape", "round", "rsqrt",
-    "scatter", "scatter_add", "sigmoid", "sign", "sin", "softmax", "sort", "split", "sqrt", "square", "squeeze",
-    "std", "sub", "subtract", "sum", "swapaxes", "swapdims", "t", "take_along_dim", "tan", "tanh", "topk",
-    "transpose", "tril", "triu", "true_divide", "trunc", "unflatten", "unsqueeze", "var",
+    "abs",
+    "add",
+    "addcdiv",
+    "addcmul",
+    "all",
+    "amax",
+    "amin",
+    "any",
+    "arctan2",
+    "argmax",
+    "argmin",
+    "argsort",
+    "atan2",
+    "bernoulli",
+    "ceil",
+    "chunk",
+    "clamp",
+    "clamp_max",
+    "clamp_min",
+    "clip",
+    "clone",
+    "cos",
+    "cumprod",
+    "cumsum",
+    "detach",
+    "diagonal",
+    "div",
+    "divide",
+    "eq",
+    "erf",
+    "exp",
+    "exp2",
+    "expm1",
+    "flatten",
+    "floor",
+    "floor_divide",
+    "fmod",
+    "gather",
+    "ge",
+    "gt",
+    "index_add",
+    "index_select",
+    "is_floating_point",
+    "is_tensor",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "le",
+    "lerp",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "log_softmax",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "logsumexp",
+    "lt",
+    "masked_fill",
+    "masked_select",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "movedim",
+    "mul",
+    "multiply",
+    "narrow",
+    "ne",
+    "neg",
+    "negative",
+    "nonzero",
+    "numel",
+    "permute",
+    "pow",
+    "prod",
+    "reciprocal",
+    "relu",
+    "remainder",
+    "reshape",
+    "round",
+    "rsqrt",
+    "scatter",
+    "scatter_add",
+    "sigmoid",
+    "sign",
+    "sin",
+    "softmax",
+    "sort",
+    "split",
+    "sqrt",
+    "square",
+    "squeeze",
+    "std",
+    "sub",
+    "subtract",
+    "sum",
+    "swapaxes",
+    "swapdims",
+    "t",
+    "take_along_dim",
+    "tan",
+    "tanh",
+    "topk",
+    "transpose",
+    "tril",
+    "triu",
+    "true_divide",
+    "trunc",
+    "unflatten",
+    "unsqueeze",
+    "var",
 ]
 
 
@@ -323,8 +645,10 @@ def _document() -> None:
         fn = globals()[name]
         method = getattr(Tensor, fn.__name__, None)
         if not fn.__doc__ and method is not None and method.__doc__:
-            fn.__doc__ = (f"{inspect.cleandoc(method.__doc__)}\n\nThe function form of ``Tensor.{fn.__name__}``: "
-                          f"``genesis.{fn.__name__}(input, ...)`` is ``input.{fn.__name__}(...)``.")
+            fn.__doc__ = (
+                f"{inspect.cleandoc(method.__doc__)}\n\nThe function form of ``Tensor.{fn.__name__}``: "
+                f"``genesis.{fn.__name__}(input, ...)`` is ``input.{fn.__name__}(...)``."
+            )
 
 
 _document()

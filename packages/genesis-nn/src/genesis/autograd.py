@@ -14,6 +14,14 @@ from genesis_autograd import (
 )
 
 __all__ = [
-    "Function", "GradcheckError", "backward", "enable_grad", "grad", "gradcheck", "gradgradcheck",
-    "inference_mode", "no_grad", "set_grad_enabled",
+    "Function",
+    "GradcheckError",
+    "backward",
+    "enable_grad",
+    "grad",
+    "gradcheck",
+    "gradgradcheck",
+    "inference_mode",
+    "no_grad",
+    "set_grad_enabled",
 ]

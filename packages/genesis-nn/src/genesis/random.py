@@ -23,40 +23,58 @@ def _check(generator: Generator | None, device: Any) -> None:
         raise RuntimeError(f"Expected a '{as_device(device).type}' device type for generator but found 'cpu'")
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+def rand(
+    *size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     """Uniform samples on [0, 1) of shape ``size``."""
     _check(generator, device)
     with drawing_from(generator):
         return _ag.rand(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
+def randn(
+    *size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     """Standard normal samples of shape ``size``."""
     _check(generator, device)
     with drawing_from(generator):
         return _ag.randn(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randint(low: int, high: Any = None, size: Any = (), *, generator: Generator | None = None, dtype: Any = None,
-            device: Any = None) -> Tensor:
+def randint(
+    low: int,
+    high: Any = None,
+    size: Any = (),
+    *,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+) -> Tensor:
     """Integers uniform on [low, high) (``randint(high, size)`` draws from [0, high)); int64 by default."""
     _check(generator, device)
     with drawing_from(generator):
         return _ag.randint(low, high, size, dtype=dtype, device=device)
 
 
-def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
+def randperm(
+    n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     """A random permutation of 0 .. n-1."""
     _check(generator, device)
     with drawing_from(generator):
         return _ag.randperm(n, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
-           dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def normal(
+    mean: Any = 0.0,
+    std: Any = 1.0,
+    size: Any = None,
+    *,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """Normal samples: numbers with a ``size``, or mean / std Tensors broadcast together."""
     _check(generator, device)
     with drawing_from(generator):

@@ -49,8 +49,18 @@ from genesis_autograd import Device, DType, Tensor, as_device, as_dtype, bfloat1
 FORMAT_VERSION = "1"
 
 # genesis dtype name <-> safetensors dtype code
-_CODES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16", "int64": "I64", "int32": "I32",
-          "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL"}
+_CODES = {
+    "float64": "F64",
+    "float32": "F32",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "int64": "I64",
+    "int32": "I32",
+    "int16": "I16",
+    "int8": "I8",
+    "uint8": "U8",
+    "bool": "BOOL",
+}
 _NAMES = {code: name for name, code in _CODES.items()}
 
 
@@ -108,8 +118,11 @@ class _Encoder:
         if isinstance(obj, Tensor):
             from .nn.parameter import Parameter
 
-            meta = {"device": str(obj.device), "requires_grad": bool(obj.requires_grad),
-                    "parameter": isinstance(obj, Parameter)}
+            meta = {
+                "device": str(obj.device),
+                "requires_grad": bool(obj.requires_grad),
+                "parameter": isinstance(obj, Parameter),
+            }
             return self._entry(obj, "tensor", obj.dtype.name, list(obj.shape), lambda: _tensor_bytes(obj), meta)
         if isinstance(obj, np.ndarray):
             try:
@@ -134,9 +147,11 @@ class _Encoder:
         if isinstance(obj, list):
             return [self.encode(v) for v in obj]
         hint = " (save its state_dict())" if hasattr(obj, "state_dict") else ""
-        raise TypeError(f"genesis.save cannot store an object of type {type(obj).__name__}{hint}: it stores tensors, "
-                        "numpy arrays, numbers, strings, bools, None, dtypes, devices and lists, tuples and dicts "
-                        "of them")
+        raise TypeError(
+            f"genesis.save cannot store an object of type {type(obj).__name__}{hint}: it stores tensors, "
+            "numpy arrays, numbers, strings, bools, None, dtypes, devices and lists, tuples and dicts "
+            "of them"
+        )
 
 
 def _digest(structure: str, entries) -> str:
@@ -147,8 +162,14 @@ def _digest(structure: str, entries) -> str:
     return h.hexdigest()
 
 
-def save(obj: Any, f: str | os.PathLike | IO[bytes], pickle_module: Any = None, pickle_protocol: int = 2,
-         _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False) -> None:
+def save(
+    obj: Any,
+    f: str | os.PathLike | IO[bytes],
+    pickle_module: Any = None,
+    pickle_protocol: int = 2,
+    _use_new_zipfile_serialization: bool = True,
+    _disable_byteorder_record: bool = False,
+) -> None:
     """Write ``obj`` (tensors, state dicts, optimizer / scheduler states, nested containers of plain data)
     to ``f``, a path or a writable binary file. The pickle arguments are accepted and ignored: genesis
     never pickles. A path is written through a temporary file and renamed, so an interrupted save
@@ -156,8 +177,12 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes], pickle_module: Any = None, 
     encoder = _Encoder()
     root = encoder.encode(obj)
     structure = json.dumps({"root": root, "tensors": encoder.meta}, allow_nan=False, separators=(",", ":"))
-    metadata = {"format": "genesis", "genesis.version": FORMAT_VERSION, "genesis.structure": structure,
-                "genesis.sha256": _digest(structure, encoder.entries.items())}
+    metadata = {
+        "format": "genesis",
+        "genesis.version": FORMAT_VERSION,
+        "genesis.structure": structure,
+        "genesis.sha256": _digest(structure, encoder.entries.items()),
+    }
     header: dict[str, Any] = {"__metadata__": metadata}
     offset = 0
     for key, (dtype, shape, data) in encoder.entries.items():
@@ -192,15 +217,20 @@ def _read_header(data: bytes) -> dict:
         # Not a readable safetensors header. Name a PyTorch file as such: its first bytes are a zip's
         # (torch.save) or a pickle's protocol mark. (Only now: a safetensors header length can begin so too.)
         if data[:4] == b"PK\x03\x04" or (data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")):
-            raise CorruptCheckpointError("not a genesis checkpoint: this looks like a PyTorch .pt file (a zip of "
-                                         "pickles), which genesis.load does not read (that would mean unpickling), "
-                                         "or a corrupt file") from None
+            raise CorruptCheckpointError(
+                "not a genesis checkpoint: this looks like a PyTorch .pt file (a zip of "
+                "pickles), which genesis.load does not read (that would mean unpickling), "
+                "or a corrupt file"
+            ) from None
         if n is None:
-            raise CorruptCheckpointError(f"checkpoint file is truncated or corrupt: {len(data)} bytes, not even a "
-                                         "header length") from None
+            raise CorruptCheckpointError(
+                f"checkpoint file is truncated or corrupt: {len(data)} bytes, not even a header length"
+            ) from None
         if 8 + n > len(data):
-            raise CorruptCheckpointError(f"checkpoint file is truncated or corrupt: its header says {n} header "
-                                         f"bytes but the file has {len(data)} bytes in all") from None
+            raise CorruptCheckpointError(
+                f"checkpoint file is truncated or corrupt: its header says {n} header "
+                f"bytes but the file has {len(data)} bytes in all"
+            ) from None
         raise CorruptCheckpointError("checkpoint file is corrupt: its header is not valid JSON") from None
     if not isinstance(header, dict):
         raise CorruptCheckpointError("checkpoint file is corrupt: its header is not a JSON object")
@@ -215,8 +245,10 @@ def _entries(data: bytes) -> dict[str, tuple[str, list[int], bytes]]:
     out = {}
     for key, info in items:
         if info["dtype"] not in _NAMES:
-            raise CorruptCheckpointError(f"checkpoint entry {key!r} has dtype {info['dtype']}, which genesis "
-                                         "does not have: the file is corrupt, or was not written for genesis")
+            raise CorruptCheckpointError(
+                f"checkpoint entry {key!r} has dtype {info['dtype']}, which genesis "
+                "does not have: the file is corrupt, or was not written for genesis"
+            )
         out[key] = (_NAMES[info["dtype"]], list(info["shape"]), bytes(info["data"]))
     return out
 
@@ -282,9 +314,11 @@ def _placer(map_location: MapLocation) -> Callable[[Tensor, str], Tensor]:
     def to(t: Tensor, location) -> Tensor:
         device = as_device(location)
         if device.type == "cuda" and not cuda.is_available():
-            raise RuntimeError("Attempting to deserialize object on a CUDA device but genesis.cuda.is_available() "
-                               "is False. If you are running on a CPU-only machine, please use genesis.load with "
-                               "map_location='cpu' to map your tensors to the CPU.")
+            raise RuntimeError(
+                "Attempting to deserialize object on a CUDA device but genesis.cuda.is_available() "
+                "is False. If you are running on a CPU-only machine, please use genesis.load with "
+                "map_location='cpu' to map your tensors to the CPU."
+            )
         return t if device.type == "cpu" else t.to(device=device)
 
     if map_location is None:
@@ -295,16 +329,26 @@ def _placer(map_location: MapLocation) -> Callable[[Tensor, str], Tensor]:
         table = {str(k): v for k, v in map_location.items()}
         return lambda t, saved: to(t, table.get(saved, saved))
     if callable(map_location):
+
         def call(t: Tensor, saved: str) -> Tensor:
             out = map_location(t, saved)
             return to(t, saved) if out is None else out
+
         return call
-    raise TypeError(f"map_location should be a string, a device, a dict or a callable, not "
-                    f"{type(map_location).__name__}")
+    raise TypeError(
+        f"map_location should be a string, a device, a dict or a callable, not {type(map_location).__name__}"
+    )
 
 
-def load(f: str | os.PathLike | IO[bytes], map_location: MapLocation = None, pickle_module: Any = None, *,
-         weights_only: bool | None = True, mmap: bool | None = None, **pickle_load_args: Any) -> Any:
+def load(
+    f: str | os.PathLike | IO[bytes],
+    map_location: MapLocation = None,
+    pickle_module: Any = None,
+    *,
+    weights_only: bool | None = True,
+    mmap: bool | None = None,
+    **pickle_load_args: Any,
+) -> Any:
     """Read a checkpoint written by genesis.save (or any safetensors file) from a path or a binary file.
 
     ``map_location``: None (each tensor to the device it was saved from), a device or its name, a dict
@@ -331,22 +375,26 @@ def load(f: str | os.PathLike | IO[bytes], map_location: MapLocation = None, pic
         return {key: decoder.tensor(key) for key in entries}
 
     structure = metadata.get("genesis.structure")
-    if not isinstance(structure, str) or _digest(structure, sorted(entries.items(), key=_entry_order)) != \
-            metadata.get("genesis.sha256"):
+    if not isinstance(structure, str) or _digest(structure, sorted(entries.items(), key=_entry_order)) != metadata.get(
+        "genesis.sha256"
+    ):
         raise CorruptCheckpointError("checkpoint file is corrupt: its checksum does not match its contents")
     if "genesis.version" not in metadata:
         raise CorruptCheckpointError("checkpoint file is corrupt: its format version is missing")
     if metadata.get("genesis.version") != FORMAT_VERSION:
-        raise CorruptCheckpointError(f"checkpoint format version {metadata.get('genesis.version')!r} is not one "
-                                     f"this genesis reads ({FORMAT_VERSION}): the file is corrupt, or from a "
-                                     "newer genesis")
+        raise CorruptCheckpointError(
+            f"checkpoint format version {metadata.get('genesis.version')!r} is not one "
+            f"this genesis reads ({FORMAT_VERSION}): the file is corrupt, or from a "
+            "newer genesis"
+        )
     try:  # a hash-consistent file can still be hand-made: a malformed structure is refused, not half-read
         parsed = json.loads(structure)
         meta = parsed["tensors"]
         for key, m in meta.items():
             if key not in entries or entries[key][0] != m["dtype"] or entries[key][1] != m["shape"]:
-                raise CorruptCheckpointError(f"checkpoint file is corrupt: entry {key!r} does not match its "
-                                             "description")
+                raise CorruptCheckpointError(
+                    f"checkpoint file is corrupt: entry {key!r} does not match its description"
+                )
         return _Decoder(entries, meta, place).decode(parsed["root"])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise CorruptCheckpointError(f"checkpoint file is corrupt: malformed structure ({e!r})") from None

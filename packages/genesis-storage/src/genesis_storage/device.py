@@ -80,8 +80,10 @@ def unavailable_reason() -> str:
     try:
         _driver.driver()
     except CUDAUnavailableError:
-        return ("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
-                "driver from http://www.nvidia.com/Download/index.aspx")
+        return (
+            "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
+            "driver from http://www.nvidia.com/Download/index.aspx"
+        )
     return "No CUDA GPUs are available"
 
 

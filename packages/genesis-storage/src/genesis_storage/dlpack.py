@@ -34,9 +34,15 @@ class DLDataType(ctypes.Structure):
 
 
 class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 _Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -51,8 +57,13 @@ class DLPackVersion(ctypes.Structure):
 
 
 class DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter),
-                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", _Deleter),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
 
 
 NAME_VERSIONED = b"dltensor_versioned"
@@ -129,12 +140,18 @@ def _sync_consumer(view: Any, stream: int | None) -> None:
     check("cuStreamWaitEvent", drv.cuStreamWaitEvent(drv.CUstream(consumer), ev._cu, 0))
 
 
-def to_dlpack(view: Any, stream: int | None = None, max_version: tuple[int, int] | None = None,
-              dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+def to_dlpack(
+    view: Any,
+    stream: int | None = None,
+    max_version: tuple[int, int] | None = None,
+    dl_device: tuple[int, int] | None = None,
+    copy: bool | None = None,
+) -> Any:
     """A DLPack capsule of ``view`` (a StridedView; typed loosely so this module needs no view import)."""
     if dl_device is not None and tuple(dl_device) != (KDL_CUDA, view.device):
-        raise BufferError(f"__dlpack__: cannot export a device-{view.device} CUDA buffer to dl_device "
-                          f"{tuple(dl_device)}")
+        raise BufferError(
+            f"__dlpack__: cannot export a device-{view.device} CUDA buffer to dl_device {tuple(dl_device)}"
+        )
     flags = 0
     if copy:
         st = view.storage.clone()

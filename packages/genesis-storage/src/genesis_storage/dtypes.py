@@ -19,24 +19,35 @@ DTYPES: dict[str, int] = {
 }
 
 # numpy has no bfloat16: its raw bits travel as uint16.
-NUMPY_DTYPES: dict[str, np.dtype] = {
-    name: np.dtype("uint16" if name == "bfloat16" else name) for name in DTYPES
-}
+NUMPY_DTYPES: dict[str, np.dtype] = {name: np.dtype("uint16" if name == "bfloat16" else name) for name in DTYPES}
 _FROM_NUMPY: dict[np.dtype, str] = {np.dtype(n): n for n in DTYPES if n != "bfloat16"}
 
 # __cuda_array_interface__ typestr (little-endian); bfloat16 has no standard typestr.
 TYPESTR: dict[str, str] = {
-    "float32": "<f4", "float16": "<f2", "float64": "<f8",
-    "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
-    "uint8": "|u1", "bool": "|b1",
+    "float32": "<f4",
+    "float16": "<f2",
+    "float64": "<f8",
+    "int8": "|i1",
+    "int16": "<i2",
+    "int32": "<i4",
+    "int64": "<i8",
+    "uint8": "|u1",
+    "bool": "|b1",
 }
 _FROM_TYPESTR: dict[str, str] = {v: k for k, v in TYPESTR.items()}
 
 # DLPack DLDataTypeCode: kDLInt=0, kDLUInt=1, kDLFloat=2, kDLBfloat=4, kDLBool=6
 DLPACK_CODE: dict[str, tuple[int, int]] = {
-    "float32": (2, 32), "float16": (2, 16), "bfloat16": (4, 16), "float64": (2, 64),
-    "int8": (0, 8), "int16": (0, 16), "int32": (0, 32), "int64": (0, 64),
-    "uint8": (1, 8), "bool": (6, 8),
+    "float32": (2, 32),
+    "float16": (2, 16),
+    "bfloat16": (4, 16),
+    "float64": (2, 64),
+    "int8": (0, 8),
+    "int16": (0, 16),
+    "int32": (0, 32),
+    "int64": (0, 64),
+    "uint8": (1, 8),
+    "bool": (6, 8),
 }
 _FROM_DLPACK: dict[tuple[int, int], str] = {v: k for k, v in DLPACK_CODE.items()}
 

@@ -45,8 +45,9 @@ class _DLPackOwner:
             d(self.ptr)
 
 
-def _wrap(ptr: int, device: int, dtype: str, shape: tuple[int, ...], strides: tuple[int, ...] | None,
-          owner: Any) -> StridedView:
+def _wrap(
+    ptr: int, device: int, dtype: str, shape: tuple[int, ...], strides: tuple[int, ...] | None, owner: Any
+) -> StridedView:
     if strides is None:
         strides = contiguous_strides(shape)
     numel, lo, hi = extent(shape, strides)

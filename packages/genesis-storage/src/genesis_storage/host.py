@@ -126,8 +126,12 @@ class PinnedMemoryPool:
         return b is not None and addr < b.ptr + b.size
 
     def stats(self) -> dict[str, int]:
-        return {"allocated_bytes": self.allocated_bytes, "reserved_bytes": self.reserved_bytes,
-                "num_host_alloc": self.num_host_alloc, "num_host_free": self.num_host_free}
+        return {
+            "allocated_bytes": self.allocated_bytes,
+            "reserved_bytes": self.reserved_bytes,
+            "num_host_alloc": self.num_host_alloc,
+            "num_host_free": self.num_host_free,
+        }
 
 
 pinned_pool = PinnedMemoryPool()
@@ -158,8 +162,7 @@ class _ArrayHolder:
 
     def __init__(self, ptr: int, nbytes: int, owner: Any, readonly: bool = False) -> None:
         self.owner = owner
-        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, readonly),
-                                    "version": 3}
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, readonly), "version": 3}
 
 
 class HostStorage:

@@ -58,11 +58,12 @@ class MappedStorage:
         """Copy bytes into the file at offset (PermissionError in mode 'r')."""
         if self.readonly:
             raise PermissionError(f"MappedStorage {self.path!r} is open read-only (mode 'r')")
-        raw = np.frombuffer(bytes(data) if not isinstance(data, np.ndarray) else
-                            np.ascontiguousarray(data).tobytes(), dtype=np.uint8)
+        raw = np.frombuffer(
+            bytes(data) if not isinstance(data, np.ndarray) else np.ascontiguousarray(data).tobytes(), dtype=np.uint8
+        )
         if offset < 0 or offset + raw.size > self.nbytes:
             raise IndexError(f"write of {raw.size} bytes at offset {offset} exceeds {self.nbytes} bytes")
-        self._live()[offset: offset + raw.size] = raw
+        self._live()[offset : offset + raw.size] = raw
 
     def flush(self) -> None:
         if self.readonly:

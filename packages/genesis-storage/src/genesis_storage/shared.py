@@ -46,8 +46,7 @@ class SharedStorage:
     def __init__(self, nbytes: int, name: str | None = None) -> None:
         if nbytes <= 0:
             raise ValueError(f"SharedStorage needs nbytes > 0, got {nbytes}")
-        self._shm: shared_memory.SharedMemory | None = shared_memory.SharedMemory(
-            name=name, create=True, size=nbytes)
+        self._shm: shared_memory.SharedMemory | None = shared_memory.SharedMemory(name=name, create=True, size=nbytes)
         self.name = self._shm.name
         self.nbytes = nbytes
         self._created = True

@@ -77,8 +77,7 @@ class CUDAStorage:
     def ptr(self) -> int:
         p = self._ptr
         if p is None:
-            raise StorageClosedError(
-                f"use of a freed CUDAStorage ({self.nbytes} bytes, device {self.device})")
+            raise StorageClosedError(f"use of a freed CUDAStorage ({self.nbytes} bytes, device {self.device})")
         return p
 
     data_ptr = ptr
@@ -151,8 +150,7 @@ class CUDAStorage:
         if not self.nbytes:
             return
         drv, stream = self._drv_stream()
-        check("cuMemcpyDtoHAsync", drv.cuMemcpyDtoHAsync(dst.ctypes.data, drv.CUdeviceptr(ptr), self.nbytes,
-                                                         stream))
+        check("cuMemcpyDtoHAsync", drv.cuMemcpyDtoHAsync(dst.ctypes.data, drv.CUdeviceptr(ptr), self.nbytes, stream))
         check("cuStreamSynchronize", drv.cuStreamSynchronize(stream))
 
     def copy_(self, other: CUDAStorage) -> CUDAStorage:
@@ -166,17 +164,27 @@ class CUDAStorage:
             return self
         if other.device == self.device:
             drv, stream = self._drv_stream()
-            check("cuMemcpyDtoDAsync", drv.cuMemcpyDtoDAsync(drv.CUdeviceptr(dst), drv.CUdeviceptr(src),
-                                                             self.nbytes, stream))
+            check(
+                "cuMemcpyDtoDAsync",
+                drv.cuMemcpyDtoDAsync(drv.CUdeviceptr(dst), drv.CUdeviceptr(src), self.nbytes, stream),
+            )
             return self
         # Across devices: the copy runs on the destination's stream after the source's pending work,
         # and the source's stream then waits for the copy so the source block is not reused early.
         s_src, s_dst = current_stream(other.device), current_stream(self.device)
         s_dst.wait_stream(s_src)
         drv = ensure_context(self.device)
-        check("cuMemcpyPeerAsync", drv.cuMemcpyPeerAsync(
-            drv.CUdeviceptr(dst), primary_context(self.device), drv.CUdeviceptr(src),
-            primary_context(other.device), self.nbytes, s_dst._cu_stream()))
+        check(
+            "cuMemcpyPeerAsync",
+            drv.cuMemcpyPeerAsync(
+                drv.CUdeviceptr(dst),
+                primary_context(self.device),
+                drv.CUdeviceptr(src),
+                primary_context(other.device),
+                self.nbytes,
+                s_dst._cu_stream(),
+            ),
+        )
         s_src.wait_stream(s_dst)
         return self
 
@@ -187,8 +195,7 @@ class CUDAStorage:
         ptr = self.ptr
         if self.nbytes:
             drv, stream = self._drv_stream()
-            check("cuMemsetD8Async",
-                  drv.cuMemsetD8Async(drv.CUdeviceptr(ptr), int(byte), self.nbytes, stream))
+            check("cuMemsetD8Async", drv.cuMemsetD8Async(drv.CUdeviceptr(ptr), int(byte), self.nbytes, stream))
         return self
 
     def clone(self) -> CUDAStorage:
@@ -211,8 +218,7 @@ class CUDAStorage:
 
     def _async_copy(self, host: HostStorage, stream: Stream | None, to_device: bool) -> None:
         if host.nbytes != self.nbytes:
-            raise ValueError(
-                f"async copy: host buffer has {host.nbytes} bytes, storage has {self.nbytes} bytes")
+            raise ValueError(f"async copy: host buffer has {host.nbytes} bytes, storage has {self.nbytes} bytes")
         ptr, hptr = self.ptr, host.ptr
         s = stream if stream is not None else current_stream(self.device)
         if s.device != self.device:

@@ -119,8 +119,7 @@ class Event:
             self._cu = check("cuEventCreate", drv.cuEventCreate(flags))
             self.device = stream.device
         elif stream.device != self.device:
-            raise ValueError(f"event of device {self.device} cannot be recorded on a stream of device "
-                             f"{stream.device}")
+            raise ValueError(f"event of device {self.device} cannot be recorded on a stream of device {stream.device}")
         check("cuEventRecord", drv.cuEventRecord(self._cu, stream._cu_stream()))
 
     def synchronize(self) -> None:

@@ -65,8 +65,9 @@ class StridedView:
         "strides",
     )
 
-    def __init__(self, storage: CUDAStorage, dtype: str, shape: tuple[int, ...], strides: tuple[int, ...],
-                 offset: int = 0) -> None:
+    def __init__(
+        self, storage: CUDAStorage, dtype: str, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0
+    ) -> None:
         isz = DTYPES.get(dtype)
         if isz is None:
             raise TypeError(f"unknown dtype {dtype!r}; known: {sorted(DTYPES)}")
@@ -85,7 +86,8 @@ class StridedView:
             raise IndexError(
                 f"view (shape {shape}, strides {strides}, offset {offset}) reaches elements "
                 f"{offset + lo}..{offset + hi} but the storage holds {capacity} {dtype} elements "
-                f"({storage.nbytes} bytes)")
+                f"({storage.nbytes} bytes)"
+            )
         if not numel and offset > capacity:
             raise IndexError(f"view offset {offset} is past the storage's {capacity} {dtype} elements")
         self.storage = storage
@@ -121,15 +123,16 @@ class StridedView:
             self._contig = c
         return c
 
-    def as_strided(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int | None = None
-                   ) -> StridedView:
+    def as_strided(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int | None = None) -> StridedView:
         """A view of the same storage; offset counts elements from the storage start."""
         off = self.offset if offset is None else offset
         return StridedView(self.storage, self.dtype, shape, strides, off)
 
     def __repr__(self) -> str:
-        return (f"StridedView(dtype={self.dtype}, shape={self.shape}, strides={self.strides}, "
-                f"offset={self.offset}, device={self.device})")
+        return (
+            f"StridedView(dtype={self.dtype}, shape={self.shape}, strides={self.strides}, "
+            f"offset={self.offset}, device={self.device})"
+        )
 
     # ------------------------------------------------------------------ interop
     @property
@@ -148,8 +151,13 @@ class StridedView:
             "stream": 1 if h == 0 else h,  # CAI: 1 = legacy default stream, 0 is not allowed
         }
 
-    def __dlpack__(self, stream: int | None = None, max_version: tuple[int, int] | None = None,
-                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+    def __dlpack__(
+        self,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
         return to_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -254,7 +262,8 @@ def to_numpy(view: StridedView) -> np.ndarray:
     _, lo, hi = extent(view.shape, view.strides)
     span = np.empty(hi - lo + 1, dtype=out.dtype)
     memcpy_dtoh(span, view.ptr + lo * view.itemsize, span.nbytes, view.device)
-    src = np.lib.stride_tricks.as_strided(span[-lo:], shape=view.shape,
-                                          strides=tuple(s * view.itemsize for s in view.strides))
+    src = np.lib.stride_tricks.as_strided(
+        span[-lo:], shape=view.shape, strides=tuple(s * view.itemsize for s in view.strides)
+    )
     out[...] = src
     return out

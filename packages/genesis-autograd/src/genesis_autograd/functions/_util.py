@@ -77,9 +77,7 @@ def reduce_to(grad, target):
     shape, dtype = target
     if tuple(grad.shape) != shape:
         lead = grad.ndim - len(shape)
-        dims = tuple(range(lead)) + tuple(
-            lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] != 1
-        )
+        dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] != 1)
         if dims:
             grad = grad.sum(dims, keepdim=True)
         if lead or tuple(grad.shape) != shape:

@@ -45,5 +45,8 @@ class CreationMixin(TensorBase):
         """A copy with the elements below the ``diagonal``-th diagonal of the last two dimensions zeroed."""
         return Triu.apply(self, diagonal)
 
-    def tril_(self, diagonal=0) -> Tensor: return self._math_inplace("tril", diagonal)
-    def triu_(self, diagonal=0) -> Tensor: return self._math_inplace("triu", diagonal)
+    def tril_(self, diagonal=0) -> Tensor:
+        return self._math_inplace("tril", diagonal)
+
+    def triu_(self, diagonal=0) -> Tensor:
+        return self._math_inplace("triu", diagonal)

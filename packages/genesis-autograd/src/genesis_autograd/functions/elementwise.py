@@ -60,8 +60,11 @@ class Unary(Primitive):
 
 
 def _unary(name: str, op: str, reads: str, rule) -> type[Unary]:
-    return type(name, (Unary,), {"op": op, "reads": reads, "rule": staticmethod(rule),
-                                 "__module__": __name__, "__qualname__": name})
+    return type(
+        name,
+        (Unary,),
+        {"op": op, "reads": reads, "rule": staticmethod(rule), "__module__": __name__, "__qualname__": name},
+    )
 
 
 def _silu_grad(g, x, y):
@@ -126,8 +129,10 @@ class Add(Primitive):
     @staticmethod
     def backward(ctx, g):
         ma, mb = ctx.metas
-        return (reduce_to(g, ma) if ctx.needs_input_grad[0] else None,
-                reduce_to(g, mb) if ctx.needs_input_grad[1] else None)
+        return (
+            reduce_to(g, ma) if ctx.needs_input_grad[0] else None,
+            reduce_to(g, mb) if ctx.needs_input_grad[1] else None,
+        )
 
 
 class Sub(Primitive):
@@ -140,8 +145,10 @@ class Sub(Primitive):
     @staticmethod
     def backward(ctx, g):
         ma, mb = ctx.metas
-        return (reduce_to(g, ma) if ctx.needs_input_grad[0] else None,
-                reduce_to(-g, mb) if ctx.needs_input_grad[1] else None)
+        return (
+            reduce_to(g, ma) if ctx.needs_input_grad[0] else None,
+            reduce_to(-g, mb) if ctx.needs_input_grad[1] else None,
+        )
 
 
 class Mul(Primitive):
@@ -150,8 +157,10 @@ class Mul(Primitive):
         if ctx.records:
             ma, mb = ctx.metas = (meta(a), meta(b))
             # Each operand is needed only for the other's gradient.
-            ctx.save_for_backward(a if ma is not None and ctx.needs_input_grad[1] else None,
-                                  b if mb is not None and ctx.needs_input_grad[0] else None)
+            ctx.save_for_backward(
+                a if ma is not None and ctx.needs_input_grad[1] else None,
+                b if mb is not None and ctx.needs_input_grad[0] else None,
+            )
             ctx.scalars = (a if ma is None else None, b if mb is None else None)
         return data(a) * data(b)
 
@@ -206,7 +215,7 @@ class Pow(Primitive):
             # b * a^(b-1), with the b == 0 case giving 0 even where a == 0 (as torch)
             ga = reduce_to(g * b * a ** (b - 1) if not (isinstance(b, int | float) and b == 0) else g * 0, ma)
         if ctx.needs_input_grad[1]:
-            gb = reduce_to(g * (a ** b) * _log(a), mb)
+            gb = reduce_to(g * (a**b) * _log(a), mb)
         return ga, gb
 
 
@@ -263,8 +272,10 @@ class Atan2(Primitive):
         a, b = ctx.saved_tensors
         ma, mb = ctx.metas
         scale = g / (a * a + b * b)
-        return (reduce_to(scale * b, ma) if ctx.needs_input_grad[0] else None,
-                reduce_to(-scale * a, mb) if ctx.needs_input_grad[1] else None)
+        return (
+            reduce_to(scale * b, ma) if ctx.needs_input_grad[0] else None,
+            reduce_to(-scale * a, mb) if ctx.needs_input_grad[1] else None,
+        )
 
 
 def _binary_data(op: str, a, b):
@@ -284,8 +295,10 @@ class _Rounded(Primitive):
     def forward(cls, ctx, a, b):
         if ctx.records:
             ctx.metas = (meta(a), meta(b))
-            ctx.save_for_backward(a if ctx.needs_input_grad[1] and meta(a) is not None else None,
-                                  b if ctx.needs_input_grad[1] and meta(b) is not None else None)
+            ctx.save_for_backward(
+                a if ctx.needs_input_grad[1] and meta(a) is not None else None,
+                b if ctx.needs_input_grad[1] and meta(b) is not None else None,
+            )
             ctx.scalars = (a if meta(a) is None else None, b if meta(b) is None else None)
         return _binary_data(cls.op, a, b)
 
@@ -362,9 +375,11 @@ class Lerp(Primitive):
         w = w if w is not None else ctx.weight
         ma, mb, mw = ctx.metas
         need = ctx.needs_input_grad
-        return (reduce_to(g * (1 - w), ma) if need[0] else None,
-                reduce_to(g * w, mb) if need[1] else None,
-                reduce_to(g * (b - a), mw) if need[2] else None)
+        return (
+            reduce_to(g * (1 - w), ma) if need[0] else None,
+            reduce_to(g * w, mb) if need[1] else None,
+            reduce_to(g * (b - a), mw) if need[2] else None,
+        )
 
 
 class Addcmul(Primitive):
@@ -381,10 +396,12 @@ class Addcmul(Primitive):
         t1, t2 = ctx.saved_tensors
         mx, m1, m2 = ctx.metas
         need = ctx.needs_input_grad
-        return (reduce_to(g, mx) if need[0] else None,
-                reduce_to(g * t2 * ctx.value, m1) if need[1] else None,
-                reduce_to(g * t1 * ctx.value, m2) if need[2] else None,
-                None)
+        return (
+            reduce_to(g, mx) if need[0] else None,
+            reduce_to(g * t2 * ctx.value, m1) if need[1] else None,
+            reduce_to(g * t1 * ctx.value, m2) if need[2] else None,
+            None,
+        )
 
 
 class Addcdiv(Primitive):
@@ -393,8 +410,10 @@ class Addcdiv(Primitive):
         if ctx.records:
             ctx.metas = (meta(x), meta(t1), meta(t2))
             ctx.value = value
-            ctx.save_for_backward(t1 if ctx.needs_input_grad[2] else None,
-                                  t2 if ctx.needs_input_grad[1] or ctx.needs_input_grad[2] else None)
+            ctx.save_for_backward(
+                t1 if ctx.needs_input_grad[2] else None,
+                t2 if ctx.needs_input_grad[1] or ctx.needs_input_grad[2] else None,
+            )
         return x.data.addcdiv(t1.data, t2.data, value)
 
     @staticmethod
@@ -402,10 +421,12 @@ class Addcdiv(Primitive):
         t1, t2 = ctx.saved_tensors
         mx, m1, m2 = ctx.metas
         need = ctx.needs_input_grad
-        return (reduce_to(g, mx) if need[0] else None,
-                reduce_to(g * ctx.value / t2, m1) if need[1] else None,
-                reduce_to(-g * ctx.value * t1 / (t2 * t2), m2) if need[2] else None,
-                None)
+        return (
+            reduce_to(g, mx) if need[0] else None,
+            reduce_to(g * ctx.value / t2, m1) if need[1] else None,
+            reduce_to(-g * ctx.value * t1 / (t2 * t2), m2) if need[2] else None,
+            None,
+        )
 
 
 class Clamp(Primitive):
@@ -451,8 +472,7 @@ class ClampTensor(Primitive):
         else:
             masks = (a <= hi, None, a > hi)
         zero = g * 0
-        return tuple(reduce_to(g.where(mask, zero), m) if n else None
-                     for mask, m, n in zip(masks, (ma, ml, mh), need))
+        return tuple(reduce_to(g.where(mask, zero), m) if n else None for mask, m, n in zip(masks, (ma, ml, mh), need))
 
 
 # ------------------------------------------------------------------ the Tensor methods
@@ -555,7 +575,7 @@ class ElementwiseMixin(TensorBase):
 
     def pow(self, exponent: Tensor | Scalar) -> Tensor:
         """self ** exponent, elementwise and broadcast."""
-        return self ** exponent
+        return self**exponent
 
     def neg(self) -> Tensor:
         """-self, elementwise."""
@@ -577,16 +597,35 @@ class ElementwiseMixin(TensorBase):
         return self._result_type(self.data._binary(op, other.data if isinstance(other, self._result_type) else other))
 
     # == and != compare elementwise and give a bool Tensor, as torch's (object's give a bool): hence the ignores.
-    def __eq__(self, other: object) -> Tensor: return self._no_grad_binary("eq", other)  # type: ignore[override]
-    def __ne__(self, other: object) -> Tensor: return self._no_grad_binary("ne", other)  # type: ignore[override]
-    def __lt__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("lt", other)
-    def __le__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("le", other)
-    def __gt__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("gt", other)
-    def __ge__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("ge", other)
-    def __and__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("bitwise_and", other)
-    def __or__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("bitwise_or", other)
-    def __xor__(self, other: Tensor | Scalar) -> Tensor: return self._no_grad_binary("bitwise_xor", other)
-    def __invert__(self) -> Tensor: return self._result_type(~self.data)
+    def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
+        return self._no_grad_binary("eq", other)
+
+    def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
+        return self._no_grad_binary("ne", other)
+
+    def __lt__(self, other: Tensor | Scalar) -> Tensor:
+        return self._no_grad_binary("lt", other)
+
+    def __le__(self, other: Tensor | Scalar) -> Tensor:
+        return self._no_grad_binary("le", other)
+
+    def __gt__(self, other: Tensor | Scalar) -> Tensor:
+        return self._no_grad_binary("gt", other)
+
+    def __ge__(self, other: Tensor | Scalar) -> Tensor:
+        return self._no_grad_binary("ge", other)
+
+    def __and__(self, other: Tensor | Scalar) -> Tensor:
+        return self._no_grad_binary("bitwise_and", other)
+
+    def __or__(self, other: Tensor | Scalar) -> Tensor:
+        return self._no_grad_binary("bitwise_or", other)
+
+    def __xor__(self, other: Tensor | Scalar) -> Tensor:
+        return self._no_grad_binary("bitwise_xor", other)
+
+    def __invert__(self) -> Tensor:
+        return self._result_type(~self.data)
 
     __hash__ = object.__hash__  # defining __eq__ would otherwise make Tensors unhashable
 
@@ -840,8 +879,10 @@ class ElementwiseMixin(TensorBase):
         """
         if isinstance(min, self._result_type) or isinstance(max, self._result_type):
             if isinstance(min, Number) or isinstance(max, Number):
-                raise TypeError("clamp() received an invalid combination of arguments: min and max must both be "
-                                "Tensors (or None) or both numbers (or None)")
+                raise TypeError(
+                    "clamp() received an invalid combination of arguments: min and max must both be "
+                    "Tensors (or None) or both numbers (or None)"
+                )
             if min is None and max is None:
                 raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
             return ClampTensor.apply(self, min, max)
@@ -862,10 +903,11 @@ class ElementwiseMixin(TensorBase):
         if isinstance(other, NDArray):
             other = self._result_type(other)
         needs = isinstance(other, self._result_type) and other.requires_grad
-        return self._inplace(lambda: fn(self._snapshot(), other),
-                             lambda: getattr(self.data, f"{op}_")(other.data if isinstance(other, self._result_type)
-                                                                  else other),
-                             needs_graph=needs)
+        return self._inplace(
+            lambda: fn(self._snapshot(), other),
+            lambda: getattr(self.data, f"{op}_")(other.data if isinstance(other, self._result_type) else other),
+            needs_graph=needs,
+        )
 
     def add_(self, other, *, alpha=1):
         return self._binary_inplace(Add.apply, "add", other * alpha if alpha != 1 else other)
@@ -885,40 +927,99 @@ class ElementwiseMixin(TensorBase):
     __itruediv__ = div_
 
     def _unary_inplace(self, method: str) -> Tensor:
-        return self._inplace(lambda: getattr(self._snapshot(), method)(),
-                             lambda: self.data.copy_(getattr(self.data, method)()))
+        return self._inplace(
+            lambda: getattr(self._snapshot(), method)(), lambda: self.data.copy_(getattr(self.data, method)())
+        )
 
-    def exp_(self) -> Tensor: return self._unary_inplace("exp")
-    def log_(self) -> Tensor: return self._unary_inplace("log")
-    def sqrt_(self) -> Tensor: return self._unary_inplace("sqrt")
-    def relu_(self) -> Tensor: return self._unary_inplace("relu")
-    def sigmoid_(self) -> Tensor: return self._unary_inplace("sigmoid")
-    def tanh_(self) -> Tensor: return self._unary_inplace("tanh")
-    def neg_(self) -> Tensor: return self._unary_inplace("neg")
-    def abs_(self) -> Tensor: return self._unary_inplace("abs")
+    def exp_(self) -> Tensor:
+        return self._unary_inplace("exp")
 
-    def exp2_(self) -> Tensor: return self._math_inplace("exp2")
-    def expm1_(self) -> Tensor: return self._math_inplace("expm1")
-    def log2_(self) -> Tensor: return self._math_inplace("log2")
-    def log10_(self) -> Tensor: return self._math_inplace("log10")
-    def log1p_(self) -> Tensor: return self._math_inplace("log1p")
-    def sin_(self) -> Tensor: return self._math_inplace("sin")
-    def cos_(self) -> Tensor: return self._math_inplace("cos")
-    def tan_(self) -> Tensor: return self._math_inplace("tan")
-    def rsqrt_(self) -> Tensor: return self._math_inplace("rsqrt")
-    def reciprocal_(self) -> Tensor: return self._math_inplace("reciprocal")
-    def square_(self) -> Tensor: return self._math_inplace("square")
-    def erf_(self) -> Tensor: return self._math_inplace("erf")
-    def sign_(self) -> Tensor: return self._math_inplace("sign")
-    def floor_(self) -> Tensor: return self._math_inplace("floor")
-    def ceil_(self) -> Tensor: return self._math_inplace("ceil")
-    def round_(self) -> Tensor: return self._math_inplace("round")
-    def trunc_(self) -> Tensor: return self._math_inplace("trunc")
-    def atan2_(self, other) -> Tensor: return self._math_inplace("atan2", other)
-    def remainder_(self, other) -> Tensor: return self._math_inplace("remainder", other)
-    def fmod_(self, other) -> Tensor: return self._math_inplace("fmod", other)
-    def floor_divide_(self, other) -> Tensor: return self._math_inplace("floor_divide", other)
-    def lerp_(self, end, weight) -> Tensor: return self._math_inplace("lerp", end, weight)
+    def log_(self) -> Tensor:
+        return self._unary_inplace("log")
+
+    def sqrt_(self) -> Tensor:
+        return self._unary_inplace("sqrt")
+
+    def relu_(self) -> Tensor:
+        return self._unary_inplace("relu")
+
+    def sigmoid_(self) -> Tensor:
+        return self._unary_inplace("sigmoid")
+
+    def tanh_(self) -> Tensor:
+        return self._unary_inplace("tanh")
+
+    def neg_(self) -> Tensor:
+        return self._unary_inplace("neg")
+
+    def abs_(self) -> Tensor:
+        return self._unary_inplace("abs")
+
+    def exp2_(self) -> Tensor:
+        return self._math_inplace("exp2")
+
+    def expm1_(self) -> Tensor:
+        return self._math_inplace("expm1")
+
+    def log2_(self) -> Tensor:
+        return self._math_inplace("log2")
+
+    def log10_(self) -> Tensor:
+        return self._math_inplace("log10")
+
+    def log1p_(self) -> Tensor:
+        return self._math_inplace("log1p")
+
+    def sin_(self) -> Tensor:
+        return self._math_inplace("sin")
+
+    def cos_(self) -> Tensor:
+        return self._math_inplace("cos")
+
+    def tan_(self) -> Tensor:
+        return self._math_inplace("tan")
+
+    def rsqrt_(self) -> Tensor:
+        return self._math_inplace("rsqrt")
+
+    def reciprocal_(self) -> Tensor:
+        return self._math_inplace("reciprocal")
+
+    def square_(self) -> Tensor:
+        return self._math_inplace("square")
+
+    def erf_(self) -> Tensor:
+        return self._math_inplace("erf")
+
+    def sign_(self) -> Tensor:
+        return self._math_inplace("sign")
+
+    def floor_(self) -> Tensor:
+        return self._math_inplace("floor")
+
+    def ceil_(self) -> Tensor:
+        return self._math_inplace("ceil")
+
+    def round_(self) -> Tensor:
+        return self._math_inplace("round")
+
+    def trunc_(self) -> Tensor:
+        return self._math_inplace("trunc")
+
+    def atan2_(self, other) -> Tensor:
+        return self._math_inplace("atan2", other)
+
+    def remainder_(self, other) -> Tensor:
+        return self._math_inplace("remainder", other)
+
+    def fmod_(self, other) -> Tensor:
+        return self._math_inplace("fmod", other)
+
+    def floor_divide_(self, other) -> Tensor:
+        return self._math_inplace("floor_divide", other)
+
+    def lerp_(self, end, weight) -> Tensor:
+        return self._math_inplace("lerp", end, weight)
 
     def addcmul_(self, tensor1, tensor2, *, value=1):
         return self._math_inplace("addcmul", tensor1, tensor2, value=value)
@@ -926,8 +1027,13 @@ class ElementwiseMixin(TensorBase):
     def addcdiv_(self, tensor1, tensor2, *, value=1):
         return self._math_inplace("addcdiv", tensor1, tensor2, value=value)
 
-    def clamp_(self, min=None, max=None) -> Tensor: return self._math_inplace("clamp", min, max)
-    def clamp_min_(self, min) -> Tensor: return self._math_inplace("clamp", min, None)
-    def clamp_max_(self, max) -> Tensor: return self._math_inplace("clamp", None, max)
+    def clamp_(self, min=None, max=None) -> Tensor:
+        return self._math_inplace("clamp", min, max)
+
+    def clamp_min_(self, min) -> Tensor:
+        return self._math_inplace("clamp", min, None)
+
+    def clamp_max_(self, max) -> Tensor:
+        return self._math_inplace("clamp", None, max)
 
     clip_ = clamp_

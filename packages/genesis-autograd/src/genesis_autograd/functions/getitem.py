@@ -78,8 +78,7 @@ class SetItem(Primitive):
 def _is_basic_index(index) -> bool:
     """ints, slices, None and Ellipsis only: the result is a view."""
     items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or (isinstance(i, int | slice) and not isinstance(i, bool))
-               for i in items)
+    return all(i is None or i is Ellipsis or (isinstance(i, int | slice) and not isinstance(i, bool)) for i in items)
 
 
 class GetitemMixin(TensorBase):
@@ -95,6 +94,8 @@ class GetitemMixin(TensorBase):
             value = self._result_type(value)
         if is_tensor(value) and value.device != self.device:
             value = value.to(device=self.device)
-        self._inplace(lambda: SetItem.apply(self._snapshot(), index, value),
-                      lambda: self.data.__setitem__(_unwrap(index), value.data if is_tensor(value) else value),
-                      needs_graph=is_tensor(value) and value.requires_grad)
+        self._inplace(
+            lambda: SetItem.apply(self._snapshot(), index, value),
+            lambda: self.data.__setitem__(_unwrap(index), value.data if is_tensor(value) else value),
+            needs_graph=is_tensor(value) and value.requires_grad,
+        )

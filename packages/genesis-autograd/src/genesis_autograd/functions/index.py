@@ -203,7 +203,7 @@ class TakeAlongDim(Primitive):
             flat = zeros_like_input(g, ((math.prod(shape),), target[1]), device)
             return ScatterAdd.apply(flat, 0, indices.reshape(-1), g.reshape(-1)).reshape(shape), None, None
         # the broadcast shapes of the forward's gather: g's, with dim's size of a and of indices
-        broadcast = tuple(g.shape[:dim]) + (shape[dim],) + tuple(g.shape[dim + 1:])
+        broadcast = tuple(g.shape[:dim]) + (shape[dim],) + tuple(g.shape[dim + 1 :])
         index = wrap(g, indices.data.expand(*g.shape))
         grad = ScatterAdd.apply(zeros_like_input(g, (broadcast, target[1]), device), dim, index, g)
         return reduce_to(grad, target), None, None
@@ -238,8 +238,15 @@ class IndexMixin(TensorBase):
         """
         return Gather.apply(self, dim, tensor_arg(self, index, "gather", "index"))
 
-    def scatter(self, dim: int, index: Tensor, src: Tensor | Scalar | None = None, *, value: Scalar | None = None,
-                reduce: str | None = None) -> Tensor:
+    def scatter(
+        self,
+        dim: int,
+        index: Tensor,
+        src: Tensor | Scalar | None = None,
+        *,
+        value: Scalar | None = None,
+        reduce: str | None = None,
+    ) -> Tensor:
         """A copy of self with values written along ``dim`` at ``index``: out[index[i][j]][j] = src[i][j]
         for dim=0.
 
@@ -250,30 +257,43 @@ class IndexMixin(TensorBase):
             value: a number to write, instead of ``src``.
             reduce: not supported (must be None; use scatter_add to add).
         """
-        return Scatter.apply(self, dim, tensor_arg(self, index, "scatter", "index"),
-                             _scatter_src(self, src, value, reduce))
+        return Scatter.apply(
+            self, dim, tensor_arg(self, index, "scatter", "index"), _scatter_src(self, src, value, reduce)
+        )
 
-    def scatter_(self, dim: int, index: Tensor, src: Tensor | Scalar | None = None, *, value: Scalar | None = None,
-                 reduce: str | None = None) -> Tensor:
+    def scatter_(
+        self,
+        dim: int,
+        index: Tensor,
+        src: Tensor | Scalar | None = None,
+        *,
+        value: Scalar | None = None,
+        reduce: str | None = None,
+    ) -> Tensor:
         """In-place version of :meth:`scatter`."""
         index, src = tensor_arg(self, index, "scatter_", "index"), _scatter_src(self, src, value, reduce)
-        return self._inplace(lambda: Scatter.apply(self._snapshot(), dim, index, src),
-                             lambda: self.data.scatter_(dim, index.data, plain(src)),
-                             needs_graph=requires_grad(src))
+        return self._inplace(
+            lambda: Scatter.apply(self._snapshot(), dim, index, src),
+            lambda: self.data.scatter_(dim, index.data, plain(src)),
+            needs_graph=requires_grad(src),
+        )
 
     def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
         """A copy of self with ``src`` added along ``dim`` at ``index`` (repeated indices add up):
         out[index[i][j]][j] += src[i][j] for dim=0.
         """
-        return ScatterAdd.apply(self, dim, tensor_arg(self, index, "scatter_add", "index"),
-                                tensor_arg(self, src, "scatter_add", "src"))
+        return ScatterAdd.apply(
+            self, dim, tensor_arg(self, index, "scatter_add", "index"), tensor_arg(self, src, "scatter_add", "src")
+        )
 
     def scatter_add_(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
         """In-place version of :meth:`scatter_add`."""
         index, src = tensor_arg(self, index, "scatter_add_", "index"), tensor_arg(self, src, "scatter_add_", "src")
-        return self._inplace(lambda: ScatterAdd.apply(self._snapshot(), dim, index, src),
-                             lambda: self.data.scatter_add_(dim, index.data, src.data),
-                             needs_graph=src.requires_grad)
+        return self._inplace(
+            lambda: ScatterAdd.apply(self._snapshot(), dim, index, src),
+            lambda: self.data.scatter_add_(dim, index.data, src.data),
+            needs_graph=src.requires_grad,
+        )
 
     def index_select(self, dim: int, index: Tensor) -> Tensor:
         """The slices of self at the positions ``index`` (a 1-D int64 tensor) along ``dim``."""
@@ -283,16 +303,23 @@ class IndexMixin(TensorBase):
         """A copy of self with ``alpha * source`` added to the slices at ``index`` (1-D, int64) along ``dim``;
         repeated indices add up.
         """
-        return IndexAdd.apply(self, dim, tensor_arg(self, index, "index_add", "index"),
-                              tensor_arg(self, source, "index_add", "source"), alpha)
+        return IndexAdd.apply(
+            self,
+            dim,
+            tensor_arg(self, index, "index_add", "index"),
+            tensor_arg(self, source, "index_add", "source"),
+            alpha,
+        )
 
     def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: Scalar = 1) -> Tensor:
         """In-place version of :meth:`index_add`."""
         index = tensor_arg(self, index, "index_add_", "index")
         source = tensor_arg(self, source, "index_add_", "source")
-        return self._inplace(lambda: IndexAdd.apply(self._snapshot(), dim, index, source, alpha),
-                             lambda: self.data.index_add_(dim, index.data, source.data, alpha),
-                             needs_graph=source.requires_grad)
+        return self._inplace(
+            lambda: IndexAdd.apply(self._snapshot(), dim, index, source, alpha),
+            lambda: self.data.index_add_(dim, index.data, source.data, alpha),
+            needs_graph=source.requires_grad,
+        )
 
     def masked_fill(self, mask: Tensor, value: Tensor | Scalar) -> Tensor:
         """A copy of self with ``value`` where ``mask`` (a bool tensor that broadcasts) is True.
@@ -304,9 +331,11 @@ class IndexMixin(TensorBase):
     def masked_fill_(self, mask: Tensor, value: Tensor | Scalar) -> Tensor:
         """In-place version of :meth:`masked_fill`."""
         mask, value = tensor_arg(self, mask, "masked_fill_", "mask"), _fill_value(self, value)
-        return self._inplace(lambda: MaskedFill.apply(self._snapshot(), mask, value, True),
-                             lambda: self.data.masked_fill_(mask.data, plain(value)),
-                             needs_graph=requires_grad(value))
+        return self._inplace(
+            lambda: MaskedFill.apply(self._snapshot(), mask, value, True),
+            lambda: self.data.masked_fill_(mask.data, plain(value)),
+            needs_graph=requires_grad(value),
+        )
 
     def masked_select(self, mask: Tensor) -> Tensor:
         """The elements where ``mask`` (a bool tensor that broadcasts) is True, as a 1-D tensor."""

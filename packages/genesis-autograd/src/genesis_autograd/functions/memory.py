@@ -86,8 +86,10 @@ class Copy(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return (g * 0 if ctx.needs_input_grad[0] else None,
-                reduce_to(g, ctx.src_meta) if ctx.needs_input_grad[1] else None)
+        return (
+            g * 0 if ctx.needs_input_grad[0] else None,
+            reduce_to(g, ctx.src_meta) if ctx.needs_input_grad[1] else None,
+        )
 
 
 class MemoryMixin(TensorBase):
@@ -100,8 +102,14 @@ class MemoryMixin(TensorBase):
     __slots__ = ()
 
     # ------------------------------------------------------------- transfers
-    def to(self, *args: Any, dtype: DType | str | None = None, device: Device | str | builtins.int | None = None,
-           non_blocking: builtins.bool = False, copy: builtins.bool = False) -> Tensor:
+    def to(
+        self,
+        *args: Any,
+        dtype: DType | str | None = None,
+        device: Device | str | builtins.int | None = None,
+        non_blocking: builtins.bool = False,
+        copy: builtins.bool = False,
+    ) -> Tensor:
         """This tensor in another dtype and/or on another device; self itself when it already matches.
 
         Called as ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` (other's device and
@@ -137,8 +145,9 @@ class MemoryMixin(TensorBase):
     def cuda(self, device: Device | str | builtins.int | None = None) -> Tensor:
         """This tensor on a CUDA device: the current one, or ``device`` (an index or a device); self if
         it is there already."""
-        return self.to(device="cuda" if device is None else as_device(device if not isinstance(device, int)
-                                                                      else f"cuda:{device}"))
+        return self.to(
+            device="cuda" if device is None else as_device(device if not isinstance(device, int) else f"cuda:{device}")
+        )
 
     def float(self) -> Tensor:
         """``self.to(genesis.float32)``."""
@@ -179,8 +188,7 @@ class MemoryMixin(TensorBase):
         Refused for a tensor that requires grad (call ``detach()`` first) and for bfloat16, which numpy lacks.
         """
         if self.requires_grad:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
-                               "instead.")
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         return self.data.numpy()
 
     def __array__(self, dtype=None, copy=None):
@@ -226,6 +234,6 @@ class MemoryMixin(TensorBase):
         (from any device); gradients flow back to ``src``."""
         if isinstance(src, NDArray):
             src = self._result_type(src)
-        return self._inplace(lambda: Copy.apply(self._snapshot(), src),
-                             lambda: self.data.copy_(src.data),
-                             needs_graph=src.requires_grad)
+        return self._inplace(
+            lambda: Copy.apply(self._snapshot(), src), lambda: self.data.copy_(src.data), needs_graph=src.requires_grad
+        )

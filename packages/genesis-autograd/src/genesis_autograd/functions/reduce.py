@@ -230,8 +230,9 @@ class ReduceMixin(TensorBase):
 
     __slots__ = ()
 
-    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False,
-            dtype: DType | str | None = None) -> Tensor:
+    def sum(
+        self, dim: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None
+    ) -> Tensor:
         """The sum of the elements over ``dim`` (all of them by default).
 
         Args:
@@ -242,8 +243,9 @@ class ReduceMixin(TensorBase):
         """
         return Sum.apply(self, dim, keepdim, dtype)
 
-    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False,
-             dtype: DType | str | None = None) -> Tensor:
+    def mean(
+        self, dim: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None
+    ) -> Tensor:
         """The mean of the elements over ``dim`` (all of them by default); floating-point inputs only.
 
         Args:
@@ -301,8 +303,14 @@ class ReduceMixin(TensorBase):
         """The int64 index of the smallest element along ``dim``, or in the flattened tensor without it."""
         return self._result_type(self.data.argmin(dim, keepdim))
 
-    def var(self, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
-            correction: int | None = None) -> Tensor:
+    def var(
+        self,
+        dim: int | Sequence[int] | None = None,
+        unbiased: bool | None = None,
+        keepdim: bool = False,
+        *,
+        correction: int | None = None,
+    ) -> Tensor:
         """The variance over ``dim`` (all elements by default): sum((x - mean)^2) / (N - correction).
 
         Args:
@@ -315,19 +323,36 @@ class ReduceMixin(TensorBase):
             correction = 1 if unbiased is None or unbiased else 0
         return Var.apply(self, dim, correction, keepdim)
 
-    def std(self, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False, *,
-            correction: int | None = None) -> Tensor:
+    def std(
+        self,
+        dim: int | Sequence[int] | None = None,
+        unbiased: bool | None = None,
+        keepdim: bool = False,
+        *,
+        correction: int | None = None,
+    ) -> Tensor:
         """The standard deviation over ``dim``: the square root of ``var`` with the same arguments."""
         return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
-    def vector_norm(self, ord: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
-                    dtype: DType | str | None = None) -> Tensor:
+    def vector_norm(
+        self,
+        ord: float = 2,
+        dim: int | Sequence[int] | None = None,
+        keepdim: bool = False,
+        *,
+        dtype: DType | str | None = None,
+    ) -> Tensor:
         """torch.linalg.vector_norm: ``sum(|x|^ord)^(1/ord)`` over ``dim`` (inf / -inf: max / min of |x|)."""
         x = self if dtype is None else self.to(dtype=dtype)
         return VectorNorm.apply(x, float(ord), dim, keepdim)
 
-    def norm(self, p: float | str = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False,
-             dtype: DType | str | None = None) -> Tensor:
+    def norm(
+        self,
+        p: float | str = "fro",
+        dim: int | Sequence[int] | None = None,
+        keepdim: bool = False,
+        dtype: DType | str | None = None,
+    ) -> Tensor:
         """torch.norm for vector norms: ``p`` a number, inf or "fro" (the 2-norm over ``dim``)."""
         if isinstance(p, str):
             if p != "fro":

@@ -107,8 +107,11 @@ def _cumprod_backward_by_position(x, g, dim: int):
     before = exclusive_prod(x, dim, reverse=False)
     columns = []
     for k in range(n):
-        after = Cat.apply(dim, _ones_slice(x, dim), x.narrow(dim, k + 1, n - k - 1).cumprod(dim)) if k + 1 < n \
+        after = (
+            Cat.apply(dim, _ones_slice(x, dim), x.narrow(dim, k + 1, n - k - 1).cumprod(dim))
+            if k + 1 < n
             else _ones_slice(x, dim)
+        )
         columns.append((g.narrow(dim, k, n - k) * after).sum(dim, keepdim=True))
     return before * Cat.apply(dim, *columns)
 
@@ -126,5 +129,8 @@ class ScanMixin(TensorBase):
         """The cumulative product along ``dim``: out[i] = self[0] * ... * self[i]; ``dtype`` to compute in."""
         return Cumprod.apply(self, dim, None if dtype is None else as_dtype(dtype))
 
-    def cumsum_(self, dim, dtype=None) -> Tensor: return self._math_inplace("cumsum", dim, dtype)
-    def cumprod_(self, dim, dtype=None) -> Tensor: return self._math_inplace("cumprod", dim, dtype)
+    def cumsum_(self, dim, dtype=None) -> Tensor:
+        return self._math_inplace("cumsum", dim, dtype)
+
+    def cumprod_(self, dim, dtype=None) -> Tensor:
+        return self._math_inplace("cumprod", dim, dtype)

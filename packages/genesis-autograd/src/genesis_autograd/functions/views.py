@@ -162,9 +162,7 @@ class Cat(Primitive):
         first = tensors[0]
         dim = normalize_dim(dim, first.ndim)
         for t in tensors[1:]:
-            if t.ndim != first.ndim or any(
-                s != f for i, (s, f) in enumerate(zip(t.shape, first.shape)) if i != dim
-            ):
+            if t.ndim != first.ndim or any(s != f for i, (s, f) in enumerate(zip(t.shape, first.shape)) if i != dim):
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {dim}. Expected size "
                     f"{list(first.shape)} but got size {list(t.shape)} for a tensor in the list"
@@ -380,8 +378,7 @@ class CopySlices(Primitive):
     def forward(ctx, base, value, region):
         if ctx.records:
             shape, strides, rel = region
-            ctx.geoms = _shared_origin((tuple(base.shape), tuple(base.strides), 0),
-                                       (tuple(shape), tuple(strides), rel))
+            ctx.geoms = _shared_origin((tuple(base.shape), tuple(base.strides), 0), (tuple(shape), tuple(strides), rel))
         return base.data
 
     @staticmethod
@@ -395,6 +392,7 @@ class CopySlices(Primitive):
         if ctx.needs_input_grad[1]:
             g_value = Restride.apply(g, base, region, size, None)
         return g_base, g_value, None
+
 
 # ---------------------------------------------------------------- the Tensor methods
 def _shape(args) -> tuple[int, ...]:
@@ -541,8 +539,10 @@ class ViewsMixin(TensorBase):
         else:
             sizes = list(split_size)
             if sum(sizes) != size:
-                raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
-                                   f"tensor's size at dimension {dim}), but got split_sizes={sizes}")
+                raise RuntimeError(
+                    f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
+                    f"tensor's size at dimension {dim}), but got split_sizes={sizes}"
+                )
         out, start = [], 0
         for s in sizes:
             out.append(self.narrow(dim, start, s))

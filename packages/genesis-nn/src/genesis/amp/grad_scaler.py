@@ -27,8 +27,15 @@ class GradScaler:
         enabled: ``False`` makes every method a pass-through.
     """
 
-    def __init__(self, device: str = "cuda", init_scale: float = 2.0**16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        device: str = "cuda",
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+        enabled: bool = True,
+    ) -> None:
         if growth_factor <= 1.0:
             raise ValueError(f"The growth factor must be > 1.0, got {growth_factor}")
         if not 0.0 < backoff_factor < 1.0:
@@ -126,15 +133,21 @@ class GradScaler:
     def state_dict(self) -> dict:
         if not self._enabled:
             return {}
-        return {"scale": self._scale, "growth_factor": self._growth_factor, "backoff_factor": self._backoff_factor,
-                "growth_interval": self._growth_interval, "_growth_tracker": self._growth_tracker}
+        return {
+            "scale": self._scale,
+            "growth_factor": self._growth_factor,
+            "backoff_factor": self._backoff_factor,
+            "growth_interval": self._growth_interval,
+            "_growth_tracker": self._growth_tracker,
+        }
 
     def load_state_dict(self, state_dict: dict) -> None:
         if not self._enabled:
             return
         if not state_dict:
-            raise RuntimeError("The source state dict is empty, possibly because it was saved from a disabled "
-                               "instance of GradScaler.")
+            raise RuntimeError(
+                "The source state dict is empty, possibly because it was saved from a disabled instance of GradScaler."
+            )
         self._scale = float(state_dict["scale"])
         self._growth_factor = float(state_dict["growth_factor"])
         self._backoff_factor = float(state_dict["backoff_factor"])

@@ -26,6 +26,7 @@ class _IndexedModules(Module):
     # ignores marked "entries are modules" in this file say that to the type checker.
 
     if TYPE_CHECKING:  # each subclass defines it
+
         def __getitem__(self, idx: int | slice) -> Any: ...
 
     def _abs_index(self, idx) -> int:
@@ -253,16 +254,17 @@ class ModuleDict(Module):
         or from an iterable of (name, module) pairs.
         """
         if not isinstance(modules, Iterable):
-            raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
-                            f"{type(modules).__name__}")
+            raise TypeError(
+                "ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                f"{type(modules).__name__}"
+            )
         if isinstance(modules, (Mapping, ModuleDict)):
             for key, module in modules.items():
                 self[key] = module
             return
         for j, pair in enumerate(modules):
             if not isinstance(pair, Iterable):
-                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"
-                                f"{type(pair).__name__}")
+                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is{type(pair).__name__}")
             n = len(pair)
             if n != 2:
                 raise ValueError(f"ModuleDict update sequence element #{j} has length {n}; 2 is required")
@@ -349,8 +351,10 @@ class ParameterDict(Module):
     @staticmethod
     def _attr(key: str) -> str:
         if not isinstance(key, str):
-            raise TypeError(f"Index given to ParameterDict cannot be used as a key as it is not a string (type is "
-                            f"'{type(key).__name__}'). Open an issue on github if you need non-string keys.")
+            raise TypeError(
+                f"Index given to ParameterDict cannot be used as a key as it is not a string (type is "
+                f"'{type(key).__name__}'). Open an issue on github if you need non-string keys."
+            )
         return key
 
     def __getitem__(self, key: str) -> Any:
@@ -430,8 +434,10 @@ class ParameterDict(Module):
         an OrderedDict or ParameterDict keeps its order) or from (key, value) pairs.
         """
         if not isinstance(parameters, Iterable):
-            raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got "
-                            f"{type(parameters).__name__}")
+            raise TypeError(
+                "ParametersDict.update should be called with an iterable of key/value pairs, but got "
+                f"{type(parameters).__name__}"
+            )
         if isinstance(parameters, (OrderedDict, ParameterDict)):
             for key, value in parameters.items():
                 self[key] = value
@@ -441,8 +447,9 @@ class ParameterDict(Module):
         else:
             for j, pair in enumerate(parameters):
                 if not isinstance(pair, Iterable):
-                    raise TypeError(f"ParameterDict update sequence element #{j} should be Iterable; is"
-                                    f"{type(pair).__name__}")
+                    raise TypeError(
+                        f"ParameterDict update sequence element #{j} should be Iterable; is{type(pair).__name__}"
+                    )
                 # An Iterable without a length or indexing fails in len() with torch's TypeError (the ignores).
                 n = len(pair)  # type: ignore[arg-type]
                 if n != 2:

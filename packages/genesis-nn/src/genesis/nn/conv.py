@@ -19,8 +19,20 @@ _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 class _ConvNd(Module):
     _dims = 0
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         nd = self._dims
         if groups <= 0:
@@ -43,8 +55,9 @@ class _ConvNd(Module):
         self.output_padding = (0,) * nd
         self.transposed = False
         self.groups, self.padding_mode = groups, padding_mode
-        self.weight = Parameter(empty(out_channels, in_channels // groups, *self.kernel_size, device=device,
-                                      dtype=dtype))
+        self.weight = Parameter(
+            empty(out_channels, in_channels // groups, *self.kernel_size, device=device, dtype=dtype)
+        )
         if bias:
             self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
         else:

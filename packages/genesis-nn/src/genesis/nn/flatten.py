@@ -45,8 +45,9 @@ class Unflatten(Module):
         if not isinstance(dim, int):
             raise TypeError(f"invalid argument dim: expected an int, got {type(dim).__name__}")
         if not isinstance(unflattened_size, (tuple, list)) or not all(isinstance(s, int) for s in unflattened_size):
-            raise TypeError("unflattened_size must be tuple of ints, but found element of type "
-                            f"{type(unflattened_size).__name__}")
+            raise TypeError(
+                f"unflattened_size must be tuple of ints, but found element of type {type(unflattened_size).__name__}"
+            )
         self.dim, self.unflattened_size = dim, unflattened_size
 
     def forward(self, input: Tensor) -> Tensor:

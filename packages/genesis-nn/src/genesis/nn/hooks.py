@@ -117,8 +117,10 @@ class BackwardHook:
             if new is not None:
                 new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
                 if len(new) != len(grad_outputs):
-                    raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got "
-                                       f"{len(new)}, but expected {len(grad_outputs)}")
+                    raise RuntimeError(
+                        f"Backward pre hook returned an invalid number of grad_output, got "
+                        f"{len(new)}, but expected {len(grad_outputs)}"
+                    )
                 grad_outputs = new
         self.grad_outputs = grad_outputs
         if self.input_positions is None:
@@ -127,8 +129,10 @@ class BackwardHook:
             for hook in self.hooks:
                 res = hook(self.module, grad_inputs, grad_outputs)
                 if res is not None and not all(r is None for r in res):
-                    raise RuntimeError("Backward hook for Modules where no input requires gradient should always "
-                                       "return None or None for all gradients.")
+                    raise RuntimeError(
+                        "Backward hook for Modules where no input requires gradient should always "
+                        "return None or None for all gradients."
+                    )
             self.grad_outputs = None
         return tuple(grad_outputs[i] for i in self.output_positions)
 
@@ -141,8 +145,10 @@ class BackwardHook:
             if res is not None:
                 res = tuple(res)
                 if len(res) != len(grad_inputs):
-                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(res)}, "
-                                       f"but expected {len(grad_inputs)}")
+                    raise RuntimeError(
+                        f"Backward hook returned an invalid number of grad_input, got {len(res)}, "
+                        f"but expected {len(grad_inputs)}"
+                    )
                 grad_inputs = res
         self.grad_outputs = None
         return tuple(grad_inputs[i] for i in positions)

@@ -16,8 +16,13 @@ class _Loss(Module):
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None, reduce: bool | None = None,
-                 reduction: str = "mean") -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
@@ -61,8 +66,9 @@ class SmoothL1Loss(_Loss):
     Shape: input (*), target the same shape; output a scalar, or input's shape with reduction="none".
     """
 
-    def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean",
-                 beta: float = 1.0) -> None:
+    def __init__(
+        self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean", beta: float = 1.0
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
@@ -100,8 +106,13 @@ class KLDivLoss(_Loss):
     Shape: input (*), target the same shape; output a scalar, or input's shape with reduction="none".
     """
 
-    def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean",
-                 log_target: bool = False) -> None:
+    def __init__(
+        self,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        log_target: bool = False,
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
@@ -123,14 +134,19 @@ class NLLLoss(_WeightedLoss):
     the target's shape with reduction="none".
     """
 
-    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None, ignore_index: int = -100,
-                 reduce: bool | None = None, reduction: str = "mean") -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        ignore_index: int = -100,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction)
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):
@@ -148,14 +164,27 @@ class CrossEntropyLoss(_WeightedLoss):
     probabilities of the input's shape; output a scalar, or per sample with reduction="none".
     """
 
-    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None, ignore_index: int = -100,
-                 reduce: bool | None = None, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        ignore_index: int = -100,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+        return F.cross_entropy(
+            input,
+            target,
+            weight=self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )
 
 
 class BCELoss(_WeightedLoss):
@@ -186,12 +215,19 @@ class BCEWithLogitsLoss(_Loss):
     Shape: input (*), target the same shape; output a scalar, or input's shape with reduction="none".
     """
 
-    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None, reduce: bool | None = None,
-                 reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        pos_weight: Tensor | None = None,
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
-                                                  reduction=self.reduction)
+        return F.binary_cross_entropy_with_logits(
+            input, target, self.weight, pos_weight=self.pos_weight, reduction=self.reduction
+        )

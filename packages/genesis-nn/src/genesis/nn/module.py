@@ -114,8 +114,9 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
-                            "(torch Tensor or None required)")
+            raise TypeError(
+                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (torch Tensor or None required)"
+            )
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -137,12 +138,15 @@ class Module:
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
-                            "(torch.nn.Parameter or None required)")
+            raise TypeError(
+                f"cannot assign '{_typename(param)}' object to parameter '{name}' (torch.nn.Parameter or None required)"
+            )
         if param is not None and param.grad_fn is not None:
-            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
-                             f"created explicitly. To express '{name}' as a function of another Tensor, compute "
-                             "the value in the forward() method.")
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                f"created explicitly. To express '{name}' as a function of another Tensor, compute "
+                "the value in the forward() method."
+            )
         self._parameters[name] = param
 
     def add_module(self, name: str, module: Module | None) -> None:
@@ -217,8 +221,9 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                                "(torch.nn.Parameter or None expected)")
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as parameter '{name}' (torch.nn.Parameter or None expected)"
+                )
             self.register_parameter(name, value)
         else:
             modules = self.__dict__.get("_modules")
@@ -232,15 +237,18 @@ class Module:
                 modules[name] = value
             elif modules is not None and name in modules:
                 if value is not None:
-                    raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
-                                    "(torch.nn.Module or None expected)")
+                    raise TypeError(
+                        f"cannot assign '{_typename(value)}' as child module '{name}' "
+                        "(torch.nn.Module or None expected)"
+                    )
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
                 if buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
-                        raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                                        "(torch.Tensor or None expected)")
+                        raise TypeError(
+                            f"cannot assign '{_typename(value)}' as buffer '{name}' (torch.Tensor or None expected)"
+                        )
                     buffers[name] = value
                 else:
                     # A plain attribute, a plain (unregistered) Tensor included: not state, as in torch.
@@ -262,8 +270,9 @@ class Module:
         return sorted(k for k in set(keys) if not k[0].isdigit())
 
     # ------------------------------------------------------------ traversal
-    def named_modules(self, memo: set | None = None, prefix: str = "",
-                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+    def named_modules(
+        self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
         """This module and every descendant, depth first; a module reached twice is listed once
         unless ``remove_duplicate`` is False."""
         if memo is None:
@@ -295,8 +304,14 @@ class Module:
         for _, module in self.named_children():
             yield module
 
-    def _named_members(self, table: str, prefix: str, recurse: bool, remove_duplicate: bool,
-                       skip: Callable[[Module, str], bool] | None = None):
+    def _named_members(
+        self,
+        table: str,
+        prefix: str,
+        recurse: bool,
+        remove_duplicate: bool,
+        skip: Callable[[Module, str], bool] | None = None,
+    ):
         seen = set()
         modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for module_prefix, module in modules:
@@ -307,8 +322,9 @@ class Module:
                     seen.add(id(value))
                 yield (f"{module_prefix}.{name}" if module_prefix else name), value
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True,
-                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
         """(name, parameter) pairs; a parameter shared by several modules is listed once, under its first name."""
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
@@ -319,8 +335,9 @@ class Module:
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True,
-                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
         """(name, buffer) pairs of this module and (with ``recurse``) its descendants, each once."""
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
@@ -410,10 +427,12 @@ class Module:
         if dtype is not None:
             dtype = as_dtype(dtype)
             if not dtype.is_floating_point:
-                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
-                                f"dtype={dtype}")
-        return self._apply(lambda t: t.to(device=device, dtype=dtype if t.is_floating_point() else None,
-                                          non_blocking=non_blocking))
+                raise TypeError(
+                    f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
+                )
+        return self._apply(
+            lambda t: t.to(device=device, dtype=dtype if t.is_floating_point() else None, non_blocking=non_blocking)
+        )
 
     def cuda(self, device: Device | str | int | None = None) -> Module:
         """Move every parameter and buffer to a CUDA device (the current one, or ``device``), in place; returns self."""
@@ -470,12 +489,14 @@ class Module:
     def _local_state(self) -> dict[str, Tensor]:
         """This module's own parameters and persistent buffers (what its state-dict keys name)."""
         state: dict[str, Tensor] = {k: v for k, v in self._parameters.items() if v is not None}
-        state.update((k, v) for k, v in self._buffers.items()
-                     if v is not None and k not in self._non_persistent_buffers_set)
+        state.update(
+            (k, v) for k, v in self._buffers.items() if v is not None and k not in self._non_persistent_buffers_set
+        )
         return state
 
-    def _plan_load(self, state_dict: Mapping, prefix: str, plan: list, missing: list, unexpected: list,
-                   errors: list) -> None:
+    def _plan_load(
+        self, state_dict: Mapping, prefix: str, plan: list, missing: list, unexpected: list, errors: list
+    ) -> None:
         """Check this module's part of ``state_dict`` and list the (module, name, target, value) writes."""
         local = self._local_state()
         for name, target in local.items():
@@ -485,26 +506,36 @@ class Module:
                 continue
             value = _as_state_tensor(state_dict[key])
             if value is None:
-                errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
-                              f"object from checkpoint but received {type(state_dict[key])}")
+                errors.append(
+                    f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+                    f"object from checkpoint but received {type(state_dict[key])}"
+                )
                 continue
             if target.ndim == 0 and tuple(value.shape) == (1,):
                 value = value.reshape(())  # torch's leniency for old one-element checkpoints
             if tuple(value.shape) != tuple(target.shape):
-                errors.append(f"size mismatch for {key}: copying a param with shape {list(value.shape)} from "
-                              f"checkpoint, the shape in current model is {list(target.shape)}.")
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape {list(value.shape)} from "
+                    f"checkpoint, the shape in current model is {list(target.shape)}."
+                )
                 continue
             plan.append((self, name, target, value))
         for key in state_dict:
             if key.startswith(prefix):
-                head = key[len(prefix):].split(".", 1)[0]
+                head = key[len(prefix) :].split(".", 1)[0]
                 if head not in self._modules and head not in local:
                     unexpected.append(key)
         for name, child in self._modules.items():
             if child is not None:
                 child_prefix = prefix + name + "."
-                child._plan_load({k: v for k, v in state_dict.items() if k.startswith(child_prefix)},
-                                 child_prefix, plan, missing, unexpected, errors)
+                child._plan_load(
+                    {k: v for k, v in state_dict.items() if k.startswith(child_prefix)},
+                    child_prefix,
+                    plan,
+                    missing,
+                    unexpected,
+                    errors,
+                )
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """Copy the tensors of ``state_dict`` (from state_dict(), or torch's) into the parameters
@@ -540,16 +571,19 @@ class Module:
                 if not assign:
                     target.copy_(value.to(device=target.device, dtype=target.dtype))
                 elif isinstance(target, Parameter):
-                    module.__setattr__(name, value if isinstance(value, Parameter)
-                                       else Parameter(value, requires_grad=target.requires_grad))
+                    module.__setattr__(
+                        name,
+                        value if isinstance(value, Parameter) else Parameter(value, requires_grad=target.requires_grad),
+                    )
                     module._parameters[name].requires_grad = target.requires_grad
                 else:
                     module.__setattr__(name, value)
         return _IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------ hooks
-    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
-                                  with_kwargs: bool = False) -> RemovableHandle:
+    def register_forward_pre_hook(
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
         """hook(module, args) -> None or new args; with_kwargs: hook(module, args, kwargs) -> None or
         (new args, new kwargs)."""
         handle = add_hook(self._forward_pre_hooks, hook, prepend, self._forward_pre_hooks_with_kwargs)
@@ -557,11 +591,13 @@ class Module:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
         return handle
 
-    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
-                              always_call: bool = False) -> RemovableHandle:
+    def register_forward_hook(
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False, always_call: bool = False
+    ) -> RemovableHandle:
         """hook(module, args, output) -> None or new output; with_kwargs: hook(module, args, kwargs, output)."""
-        handle = add_hook(self._forward_hooks, hook, prepend, self._forward_hooks_with_kwargs,
-                          self._forward_hooks_always_called)
+        handle = add_hook(
+            self._forward_hooks, hook, prepend, self._forward_hooks_with_kwargs, self._forward_hooks_always_called
+        )
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
         if always_call:
@@ -583,8 +619,9 @@ class Module:
                 result = hook(self, args, kwargs)
                 if result is not None:
                     if not (isinstance(result, tuple) and len(result) == 2):
-                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
-                                           f"but got {result}.")
+                        raise RuntimeError(
+                            f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                        )
                     args, kwargs = result
             else:
                 result = hook(self, args)
@@ -592,8 +629,9 @@ class Module:
                     args = result if isinstance(result, tuple) else (result,)
         backward_hook = None
         if self._backward_hooks or self._backward_pre_hooks:
-            backward_hook = BackwardHook(self, list(self._backward_hooks.values()),
-                                         list(self._backward_pre_hooks.values()))
+            backward_hook = BackwardHook(
+                self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values())
+            )
             args = backward_hook.setup_input_hook(args)
         try:
             result = self.forward(*args, **kwargs)

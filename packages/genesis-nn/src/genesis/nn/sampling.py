@@ -21,8 +21,14 @@ class Upsample(Module):
     Shape: (N, C, d1, ...) -> (N, C, o1, ...).
     """
 
-    def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
-                 recompute_scale_factor: bool | None = None) -> None:
+    def __init__(
+        self,
+        size=None,
+        scale_factor=None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+    ) -> None:
         super().__init__()
         self.size = size
         self.scale_factor: tuple[float, ...] | float | None
@@ -34,8 +40,14 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
-                             recompute_scale_factor=self.recompute_scale_factor)
+        return F.interpolate(
+            input,
+            self.size,
+            self.scale_factor,
+            self.mode,
+            self.align_corners,
+            recompute_scale_factor=self.recompute_scale_factor,
+        )
 
     def extra_repr(self) -> str:
         info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"

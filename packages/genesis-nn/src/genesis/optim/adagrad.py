@@ -24,9 +24,20 @@ class Adagrad(Optimizer):
         maximize: maximise the objective instead of minimising it.
     """
 
-    def __init__(self, params, lr: float | Tensor = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
-                 initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
-                 maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
+    def __init__(
+        self,
+        params,
+        lr: float | Tensor = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        foreach: bool | None = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -43,9 +54,17 @@ class Adagrad(Optimizer):
             raise RuntimeError("`fused` does not support `differentiable`")
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
-                        differentiable=differentiable, fused=fused)
+        defaults = dict(
+            lr=lr,
+            lr_decay=lr_decay,
+            eps=eps,
+            weight_decay=weight_decay,
+            initial_accumulator_value=initial_accumulator_value,
+            foreach=foreach,
+            maximize=maximize,
+            differentiable=differentiable,
+            fused=fused,
+        )
         super().__init__(params, defaults)
         # torch creates Adagrad's state up front (the accumulator starts at initial_accumulator_value)
         for group in self.param_groups:
@@ -65,15 +84,36 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             states = [self._init_state(p, group) for p in params]  # params added later by add_param_group
-            adagrad(params, [p.grad for p in params], [s["sum"] for s in states], [s["step"] for s in states],
-                    lr=group["lr"], weight_decay=group["weight_decay"], lr_decay=group["lr_decay"],
-                    eps=group["eps"], maximize=group["maximize"], foreach=group["foreach"], fused=group["fused"])
+            adagrad(
+                params,
+                [p.grad for p in params],
+                [s["sum"] for s in states],
+                [s["step"] for s in states],
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                lr_decay=group["lr_decay"],
+                eps=group["eps"],
+                maximize=group["maximize"],
+                foreach=group["foreach"],
+                fused=group["fused"],
+            )
         return loss
 
 
-def adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor], state_steps: list[Tensor], *,
-            lr: float | Tensor, weight_decay: float, lr_decay: float, eps: float, maximize: bool,
-            foreach: bool | None = None, fused: bool | None = None) -> None:
+def adagrad(
+    params: list[Tensor],
+    grads: list[Tensor],
+    state_sums: list[Tensor],
+    state_steps: list[Tensor],
+    *,
+    lr: float | Tensor,
+    weight_decay: float,
+    lr_decay: float,
+    eps: float,
+    maximize: bool,
+    foreach: bool | None = None,
+    fused: bool | None = None,
+) -> None:
     """One Adagrad step over a group's lists, in place (the multi-tensor seam; torch's per-tensor order)."""
     lr = _to_float(lr)
     for param, grad, state_sum, step_t in zip(params, grads, state_sums, state_steps):

@@ -26,11 +26,22 @@ class Adam(Optimizer):
         maximize: maximise the objective instead of minimising it.
     """
 
-    def __init__(self, params, lr: float | Tensor = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
-                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
-                 differentiable: bool = False, fused: bool | None = None,
-                 decoupled_weight_decay: bool = False) -> None:
+    def __init__(
+        self,
+        params,
+        lr: float | Tensor = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
+    ) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -47,9 +58,19 @@ class Adam(Optimizer):
             raise RuntimeError("`fused` does not support `differentiable`")
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
-                        fused=fused, decoupled_weight_decay=decoupled_weight_decay)
+        defaults = dict(
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=decoupled_weight_decay,
+        )
         super().__init__(params, defaults)
 
     def _init_group(self, group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps) -> None:
@@ -78,18 +99,48 @@ class Adam(Optimizer):
             params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
             self._init_group(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps)
             beta1, beta2 = group["betas"]
-            adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, amsgrad=group["amsgrad"],
-                 beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
-                 maximize=group["maximize"], capturable=group["capturable"], foreach=group["foreach"],
-                 fused=group["fused"], decoupled_weight_decay=group["decoupled_weight_decay"])
+            adam(
+                params,
+                grads,
+                exp_avgs,
+                exp_avg_sqs,
+                max_exp_avg_sqs,
+                steps,
+                amsgrad=group["amsgrad"],
+                beta1=beta1,
+                beta2=beta2,
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                eps=group["eps"],
+                maximize=group["maximize"],
+                capturable=group["capturable"],
+                foreach=group["foreach"],
+                fused=group["fused"],
+                decoupled_weight_decay=group["decoupled_weight_decay"],
+            )
         return loss
 
 
-def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
-         max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], *, amsgrad: bool, beta1: float,
-         beta2: float, lr: float | Tensor, weight_decay: float, eps: float, maximize: bool,
-         capturable: bool = False, foreach: bool | None = None, fused: bool | None = None,
-         decoupled_weight_decay: bool = False) -> None:
+def adam(
+    params: list[Tensor],
+    grads: list[Tensor],
+    exp_avgs: list[Tensor],
+    exp_avg_sqs: list[Tensor],
+    max_exp_avg_sqs: list[Tensor],
+    state_steps: list[Tensor],
+    *,
+    amsgrad: bool,
+    beta1: float,
+    beta2: float,
+    lr: float | Tensor,
+    weight_decay: float,
+    eps: float,
+    maximize: bool,
+    capturable: bool = False,
+    foreach: bool | None = None,
+    fused: bool | None = None,
+    decoupled_weight_decay: bool = False,
+) -> None:
     """One Adam / AdamW step over a group's lists, in place.
 
     The multi-tensor seam: a fused kernel over the whole lists may replace this loop. Per tensor the
@@ -121,7 +172,7 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_
             bias_correction1: Tensor | float = 1 - full_like(step, beta1) ** step  # a float in the else branch
             bias_correction2 = 1 - full_like(step, beta2) ** step
             step_size_neg = (full_like(step, lr) / bias_correction1).neg()
-            denom = (second.sqrt() / (bias_correction2.sqrt() * step_size_neg))
+            denom = second.sqrt() / (bias_correction2.sqrt() * step_size_neg)
             denom.add_(full_like(step, eps) / step_size_neg)
             param.addcdiv_(exp_avg, denom)
         else:

@@ -54,8 +54,10 @@ class Optimizer:
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
         if isinstance(params, Tensor):
-            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
-                            f"but got {type(params).__name__}")
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                f"but got {type(params).__name__}"
+            )
         self.defaults = defaults
         self.state: defaultdict[Tensor, dict] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
@@ -91,8 +93,10 @@ class Optimizer:
         if isinstance(params, Tensor):
             params = [params]
         elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
-                            "of tensors in sets will change between runs. Please use a list instead.")
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the ordering "
+                "of tensors in sets will change between runs. Please use a list instead."
+            )
         else:
             params = list(params)
         names = [p[0] for p in params if isinstance(p, tuple)]
@@ -118,8 +122,10 @@ class Optimizer:
         for group in self.param_groups:
             if ("param_names" in param_group) != ("param_names" in group):
                 which = "with names" if "param_names" in param_group else "without names"
-                raise ValueError("all optimizer param groups should be with/without names. "
-                                 f"cannot add param group {which} to the optimizer")
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {which} to the optimizer"
+                )
         if any(id(p) in taken for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
@@ -185,10 +191,14 @@ class Optimizer:
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
-            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
-                             "optimizer's group")
-        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
-                          chain.from_iterable(g["params"] for g in groups)))
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+            )
+        id_map = dict(
+            zip(
+                chain.from_iterable(g["params"] for g in saved_groups), chain.from_iterable(g["params"] for g in groups)
+            )
+        )
         on_device = {i: bool(g.get("fused") or g.get("capturable")) for g in saved_groups for i in g["params"]}
 
         def cast(param: Tensor, value, on_dev: bool, key=None):

@@ -25,9 +25,20 @@ class RMSprop(Optimizer):
         maximize: maximise the objective instead of minimising it.
     """
 
-    def __init__(self, params, lr: float | Tensor = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
-                 foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
+    def __init__(
+        self,
+        params,
+        lr: float | Tensor = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -40,9 +51,18 @@ class RMSprop(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
-        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
-                        weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
-                        differentiable=differentiable)
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            alpha=alpha,
+            eps=eps,
+            centered=centered,
+            weight_decay=weight_decay,
+            capturable=capturable,
+            foreach=foreach,
+            maximize=maximize,
+            differentiable=differentiable,
+        )
         super().__init__(params, defaults)
 
     @_use_grad_for_differentiable
@@ -69,17 +89,44 @@ class RMSprop(Optimizer):
                     buffers.append(state["momentum_buffer"])
                 if group["centered"]:
                     grad_avgs.append(state["grad_avg"])
-            rmsprop(params, grads, square_avgs, grad_avgs, buffers, steps, lr=group["lr"], alpha=group["alpha"],
-                    eps=group["eps"], weight_decay=group["weight_decay"], momentum=group["momentum"],
-                    centered=group["centered"], maximize=group["maximize"], capturable=group["capturable"],
-                    foreach=group["foreach"])
+            rmsprop(
+                params,
+                grads,
+                square_avgs,
+                grad_avgs,
+                buffers,
+                steps,
+                lr=group["lr"],
+                alpha=group["alpha"],
+                eps=group["eps"],
+                weight_decay=group["weight_decay"],
+                momentum=group["momentum"],
+                centered=group["centered"],
+                maximize=group["maximize"],
+                capturable=group["capturable"],
+                foreach=group["foreach"],
+            )
         return loss
 
 
-def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor], grad_avgs: list[Tensor],
-            momentum_buffer_list: list[Tensor], state_steps: list[Tensor], *, lr: float | Tensor, alpha: float,
-            eps: float, weight_decay: float, momentum: float, centered: bool, maximize: bool,
-            capturable: bool = False, foreach: bool | None = None) -> None:
+def rmsprop(
+    params: list[Tensor],
+    grads: list[Tensor],
+    square_avgs: list[Tensor],
+    grad_avgs: list[Tensor],
+    momentum_buffer_list: list[Tensor],
+    state_steps: list[Tensor],
+    *,
+    lr: float | Tensor,
+    alpha: float,
+    eps: float,
+    weight_decay: float,
+    momentum: float,
+    centered: bool,
+    maximize: bool,
+    capturable: bool = False,
+    foreach: bool | None = None,
+) -> None:
     """One RMSprop step over a group's lists, in place (the multi-tensor seam; torch's per-tensor order)."""
     lr = _to_float(lr)
     for i, param in enumerate(params):

@@ -25,9 +25,20 @@ class SGD(Optimizer):
         maximize: maximise the objective instead of minimising it.
     """
 
-    def __init__(self, params, lr: float | Tensor = 1e-3, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
-                 foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
+    def __init__(
+        self,
+        params,
+        lr: float | Tensor = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if lr < 0.0:
@@ -42,9 +53,17 @@ class SGD(Optimizer):
             raise RuntimeError("`fused` does not support `differentiable`")
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
-                        fused=fused)
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            dampening=dampening,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            maximize=maximize,
+            foreach=foreach,
+            differentiable=differentiable,
+            fused=fused,
+        )
         super().__init__(params, defaults)
 
     @_use_grad_for_differentiable
@@ -55,18 +74,39 @@ class SGD(Optimizer):
             grads = [p.grad for p in params]
             with_momentum = group["momentum"] != 0
             buffers = [self.state[p].get("momentum_buffer") for p in params] if with_momentum else []
-            sgd(params, grads, buffers, weight_decay=group["weight_decay"], momentum=group["momentum"],
-                lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
-                maximize=group["maximize"], foreach=group["foreach"], fused=group["fused"])
+            sgd(
+                params,
+                grads,
+                buffers,
+                weight_decay=group["weight_decay"],
+                momentum=group["momentum"],
+                lr=group["lr"],
+                dampening=group["dampening"],
+                nesterov=group["nesterov"],
+                maximize=group["maximize"],
+                foreach=group["foreach"],
+                fused=group["fused"],
+            )
             if with_momentum:  # sgd created the buffers of a first step
                 for p, buf in zip(params, buffers):
                     self.state[p]["momentum_buffer"] = buf
         return loss
 
 
-def sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[Tensor | None], *,
-        weight_decay: float, momentum: float, lr: float | Tensor, dampening: float, nesterov: bool,
-        maximize: bool, foreach: bool | None = None, fused: bool | None = None) -> None:
+def sgd(
+    params: list[Tensor],
+    grads: list[Tensor],
+    momentum_buffer_list: list[Tensor | None],
+    *,
+    weight_decay: float,
+    momentum: float,
+    lr: float | Tensor,
+    dampening: float,
+    nesterov: bool,
+    maximize: bool,
+    foreach: bool | None = None,
+    fused: bool | None = None,
+) -> None:
     """One SGD step over a group's lists, in place; a None buffer is created (and stored in the list).
 
     The multi-tensor seam: a fused kernel over the whole lists may replace this loop; the per-tensor

@@ -15,10 +15,23 @@ from .caching import Block, CachingAllocator
 from .raw import CudaRawAllocator, FakeRawAllocator, RawAllocator
 
 __all__ = [
-    "Block", "CachingAllocator", "CudaRawAllocator", "FakeRawAllocator", "RawAllocator",
-    "empty_cache", "get_allocator", "max_memory_allocated", "max_memory_reserved", "memory_allocated",
-    "memory_reserved", "memory_snapshot", "memory_stats", "reset_accumulated_memory_stats",
-    "reset_peak_memory_stats", "set_allocator", "set_per_process_memory_fraction",
+    "Block",
+    "CachingAllocator",
+    "CudaRawAllocator",
+    "FakeRawAllocator",
+    "RawAllocator",
+    "empty_cache",
+    "get_allocator",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_snapshot",
+    "memory_stats",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
+    "set_allocator",
+    "set_per_process_memory_fraction",
 ]
 
 _lock = threading.Lock()

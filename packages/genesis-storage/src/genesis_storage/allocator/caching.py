@@ -49,8 +49,7 @@ POISON = 0xFF
 _STREAM_SHIFT = 48  # front-cache key: (stream << 48) | rounded size (sizes stay below 2**48)
 
 FREE, ALLOCATED, PENDING, DEAD, CACHED = 0, 1, 2, 3, 4  # FREE: in a pool; CACHED: in the front cache
-_STATE_NAMES = {FREE: "inactive", CACHED: "inactive", ALLOCATED: "active_allocated",
-                PENDING: "active_pending_free"}
+_STATE_NAMES = {FREE: "inactive", CACHED: "inactive", ALLOCATED: "active_allocated", PENDING: "active_pending_free"}
 SMALL_KIND, LARGE_KIND, HUGE_KIND = 0, 1, 2  # HUGE (>= 10 MiB) is its own pool only with a cap
 
 
@@ -132,8 +131,15 @@ class _Pool:
 class CachingAllocator:
     """One device's caching allocator over a RawAllocator. Thread-safe (one lock per device)."""
 
-    def __init__(self, raw: RawAllocator, *, caching: bool | None = None, debug: bool | None = None,
-                 trace: int = 0, max_fragmentation: float | None = None) -> None:
+    def __init__(
+        self,
+        raw: RawAllocator,
+        *,
+        caching: bool | None = None,
+        debug: bool | None = None,
+        trace: int = 0,
+        max_fragmentation: float | None = None,
+    ) -> None:
         self.raw = raw
         self.device = raw.device
         self.caching = (not _env_flag("GENESIS_NO_CACHING")) if caching is None else caching
@@ -148,8 +154,9 @@ class CachingAllocator:
         self._fraction: float | None = None
         self._trace: deque[dict[str, Any]] | None = deque(maxlen=trace) if trace else None
         self.max_fragmentation: float | None = None
-        self.set_max_fragmentation(_env_float("GENESIS_MAX_FRAGMENTATION") if max_fragmentation is None
-                                   else max_fragmentation)
+        self.set_max_fragmentation(
+            _env_float("GENESIS_MAX_FRAGMENTATION") if max_fragmentation is None else max_fragmentation
+        )
         # statistics (all, small, large); active = allocation + pending, see memory_stats()
         self.n_alloc = triple()
         self.b_alloc = triple()  # allocated_bytes: the allocated_bytes.all.current is memory_allocated()
@@ -240,8 +247,9 @@ class CachingAllocator:
         lock.acquire()
         try:
             if block.state != ALLOCATED:
-                raise DoubleFreeError(f"double free of block at {block.addr:#x} ({block.size} bytes) "
-                                      f"on device {self.device}")
+                raise DoubleFreeError(
+                    f"double free of block at {block.addr:#x} ({block.size} bytes) on device {self.device}"
+                )
             bs = block.size
             nb = block.requested
             if block.small:
@@ -461,8 +469,12 @@ class CachingAllocator:
         res = self.b_res[0]
         if res.current + alloc_size <= cap:
             return
-        whole = [(blk.size, blk.addr, pool, blk) for pool in self._pools.values()
-                 for blk in pool.blocks.values() if blk.prev is None and blk.next is None]
+        whole = [
+            (blk.size, blk.addr, pool, blk)
+            for pool in self._pools.values()
+            for blk in pool.blocks.values()
+            if blk.prev is None and blk.next is None
+        ]
         whole.sort(reverse=True, key=lambda t: (t[0], t[1]))
         for _, _, pool, blk in whole:
             if res.current + alloc_size <= cap:
@@ -520,13 +532,14 @@ class CachingAllocator:
             free = total = -1
         alloc = self.b_alloc[0].current
         res = self.b_res[0].current
-        limit = (f"{_fmt(self._limit)} (memory fraction {self._fraction})" if self._limit is not None
-                 else "none")
-        return (f"CUDA out of memory on device {self.device}. Tried to allocate {_fmt(nbytes)} "
-                f"({nbytes} bytes; segment of {alloc_size} bytes). Device {self.device} has a total "
-                f"capacity of {_fmt(total)} of which {_fmt(free)} is free. Of the memory in use, "
-                f"{_fmt(alloc)} ({alloc} bytes) is allocated by Genesis and {_fmt(res - alloc)} "
-                f"({res - alloc} bytes) is reserved by Genesis but unallocated. Limit: {limit}.")
+        limit = f"{_fmt(self._limit)} (memory fraction {self._fraction})" if self._limit is not None else "none"
+        return (
+            f"CUDA out of memory on device {self.device}. Tried to allocate {_fmt(nbytes)} "
+            f"({nbytes} bytes; segment of {alloc_size} bytes). Device {self.device} has a total "
+            f"capacity of {_fmt(total)} of which {_fmt(free)} is free. Of the memory in use, "
+            f"{_fmt(alloc)} ({alloc} bytes) is allocated by Genesis and {_fmt(res - alloc)} "
+            f"({res - alloc} bytes) is reserved by Genesis but unallocated. Limit: {limit}."
+        )
 
     # ------------------------------------------------------------------ public management
     def empty_cache(self) -> None:
@@ -554,8 +567,7 @@ class CachingAllocator:
 
     def reset_peak_memory_stats(self) -> None:
         with self._lock:
-            for st in (self.n_alloc, self.b_alloc, self.b_req, self.n_seg, self.b_res, self.n_pend,
-                       self.b_pend):
+            for st in (self.n_alloc, self.b_alloc, self.b_req, self.n_seg, self.b_res, self.n_pend, self.b_pend):
                 for s in st:
                     s.reset_peak()
             for i in range(3):
@@ -564,8 +576,7 @@ class CachingAllocator:
 
     def reset_accumulated_memory_stats(self) -> None:
         with self._lock:
-            for st in (self.n_alloc, self.b_alloc, self.b_req, self.n_seg, self.b_res, self.n_pend,
-                       self.b_pend):
+            for st in (self.n_alloc, self.b_alloc, self.b_req, self.n_seg, self.b_res, self.n_pend, self.b_pend):
                 for s in st:
                     s.reset_accumulated()
             self.num_alloc_retries = self.num_ooms = self.num_sync_all_streams = 0
@@ -578,17 +589,25 @@ class CachingAllocator:
             active_n = triple()
             active_b = triple()
             for i in range(3):
-                for act, al, pe, peak in ((active_n, self.n_alloc, self.n_pend, self._active_peak[i]),
-                                          (active_b, self.b_alloc, self.b_pend, self._active_peak[3 + i])):
+                for act, al, pe, peak in (
+                    (active_n, self.n_alloc, self.n_pend, self._active_peak[i]),
+                    (active_b, self.b_alloc, self.b_pend, self._active_peak[3 + i]),
+                ):
                     act[i].current = al[i].current + pe[i].current
                     act[i].allocated = al[i].allocated
                     act[i].base = al[i].base + pe[i].base
                     act[i].peak = max(al[i].peak, peak, act[i].current)
             split_n, split_b = self._inactive_split()
             table: dict[str, tuple[Stat, Stat, Stat]] = {
-                "allocation": self.n_alloc, "segment": self.n_seg, "active": active_n,
-                "inactive_split": split_n, "allocated_bytes": self.b_alloc, "reserved_bytes": self.b_res,
-                "active_bytes": active_b, "inactive_split_bytes": split_b, "requested_bytes": self.b_req,
+                "allocation": self.n_alloc,
+                "segment": self.n_seg,
+                "active": active_n,
+                "inactive_split": split_n,
+                "allocated_bytes": self.b_alloc,
+                "reserved_bytes": self.b_res,
+                "active_bytes": active_b,
+                "inactive_split_bytes": split_b,
+                "requested_bytes": self.b_req,
             }
             for name in STAT_NAMES:
                 flatten(name, table[name], out)
@@ -638,21 +657,37 @@ class CachingAllocator:
                 b: Block | None = head
                 while b is not None:
                     state = _STATE_NAMES[b.state]
-                    blocks.append({"address": b.addr, "size": b.size,
-                                   "requested_size": b.requested if b.state in (ALLOCATED, PENDING) else 0,
-                                   "state": state, "frames": []})
+                    blocks.append(
+                        {
+                            "address": b.addr,
+                            "size": b.size,
+                            "requested_size": b.requested if b.state in (ALLOCATED, PENDING) else 0,
+                            "state": state,
+                            "frames": [],
+                        }
+                    )
                     if b.state == ALLOCATED:
                         alloc += b.size
                         req += b.requested
                     if b.state != FREE and b.state != CACHED:
                         active += b.size
                     b = b.next
-                segs.append({
-                    "device": self.device, "address": addr, "total_size": self._seg_size[addr],
-                    "allocated_size": alloc, "active_size": active, "requested_size": req,
-                    "stream": head.stream, "segment_type": "small" if head.small else "large",
-                    "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": blocks,
-                })
+                segs.append(
+                    {
+                        "device": self.device,
+                        "address": addr,
+                        "total_size": self._seg_size[addr],
+                        "allocated_size": alloc,
+                        "active_size": active,
+                        "requested_size": req,
+                        "stream": head.stream,
+                        "segment_type": "small" if head.small else "large",
+                        "segment_pool_id": (0, 0),
+                        "is_expandable": False,
+                        "frames": [],
+                        "blocks": blocks,
+                    }
+                )
             return segs
 
     def trace(self) -> list[dict[str, Any]]:
@@ -668,8 +703,16 @@ class CachingAllocator:
 
     def _record(self, action: str, addr: int, size: int, stream: int) -> None:
         assert self._trace is not None
-        self._trace.append({"action": action, "addr": addr, "size": size, "stream": stream,
-                            "device": self.device, "time_us": time.perf_counter_ns() // 1000})
+        self._trace.append(
+            {
+                "action": action,
+                "addr": addr,
+                "size": size,
+                "stream": stream,
+                "device": self.device,
+                "time_us": time.perf_counter_ns() // 1000,
+            }
+        )
 
 
 def _fmt(n: int | None) -> str:

@@ -66,8 +66,7 @@ class CudaRawAllocator:
 
     def memset(self, addr: int, nbytes: int, value: int, stream: int) -> None:
         drv = self._drv()
-        check("cuMemsetD8Async",
-              drv.cuMemsetD8Async(drv.CUdeviceptr(addr), value, nbytes, drv.CUstream(stream)))
+        check("cuMemsetD8Async", drv.cuMemsetD8Async(drv.CUdeviceptr(addr), value, nbytes, drv.CUstream(stream)))
 
     def record_event(self, stream: int) -> Any:
         drv = self._drv()
@@ -112,8 +111,7 @@ class FakeRawAllocator:
     `memory=True` keeps a bytearray per segment so memset (debug poisoning) can be checked.
     """
 
-    def __init__(self, capacity: int = 1 << 30, device: int = 0, memory: bool = False,
-                 base: int = 1 << 40) -> None:
+    def __init__(self, capacity: int = 1 << 30, device: int = 0, memory: bool = False, base: int = 1 << 40) -> None:
         self.device = device
         self.capacity = capacity
         self.used = 0
@@ -156,7 +154,7 @@ class FakeRawAllocator:
             return
         for base, buf in self._memory.items():
             if base <= addr and addr + nbytes <= base + len(buf):
-                buf[addr - base: addr - base + nbytes] = bytes([value]) * nbytes
+                buf[addr - base : addr - base + nbytes] = bytes([value]) * nbytes
                 return
         raise AssertionError(f"memset outside any segment: {addr:#x}+{nbytes}")
 
@@ -164,14 +162,14 @@ class FakeRawAllocator:
         assert self._memory is not None
         for base, buf in self._memory.items():
             if base <= addr < base + len(buf):
-                return bytes(buf[addr - base: addr - base + nbytes])
+                return bytes(buf[addr - base : addr - base + nbytes])
         raise AssertionError(f"read outside any segment: {addr:#x}")
 
     def write(self, addr: int, data: bytes) -> None:
         assert self._memory is not None
         for base, buf in self._memory.items():
             if base <= addr < base + len(buf):
-                buf[addr - base: addr - base + len(data)] = data
+                buf[addr - base : addr - base + len(data)] = data
                 return
         raise AssertionError(f"write outside any segment: {addr:#x}")
 

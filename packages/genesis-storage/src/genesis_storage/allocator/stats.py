@@ -44,8 +44,15 @@ POOL_NAMES = ("all", "small_pool", "large_pool")
 
 # The array stats PyTorch reports, in its order.
 STAT_NAMES = (
-    "allocation", "segment", "active", "inactive_split",
-    "allocated_bytes", "reserved_bytes", "active_bytes", "inactive_split_bytes", "requested_bytes",
+    "allocation",
+    "segment",
+    "active",
+    "inactive_split",
+    "allocated_bytes",
+    "reserved_bytes",
+    "active_bytes",
+    "inactive_split_bytes",
+    "requested_bytes",
 )
 
 

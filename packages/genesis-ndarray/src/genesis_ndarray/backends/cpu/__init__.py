@@ -7,5 +7,17 @@ module registers its own functions through ``common.reg`` and imports no other f
 
 from . import creation, elementwise, getitem, index, matmul, memory, random, reduce, scan, softmax, sort, views
 
-__all__ = ["creation", "elementwise", "getitem", "index", "matmul", "memory", "random", "reduce", "scan", "softmax",
-           "sort", "views"]
+__all__ = [
+    "creation",
+    "elementwise",
+    "getitem",
+    "index",
+    "matmul",
+    "memory",
+    "random",
+    "reduce",
+    "scan",
+    "softmax",
+    "sort",
+    "views",
+]

@@ -10,20 +10,40 @@ import torch
 from .common import reg
 
 _BINARY: dict[str, Callable[..., torch.Tensor]] = {
-    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-    "floor_divide": torch.floor_divide, "remainder": torch.remainder, "fmod": torch.fmod, "pow": torch.pow,
-    "maximum": torch.maximum, "minimum": torch.minimum, "atan2": torch.atan2,
-    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
-    "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor,
-    "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor,
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "floor_divide": torch.floor_divide,
+    "remainder": torch.remainder,
+    "fmod": torch.fmod,
+    "pow": torch.pow,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "atan2": torch.atan2,
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+    "logical_and": torch.logical_and,
+    "logical_or": torch.logical_or,
+    "logical_xor": torch.logical_xor,
+    "bitwise_and": torch.bitwise_and,
+    "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
 }
 # These torch functions take no Python scalar; a 0-dim tensor promotes the same way.
 _NEEDS_TENSOR = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor"}
 
 # Unary names torch has under nn.functional only (or under another spelling); the rest are torch.<name>.
 _UNARY: dict[str, Callable[..., torch.Tensor]] = {
-    "relu": torch.relu, "sigmoid": torch.sigmoid, "silu": torch.nn.functional.silu,
-    "logical_not": torch.logical_not, "bitwise_not": torch.bitwise_not,
+    "relu": torch.relu,
+    "sigmoid": torch.sigmoid,
+    "silu": torch.nn.functional.silu,
+    "logical_not": torch.logical_not,
+    "bitwise_not": torch.bitwise_not,
     "gelu": torch.nn.functional.gelu,
     "gelu_tanh": functools.partial(torch.nn.functional.gelu, approximate="tanh"),
 }

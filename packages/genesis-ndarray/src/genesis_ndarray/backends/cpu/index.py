@@ -39,8 +39,10 @@ def embedding(weight: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
 
 
 @reg("embedding_backward")
-def embedding_backward(grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int,
-                       padding_idx: int | None) -> torch.Tensor:
+def embedding_backward(
+    grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int, padding_idx: int | None
+) -> torch.Tensor:
     # aten's dense backward (what F.embedding's autograd runs); -1 there means "no padding row".
-    return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights,
-                                                   -1 if padding_idx is None else padding_idx, False)
+    return torch.ops.aten.embedding_dense_backward(
+        grad_output, indices, num_weights, -1 if padding_idx is None else padding_idx, False
+    )

@@ -25,8 +25,11 @@ reg("from_cpu")(lambda input, device, non_blocking=False: input)
 
 @reg("to_dlpack")
 def to_dlpack(input: torch.Tensor, stream, max_version, dl_device, copy):
-    kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
-                                ("copy", copy)) if v is not None}
+    kwargs = {
+        k: v
+        for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device), ("copy", copy))
+        if v is not None
+    }
     return input.__dlpack__(**kwargs)
 
 

@@ -78,5 +78,6 @@ def dropout(input: torch.Tensor, p: float, train: bool) -> tuple[torch.Tensor, t
     return input.mul(noise).mul_(scale), noise.bool()
 
 
-reg("dropout_backward")(lambda grad_output, mask, scale: torch.ops.aten.native_dropout_backward(grad_output, mask,
-                                                                                                 scale))
+reg("dropout_backward")(
+    lambda grad_output, mask, scale: torch.ops.aten.native_dropout_backward(grad_output, mask, scale)
+)

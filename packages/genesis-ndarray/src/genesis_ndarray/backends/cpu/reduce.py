@@ -39,5 +39,4 @@ def min_dim(input: torch.Tensor, dim: int, keepdim: bool) -> tuple[torch.Tensor,
 reg("argmax")(lambda input, dim, keepdim: torch.argmax(input, dim=dim, keepdim=keepdim))
 reg("argmin")(lambda input, dim, keepdim: torch.argmin(input, dim=dim, keepdim=keepdim))
 reg("var")(lambda input, dim, correction, keepdim: torch.var(input, dim=dim, correction=correction, keepdim=keepdim))
-reg("vector_norm")(lambda input, ord, dim, keepdim: torch.linalg.vector_norm(input, ord=ord, dim=dim,
-                                                                             keepdim=keepdim))
+reg("vector_norm")(lambda input, ord, dim, keepdim: torch.linalg.vector_norm(input, ord=ord, dim=dim, keepdim=keepdim))

@@ -7,5 +7,17 @@ op under the device type "cuda".
 
 from . import creation, elementwise, getitem, index, matmul, memory, random, reduce, scan, softmax, sort, views
 
-__all__ = ["creation", "elementwise", "getitem", "index", "matmul", "memory", "random", "reduce", "scan", "softmax",
-           "sort", "views"]
+__all__ = [
+    "creation",
+    "elementwise",
+    "getitem",
+    "index",
+    "matmul",
+    "memory",
+    "random",
+    "reduce",
+    "scan",
+    "softmax",
+    "sort",
+    "views",
+]

@@ -19,10 +19,30 @@ _PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "log
 _BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor"})
 # Ops whose integer inputs give a floating result, as in torch.
 _FLOAT_RESULT_BINARY = frozenset({"div", "atan2"})
-_FLOAT_RESULT_UNARY = frozenset({
-    "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-    "sigmoid", "silu", "reciprocal", "gelu", "gelu_tanh", "erf", "erfc",
-})
+_FLOAT_RESULT_UNARY = frozenset(
+    {
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log1p",
+        "log2",
+        "log10",
+        "sqrt",
+        "rsqrt",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "sigmoid",
+        "silu",
+        "reciprocal",
+        "gelu",
+        "gelu_tanh",
+        "erf",
+        "erfc",
+    }
+)
 _BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "logical_not"})
 # Where genesis_kernels names an op differently from torch.
 _KERNEL_OP = {"floor_divide": "floordiv"}
@@ -47,15 +67,19 @@ def _check_bool_operands(op: str, a, b) -> None:
     """torch refuses arithmetic that has no meaning on masks."""
     if op == "sub" and (_is_bool(a) or _is_bool(b)):
         if _is_bool(a) and _is_bool(b):
-            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                               "Use the `^` or `logical_xor()` operator instead.")
-        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
-                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                "Use the `^` or `logical_xor()` operator instead."
+            )
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
     if op == "pow" and _is_bool(a) and isinstance(b, View) and b.dtype == "bool":
-        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     if op in ("floor_divide", "remainder") and _is_bool(a) and _is_bool(b):
         kernel = "div_floor" if op == "floor_divide" else "remainder"
-        raise NotImplementedError(f'"{kernel}_cuda" not implemented for \'Bool\'')
+        raise NotImplementedError(f"\"{kernel}_cuda\" not implemented for 'Bool'")
 
 
 def _binary_types(op: str, a, b) -> tuple[DType, DType]:
@@ -65,7 +89,7 @@ def _binary_types(op: str, a, b) -> tuple[DType, DType]:
     if op in _FLOAT_RESULT_BINARY and not compute.is_floating_point:
         compute = get_default_dtype()
     if op in _BITWISE and compute.is_floating_point:
-        raise RuntimeError(f'"{op}_cuda" not implemented for \'{compute.name}\'')
+        raise RuntimeError(f"\"{op}_cuda\" not implemented for '{compute.name}'")
     out = bool_ if op in _PREDICATES else compute
     return compute, out
 
@@ -77,8 +101,15 @@ _SAME_DTYPE_OPS = frozenset({"add", "sub", "mul", "maximum", "minimum"})
 @reg("binary")
 def binary(op: str, input, other) -> View:
     # The hot path: two arrays of one shape, dtype and device (no broadcasting, no promotion).
-    if (input.__class__ is View and other.__class__ is View and op in _SAME_DTYPE_OPS and input.dtype == other.dtype
-            and input.shape == other.shape and input.device == other.device and input.dtype != "bool"):
+    if (
+        input.__class__ is View
+        and other.__class__ is View
+        and op in _SAME_DTYPE_OPS
+        and input.dtype == other.dtype
+        and input.shape == other.shape
+        and input.device == other.device
+        and input.dtype != "bool"
+    ):
         out = gs.empty(input.shape, input.dtype, input.device)
         if out.numel:
             gk.binary(op, input, other, out, compute_dtype=input.dtype, stream=current_stream_handle(input.device))
@@ -91,14 +122,25 @@ def binary(op: str, input, other) -> View:
     out = gs.empty(shape, out_dtype.name, device)
     if math.prod(shape):
         input, other = _rounded_to(out_dtype, input), _rounded_to(out_dtype, other)
-        gk.binary(_KERNEL_OP.get(op, op), expand_to(input, shape), expand_to(other, shape), out,
-                  compute_dtype=compute.name, stream=stream_of(out))
+        gk.binary(
+            _KERNEL_OP.get(op, op),
+            expand_to(input, shape),
+            expand_to(other, shape),
+            out,
+            compute_dtype=compute.name,
+            stream=stream_of(out),
+        )
     return out
 
 
 # float -> float casts that lose nothing; any other cast of an operand to the result dtype rounds.
-_EXACT_WIDENING = {("float16", "float32"), ("bfloat16", "float32"), ("float16", "float64"), ("bfloat16", "float64"),
-                   ("float32", "float64")}
+_EXACT_WIDENING = {
+    ("float16", "float32"),
+    ("bfloat16", "float32"),
+    ("float16", "float64"),
+    ("bfloat16", "float64"),
+    ("float32", "float64"),
+}
 
 
 def _rounded_to(dtype: DType, operand):
@@ -125,12 +167,20 @@ def binary_(op: str, input: View, other) -> None:
     compute, out_dtype = _binary_types(op, input, other)
     own = dtype_of(input)
     if out_dtype.category > own.category:
-        raise RuntimeError(f"result type {out_dtype.name.capitalize()} can't be cast to the desired output "
-                           f"type {own.name.capitalize()}")
+        raise RuntimeError(
+            f"result type {out_dtype.name.capitalize()} can't be cast to the desired output "
+            f"type {own.name.capitalize()}"
+        )
     if math.prod(input.shape):
         other = _rounded_to(out_dtype, other)
-        gk.binary(_KERNEL_OP.get(op, op), input, expand_to(other, input.shape), input, compute_dtype=compute.name,
-                  stream=stream_of(input))
+        gk.binary(
+            _KERNEL_OP.get(op, op),
+            input,
+            expand_to(other, input.shape),
+            input,
+            compute_dtype=compute.name,
+            stream=stream_of(input),
+        )
 
 
 @reg("unary")
@@ -142,8 +192,10 @@ def unary(op: str, input: View) -> View:
         out_dtype = get_default_dtype()
     else:
         if op == "neg" and dtype is bool_:
-            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
-                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
+            raise RuntimeError(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                "to invert a mask, use the `~` or `logical_not()` operator instead."
+            )
         if op == "bitwise_not" and dtype.is_floating_point:
             raise RuntimeError(f"\"bitwise_not_cuda\" not implemented for '{dtype.name}'")
         out_dtype = dtype
@@ -157,8 +209,9 @@ def unary(op: str, input: View) -> View:
 @reg("where")
 def where(condition: View, input, other) -> View:
     if dtype_of(condition) is not bool_:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{dtype_of(condition).name}")
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype {dtype_of(condition).name}"
+        )
     device = condition.device
     for x in (input, other):
         if isinstance(x, View) and x.device != device:
@@ -168,8 +221,9 @@ def where(condition: View, input, other) -> View:
     dtype = result_type(input, other)
     out = gs.empty(shape, dtype.name, device)
     if math.prod(shape):
-        gk.where(expand_to(condition, shape), expand_to(input, shape), expand_to(other, shape), out,
-                 stream=stream_of(out))
+        gk.where(
+            expand_to(condition, shape), expand_to(input, shape), expand_to(other, shape), out, stream=stream_of(out)
+        )
     return out
 
 
@@ -238,8 +292,10 @@ def lerp(input: View, end: View, weight) -> View:
 
 def _addc(op: str, input: View, tensor1: View, tensor2: View, value) -> View:
     if op == "addcdiv" and not dtype_of(tensor1).is_floating_point and not dtype_of(tensor2).is_floating_point:
-        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
-                           "will perform a true division of tensor1 and tensor2.")
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+            "will perform a true division of tensor1 and tensor2."
+        )
     shape = _shape_of(input, tensor1, tensor2)
     dtype = _result_type(input, tensor1, tensor2)
     # As torch's TensorIterator: every operand is first rounded to the common dtype (a float64 0-d
@@ -247,8 +303,14 @@ def _addc(op: str, input: View, tensor1: View, tensor2: View, value) -> View:
     input, tensor1, tensor2 = (cast(v, dtype) if dtype_of(v) is not dtype else v for v in (input, tensor1, tensor2))
     out = gs.empty(shape, dtype.name, input.device)
     if math.prod(shape):
-        getattr(gk, op)(expand_to(input, shape), expand_to(tensor1, shape), expand_to(tensor2, shape), out, value=value,
-                        stream=stream_of(out))
+        getattr(gk, op)(
+            expand_to(input, shape),
+            expand_to(tensor1, shape),
+            expand_to(tensor2, shape),
+            out,
+            value=value,
+            stream=stream_of(out),
+        )
     return out
 
 

@@ -49,8 +49,9 @@ def _prepare(v: View, index) -> tuple:
             continue
         if isinstance(item, View):
             if item.device != v.device:
-                raise RuntimeError("indices should be either on cpu or on the same device as the indexed "
-                                   f"tensor (cuda:{v.device})")
+                raise RuntimeError(
+                    f"indices should be either on cpu or on the same device as the indexed tensor (cuda:{v.device})"
+                )
             items.append(_scalar_of(item) if not item.shape and item.dtype in _SCALAR_INDEX else item)
             continue
         if isinstance(item, np.generic):
@@ -116,8 +117,8 @@ def _check(base: View, dims, arrays: list[View], bshape) -> None:
         return
     scratch = gs.empty((1,), "int64", base.device)
     for s in range(0, len(arrays), _MAX_PUT):
-        group = arrays[s:s + _MAX_PUT]
-        sizes = tuple(base.shape[d] for d in dims[s:s + _MAX_PUT])
+        group = arrays[s : s + _MAX_PUT]
+        sizes = tuple(base.shape[d] for d in dims[s : s + _MAX_PUT])
         dummy = scratch.as_strided(sizes, (0,) * len(sizes), 0)  # every write lands on one scratch element
         gk.index_put(dummy, tuple(expand_to(a, bshape) for a in group), 0, stream=stream_of(base))
 
@@ -162,8 +163,11 @@ def _gather(base: View, lay: Layout, arrays: list[View]) -> View:
     extent = 1 + sum((base.shape[d] - 1) * base.strides[d] for d in lay.dims)
     # x walks the rest dims as base does; along B it is one element-stepping dim (the last of B)
     # that the offsets pick from, the other B dims repeat it (stride 0).
-    x = base.as_strided(sizes[:at] + lay.bshape[:-1] + (extent,) + sizes[at:],
-                        strides[:at] + (0,) * (nb - 1) + (1,) + strides[at:], base.offset)
+    x = base.as_strided(
+        sizes[:at] + lay.bshape[:-1] + (extent,) + sizes[at:],
+        strides[:at] + (0,) * (nb - 1) + (1,) + strides[at:],
+        base.offset,
+    )
     idx = offsets.as_strided(lay.shape, (0,) * at + offsets.strides + (0,) * (len(sizes) - at), offsets.offset)
     gk.gather(x, at + nb - 1, idx, out, stream=stream_of(base))
     return out
@@ -188,15 +192,19 @@ def _advanced_setitem(v: View, index, value, accumulate: bool = False) -> None:
     values = value
     if is_array:
         if value.device != base.device:
-            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
-                               f"cuda:{base.device} and cuda:{value.device}!")
+            raise RuntimeError(
+                "Expected all tensors to be on the same device, but found at least two devices, "
+                f"cuda:{base.device} and cuda:{value.device}!"
+            )
         try:
             fits = broadcast_shapes(lay.shape, value.shape) == lay.shape
         except RuntimeError:
             fits = False
         if not fits:
-            raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
-                               f"indexing result of shape {list(lay.shape)}")
+            raise RuntimeError(
+                f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
+                f"indexing result of shape {list(lay.shape)}"
+            )
         values = _permuted(expand_to(value, lay.shape), lay.to_b_first())
     if len(arrays) <= _MAX_PUT:
         target = _permuted(base, lay.dims + lay.rest)
@@ -208,8 +216,9 @@ def _advanced_setitem(v: View, index, value, accumulate: bool = False) -> None:
         raise NotImplementedError(f"accumulating index_put_ with more than {_MAX_PUT} index arrays on {base.dtype}")
     offsets = _offsets(base, lay.dims, arrays, lay.bshape)
     extent = 1 + sum((base.shape[d] - 1) * base.strides[d] for d in lay.dims)
-    flat = base.as_strided((extent,) + tuple(base.shape[d] for d in lay.rest),
-                           (1,) + tuple(base.strides[d] for d in lay.rest), base.offset)
+    flat = base.as_strided(
+        (extent,) + tuple(base.shape[d] for d in lay.rest), (1,) + tuple(base.strides[d] for d in lay.rest), base.offset
+    )
     gk.index_put(flat, (offsets,), values, accumulate=accumulate, stream=stream_of(base))
 
 

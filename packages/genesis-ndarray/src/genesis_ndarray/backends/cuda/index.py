@@ -27,9 +27,17 @@ from .memory import cast, copy_, fill_
 
 _INDEX_DTYPES = ("int64", "int32")
 # How torch's messages print a mask dtype (its C++ type name).
-_CPP_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-              "uint8": "unsigned char", "float32": "float", "float64": "double", "float16": "c10::Half",
-              "bfloat16": "c10::BFloat16"}
+_CPP_NAMES = {
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16",
+}
 
 
 def _scalar_type(name: str) -> str:
@@ -84,8 +92,10 @@ def gather(input: View, dim: int, index: View) -> View:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for d, (i, s) in enumerate(zip(ishape, vs)):
         if d != dim and i > s:
-            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be no "
-                               f"larger than self {list(input.shape)} apart from dimension {dim}")
+            raise RuntimeError(
+                f"Size does not match at dimension {d} expected index {list(index.shape)} to be no "
+                f"larger than self {list(input.shape)} apart from dimension {dim}"
+            )
     with _index_errors_as_runtime_error():
         gk.gather(input, dim, index, out, stream=stream_of(input))
     return out
@@ -113,8 +123,10 @@ def _check_scatter(v: View, dim: int, index: View, src) -> int:
         too_big = too_big or any(i > s for i, s in zip(ishape, ss))
     if too_big:
         extra = f" and to be no larger size than src {list(src.shape)}" if is_array else ""
-        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(v.shape)} apart "
-                           f"from dimension {dim}{extra}")
+        raise RuntimeError(
+            f"Expected index {list(index.shape)} to be no larger than self {list(v.shape)} apart "
+            f"from dimension {dim}{extra}"
+        )
     return dim
 
 
@@ -155,7 +167,7 @@ def index_select(input: View, dim: int, index: View) -> View:
         index = index.as_strided((), (), index.offset)  # the kernel gives a 0-d x the index's shape
         shape: tuple[int, ...] = ()
     else:
-        shape = input.shape[:dim] + (n,) + input.shape[dim + 1:]
+        shape = input.shape[:dim] + (n,) + input.shape[dim + 1 :]
     out = gs.empty(shape, input.dtype, input.device)
     if math.prod(shape):
         gk.index_select(input, dim, index, out, stream=stream_of(input))  # out of range: IndexError, as torch
@@ -168,38 +180,49 @@ def index_add_(input: View, dim: int, index: View, source: View, alpha) -> None:
     if index.dtype not in _INDEX_DTYPES:
         raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {_scalar_type(index.dtype)}")
     if len(index.shape) > 1:
-        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {len(index.shape)} with "
-                         f"type: {_scalar_type(index.dtype)} and size: {list(index.shape)}")
+        raise IndexError(
+            f"index_add_(): Index is supposed to be a vector, but got dim: {len(index.shape)} with "
+            f"type: {_scalar_type(index.dtype)} and size: {list(index.shape)}"
+        )
     dim = normalize_dim(dim, len(input.shape))
     if source.dtype != input.dtype:
-        raise RuntimeError(f"index_add_(): self ({_scalar_type(input.dtype)}) and source "
-                           f"({_scalar_type(source.dtype)}) must have the same scalar type")
+        raise RuntimeError(
+            f"index_add_(): self ({_scalar_type(input.dtype)}) and source "
+            f"({_scalar_type(source.dtype)}) must have the same scalar type"
+        )
     if source.shape and dim >= len(source.shape):
-        raise RuntimeError(f"index_add_(): Indexing dim {dim} is out of bounds of the source tensor with dim "
-                           f"{len(source.shape)}")
+        raise RuntimeError(
+            f"index_add_(): Indexing dim {dim} is out of bounds of the source tensor with dim {len(source.shape)}"
+        )
     n = math.prod(index.shape)
     size = source.shape[dim] if source.shape else 1
     if size != n:
-        raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({size}), "
-                           f"for dim: {dim}")
-    if len(source.shape) != len(input.shape) or any(a != b for d, (a, b) in enumerate(zip(source.shape, input.shape))
-                                                    if d != dim):
-        raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. "
-                           f"Got self.shape = {list(input.shape)} source.shape = {list(source.shape)}")
+        raise RuntimeError(
+            f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({size}), for dim: {dim}"
+        )
+    if len(source.shape) != len(input.shape) or any(
+        a != b for d, (a, b) in enumerate(zip(source.shape, input.shape)) if d != dim
+    ):
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified dimension. "
+            f"Got self.shape = {list(input.shape)} source.shape = {list(source.shape)}"
+        )
     if not math.prod(source.shape):
         return
     alpha = _scalar_for("int32" if input.dtype == "bool" else input.dtype, alpha)
     with _index_errors_as_runtime_error():
-        _accumulate(input, source,
-                    lambda dst, s: gk.index_add(dst, dim, index, s, alpha=alpha, stream=stream_of(input)))
+        _accumulate(
+            input, source, lambda dst, s: gk.index_add(dst, dim, index, s, alpha=alpha, stream=stream_of(input))
+        )
 
 
 # ------------------------------------------------------------------ masks
 @reg("masked_fill_")
 def masked_fill_(input: View, mask: View, value) -> None:
     if mask.dtype != "bool":
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{_CPP_NAMES[mask.dtype]}")
+        raise RuntimeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype {_CPP_NAMES[mask.dtype]}"
+        )
     shape = broadcast_shapes(input.shape, mask.shape)
     if shape != tuple(input.shape):
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
@@ -234,9 +257,11 @@ def nonzero(input: View) -> View:
 # ------------------------------------------------------------------ embedding
 def _check_embedding_indices(indices: View) -> None:
     if indices.dtype not in _INDEX_DTYPES:
-        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got torch.{_scalar_type(indices.dtype)}Tensor instead (while checking "
-                           "arguments for embedding)")
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+            f"Long, Int; but got torch.{_scalar_type(indices.dtype)}Tensor instead (while checking "
+            "arguments for embedding)"
+        )
 
 
 @contextmanager
@@ -270,10 +295,21 @@ def embedding_backward(grad_output: View, indices: View, num_weights: int, paddi
     fill_(grad_weight, 0)
     if math.prod(grad_output.shape):
         with _embedding_index_errors():
-            gk.embedding_backward(grad_output, indices, grad_weight, padding_idx=padding_idx,
-                                  stream=stream_of(grad_output))
+            gk.embedding_backward(
+                grad_output, indices, grad_weight, padding_idx=padding_idx, stream=stream_of(grad_output)
+            )
     return grad_weight
 
 
-__all__ = ["embedding", "embedding_backward", "gather", "index_add_", "index_select", "masked_fill_",
-           "masked_select", "nonzero", "scatter_", "scatter_add_"]
+__all__ = [
+    "embedding",
+    "embedding_backward",
+    "gather",
+    "index_add_",
+    "index_select",
+    "masked_fill_",
+    "masked_select",
+    "nonzero",
+    "scatter_",
+    "scatter_add_",
+]

@@ -27,8 +27,9 @@ def matmul(input: View, other: View) -> View:
             f"cuda:{input.device} and cuda:{other.device}!"
         )
     if len(input.shape) == 0 or len(other.shape) == 0:
-        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {len(input.shape)}D "
-                           f"and {len(other.shape)}D")
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {len(input.shape)}D and {len(other.shape)}D"
+        )
     if input.dtype != other.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
     if not dtype_of(input).is_floating_point:

@@ -29,8 +29,10 @@ def _result_dtype(op: str, dtype: DType) -> DType:
     if op in ("sum", "prod") and not dtype.is_floating_point:
         return int64
     if op in ("mean", "logsumexp") and not dtype.is_floating_point:
-        raise RuntimeError(f"{op}(): could not infer output dtype. Input dtype must be either a floating "
-                           f"point or complex dtype. Got: {dtype.name}")
+        raise RuntimeError(
+            f"{op}(): could not infer output dtype. Input dtype must be either a floating "
+            f"point or complex dtype. Got: {dtype.name}"
+        )
     return dtype
 
 
@@ -47,15 +49,19 @@ def reduce(op: str, input: View, dim, keepdim: bool, dtype: DType | None) -> Vie
         src = cast(src, out_dtype)
     out_shape = tuple(s for i, s in enumerate(src.shape) if i not in dims)
     if op in ("amax", "amin") and any(src.shape[d] == 0 for d in dims):
-        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
-                         "Specify the reduction dim with the 'dim' argument.")
+        raise IndexError(
+            f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+            "Specify the reduction dim with the 'dim' argument."
+        )
     out = gs.empty(out_shape, out_dtype.name, input.device)
     if math.prod(out_shape):
         if math.prod(src.shape):
             gk.reduce(op, src, out, dims, stream=stream_of(input))
         else:  # reducing over an empty dim: the op's identity, or NaN for mean
-            fill_(out, {"sum": 0, "prod": 1, "mean": float("nan"), "all": True, "any": False,
-                        "logsumexp": float("-inf")}[op])
+            fill_(
+                out,
+                {"sum": 0, "prod": 1, "mean": float("nan"), "all": True, "any": False, "logsumexp": float("-inf")}[op],
+            )
     return _keep(out, input.shape, dims) if keepdim and len(input.shape) else out
 
 
@@ -106,14 +112,17 @@ def var(input: View, dim, correction: int, keepdim: bool) -> View:
 @reg("vector_norm")
 def vector_norm(input: View, ord: float, dim, keepdim: bool) -> View:
     if not dtype_of(input).is_floating_point:
-        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {dtype_of(input).name}")
+        raise RuntimeError(
+            f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {dtype_of(input).name}"
+        )
     src = input.as_strided((1,), (1,), input.offset) if not input.shape else input
     dims = normalize_dims(dim, len(input.shape)) if input.shape else (0,)
     out_shape = tuple(s for i, s in enumerate(src.shape) if i not in dims)
     if (ord < 0 or math.isinf(ord)) and any(src.shape[d] == 0 for d in dims):
-        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
-                           "operation does not have an identity")
+        raise RuntimeError(
+            f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
+            "operation does not have an identity"
+        )
     out = gs.empty(out_shape, input.dtype, input.device)
     if math.prod(out_shape):
         gk.norm(src, out, ord, dims, stream=stream_of(input))

@@ -37,6 +37,7 @@ def softmax_backward(output: View, grad_output: View, dim: int, log: bool) -> Vi
     dim = normalize_dim(dim, len(src_y.shape))
     dx = gs.empty(src_y.shape, output.dtype, output.device)
     if dx.numel:
-        gk.softmax_backward(_to_last(src_y, dim)[0], _to_last(src_dy, dim)[0], _to_last(dx, dim)[0],
-                            log=log, stream=stream_of(output))
+        gk.softmax_backward(
+            _to_last(src_y, dim)[0], _to_last(src_dy, dim)[0], _to_last(dx, dim)[0], log=log, stream=stream_of(output)
+        )
     return dx if len(output.shape) else dx.as_strided((), (), dx.offset)

@@ -44,7 +44,7 @@ def topk(input: View, k: int, dim: int, largest: bool, sorted: bool) -> tuple[Vi
         indices = gs.empty((), "int64", input.device)
         fill_(indices, 0)
         return clone(input), indices
-    shape = input.shape[:dim] + (k,) + input.shape[dim + 1:]
+    shape = input.shape[:dim] + (k,) + input.shape[dim + 1 :]
     values = gs.empty(shape, input.dtype, input.device)
     indices = gs.empty(shape, "int64", input.device)
     if math.prod(shape):

@@ -49,7 +49,8 @@ def permute(input: View, dims) -> View:
         raise RuntimeError(
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of "
             f"the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {len(dims)}"
-            if len(dims) != nd else f"permute(): duplicate dims are not allowed: {dims}"
+            if len(dims) != nd
+            else f"permute(): duplicate dims are not allowed: {dims}"
         )
     return input.as_strided(tuple(input.shape[d] for d in dims), tuple(input.strides[d] for d in dims), input.offset)
 

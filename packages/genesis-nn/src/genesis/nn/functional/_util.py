@@ -13,8 +13,16 @@ __all__ = ["cast_for_matmul", "legacy_reduction", "ntuple", "reduce", "torch_typ
 
 # torch's ScalarType names, which its error messages use ("expected ... Long ... but got Float").
 _TORCH_NAMES = {
-    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-    "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+    "float32": "Float",
+    "float64": "Double",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
 }
 
 
@@ -29,8 +37,9 @@ def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: 
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     result = "mean" if size_average and reduce else "sum" if reduce else "none"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{result}' instead.",
-                  stacklevel=3)
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{result}' instead.", stacklevel=3
+    )
     return result
 
 

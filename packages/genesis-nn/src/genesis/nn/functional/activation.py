@@ -13,8 +13,21 @@ if TYPE_CHECKING:
     from genesis_autograd import DType
 
 __all__ = [
-    "gelu", "glu", "hardtanh", "leaky_relu", "log_softmax", "logsigmoid", "mish", "relu", "relu6", "sigmoid",
-    "silu", "softmax", "softmin", "softplus", "tanh",
+    "gelu",
+    "glu",
+    "hardtanh",
+    "leaky_relu",
+    "log_softmax",
+    "logsigmoid",
+    "mish",
+    "relu",
+    "relu6",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softmin",
+    "softplus",
+    "tanh",
 ]
 
 
@@ -137,15 +150,18 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     if input.shape[dim] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} is size "
-                           f"{input.shape[dim]}")
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {dim % input.ndim} is size {input.shape[dim]}"
+        )
     a, b = input.chunk(2, dim)
     return a * b.sigmoid()
 
 
 def _softmax_dim(name: str, ndim: int) -> int:
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=3)
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
+        stacklevel=3,
+    )
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -179,8 +195,9 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     return (-input).softmax(dim)
 
 
-def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
-                dtype: DType | str | None = None) -> Tensor:
+def log_softmax(
+    input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: DType | str | None = None
+) -> Tensor:
     """log(softmax(x)) along ``dim``, computed stably; the input of nll_loss.
 
     Args:

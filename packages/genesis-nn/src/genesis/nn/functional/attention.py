@@ -34,9 +34,16 @@ def _safe_softmax(scores: Tensor) -> Tensor:
     return probs.masked_fill(dead, 0.0)
 
 
-def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
-                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
-                                 enable_gqa: bool = False) -> Tensor:
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor:
     """softmax(Q K^T * scale + mask) V over (..., L, E) queries and (..., S, E) keys. ``attn_mask``: bool
     (True = may attend) or additive float, broadcast to (..., L, S). ``is_causal``: a lower-triangular mask
     aligned at the top-left. ``enable_gqa``: key / value heads (dim -3) are shared by groups of query heads."""
@@ -47,8 +54,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         hq, hk = query.shape[-3], key.shape[-3]
         if hq % hk or value.shape[-3] != hk:
-            raise RuntimeError(f"number of heads in key/value must divide the number of heads in query: query heads "
-                               f"{hq}, key heads {hk}, value heads {value.shape[-3]}")
+            raise RuntimeError(
+                f"number of heads in key/value must divide the number of heads in query: query heads "
+                f"{hq}, key heads {hk}, value heads {value.shape[-3]}"
+            )
         key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hk)
     length, source = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -81,8 +90,17 @@ def float_mask(mask: Tensor | None, name: str, dtype) -> Tensor | None:
     return mask.to(dtype=dtype)
 
 
-def _in_projection(query: Tensor, key: Tensor, value: Tensor, in_proj_weight, in_proj_bias,
-                   use_separate: bool, q_proj_weight, k_proj_weight, v_proj_weight):
+def _in_projection(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    in_proj_weight,
+    in_proj_bias,
+    use_separate: bool,
+    q_proj_weight,
+    k_proj_weight,
+    v_proj_weight,
+):
     if not use_separate:
         w_q, w_k, w_v = in_proj_weight.chunk(3)
     else:
@@ -97,13 +115,31 @@ def _in_projection(query: Tensor, key: Tensor, value: Tensor, in_proj_weight, in
 
 
 def multi_head_attention_forward(
-    query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
-    in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None, bias_v: Tensor | None,
-    add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
-    training: bool = True, key_padding_mask: Tensor | None = None, need_weights: bool = True,
-    attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
-    k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
-    static_v: Tensor | None = None, average_attn_weights: bool = True, is_causal: bool = False,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    embed_dim_to_check: int,
+    num_heads: int,
+    in_proj_weight: Tensor | None,
+    in_proj_bias: Tensor | None,
+    bias_k: Tensor | None,
+    bias_v: Tensor | None,
+    add_zero_attn: bool,
+    dropout_p: float,
+    out_proj_weight: Tensor,
+    out_proj_bias: Tensor | None,
+    training: bool = True,
+    key_padding_mask: Tensor | None = None,
+    need_weights: bool = True,
+    attn_mask: Tensor | None = None,
+    use_separate_proj_weight: bool = False,
+    q_proj_weight: Tensor | None = None,
+    k_proj_weight: Tensor | None = None,
+    v_proj_weight: Tensor | None = None,
+    static_k: Tensor | None = None,
+    static_v: Tensor | None = None,
+    average_attn_weights: bool = True,
+    is_causal: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """torch's functional multi-head attention over sequence-first inputs: query (L, N, E) or unbatched
     (L, E), key / value (S, N, E_k / E_v). Returns (output (L, N, E), weights (N, L, S) averaged over heads,
@@ -121,32 +157,54 @@ def multi_head_attention_forward(
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-                           "method `generate_square_subsequent_mask` to create this mask.")
-    if key_padding_mask is not None and attn_mask is not None and \
-            (key_padding_mask.dtype.name == "bool") != (attn_mask.dtype.name == "bool"):
-        warnings.warn("Support for mismatched key_padding_mask and attn_mask is deprecated. Use same type for both "
-                      "instead.", stacklevel=2)
-    q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, use_separate_proj_weight,
-                             q_proj_weight, k_proj_weight, v_proj_weight)
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+            "method `generate_square_subsequent_mask` to create this mask."
+        )
+    if (
+        key_padding_mask is not None
+        and attn_mask is not None
+        and (key_padding_mask.dtype.name == "bool") != (attn_mask.dtype.name == "bool")
+    ):
+        warnings.warn(
+            "Support for mismatched key_padding_mask and attn_mask is deprecated. Use same type for both instead.",
+            stacklevel=2,
+        )
+    q, k, v = _in_projection(
+        query,
+        key,
+        value,
+        in_proj_weight,
+        in_proj_bias,
+        use_separate_proj_weight,
+        q_proj_weight,
+        k_proj_weight,
+        v_proj_weight,
+    )
     attn_mask = float_mask(attn_mask, "attn_mask", q.dtype)
     key_padding_mask = float_mask(key_padding_mask, "key_padding_mask", q.dtype)
     if attn_mask is not None:
         if attn_mask.ndim == 2:
             if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                   f"{(tgt_len, src_len)}.")
+                raise RuntimeError(
+                    f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be {(tgt_len, src_len)}."
+                )
             attn_mask = attn_mask.unsqueeze(0)
         elif attn_mask.ndim == 3:
             if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
+                raise RuntimeError(
+                    f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                    f"{(bsz * num_heads, tgt_len, src_len)}."
+                )
         else:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
-            raise AssertionError("bias cannot be added to static key." if static_k is not None
-                                 else "bias cannot be added to static value.")
+            raise AssertionError(
+                "bias cannot be added to static key."
+                if static_k is not None
+                else "bias cannot be added to static value."
+            )
         k = cat([k, bias_k.expand(1, bsz, embed_dim)])
         v = cat([v, bias_v.expand(1, bsz, embed_dim)])
         attn_mask = _pad_last(attn_mask)
@@ -163,8 +221,9 @@ def multi_head_attention_forward(
     src_len = k.shape[1]
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
+            raise AssertionError(
+                f"expecting key_padding_mask shape of {(bsz, src_len)}, but got {tuple(key_padding_mask.shape)}"
+            )
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
         kpm = kpm.reshape(bsz * num_heads, 1, src_len)
         attn_mask = kpm if attn_mask is None else attn_mask + kpm

@@ -39,11 +39,14 @@ def same_padding(kernel: tuple, dilation: tuple) -> list[int]:
     return amounts
 
 
-def _conv(name: str, nd: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride, padding, dilation,
-          groups: int) -> Tensor:
+def _conv(
+    name: str, nd: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride, padding, dilation, groups: int
+) -> Tensor:
     if input.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
-                           f"of size: {list(input.shape)}")
+        raise RuntimeError(
+            f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+            f"of size: {list(input.shape)}"
+        )
     unbatched = input.ndim == nd + 1
     if unbatched:
         input = input.unsqueeze(0)
@@ -54,12 +57,16 @@ def _conv(name: str, nd: int, input: Tensor, weight: Tensor, bias: Tensor | None
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     if out_channels % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
-                           f"got weight of size [{list(weight.shape)}] instead")
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+            f"got weight of size [{list(weight.shape)}] instead"
+        )
     if input.shape[1] != in_per_group * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
-                           f"{list(input.shape)} to have {in_per_group * groups} channels, but got {input.shape[1]} "
-                           "channels instead")
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+            f"{list(input.shape)} to have {in_per_group * groups} channels, but got {input.shape[1]} "
+            "channels instead"
+        )
     if isinstance(padding, str):
         if padding not in ("same", "valid"):
             raise RuntimeError(f"Invalid padding string: '{padding}'")
@@ -76,8 +83,10 @@ def _conv(name: str, nd: int, input: Tensor, weight: Tensor, bias: Tensor | None
             input = _pad(input, [p for p in reversed(padding) for _ in range(2)])
     spatial = tuple(input.shape[2:])
     if any(s < d * (k - 1) + 1 for s, k, d in zip(spatial, kernel, dilation)):
-        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, spatial))}). Kernel size: "
-                           f"({' x '.join(map(str, kernel))}). Kernel size can't be greater than actual input size")
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, spatial))}). Kernel size: "
+            f"({' x '.join(map(str, kernel))}). Kernel size can't be greater than actual input size"
+        )
     if nd == 1:  # a height of one
         input, weight = input.unsqueeze(2), weight.unsqueeze(2)
         kernel, stride, dilation = (1,) + kernel, (1,) + stride, (1,) + dilation
@@ -97,14 +106,16 @@ def _conv(name: str, nd: int, input: Tensor, weight: Tensor, bias: Tensor | None
     return out.squeeze(0) if unbatched else out
 
 
-def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
-           groups: int = 1) -> Tensor:
+def conv1d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1, groups: int = 1
+) -> Tensor:
     """(N, C_in, L) with weight (C_out, C_in / groups, k) -> (N, C_out, L_out); padding int, 'same' or 'valid'."""
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
-           groups: int = 1) -> Tensor:
+def conv2d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1, groups: int = 1
+) -> Tensor:
     """(N, C_in, H, W) with weight (C_out, C_in / groups, kh, kw) -> (N, C_out, H_out, W_out)."""
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 

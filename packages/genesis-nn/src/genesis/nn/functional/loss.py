@@ -14,8 +14,15 @@ from ._util import legacy_reduction, torch_type_name
 from ._util import reduce as _reduce
 
 __all__ = [
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "kl_div", "l1_loss",
-    "mse_loss", "nll_loss", "smooth_l1_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "cross_entropy",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
+    "mse_loss",
+    "nll_loss",
+    "smooth_l1_loss",
 ]
 
 
@@ -35,21 +42,28 @@ def _check_class_target(input: Tensor, target: Tensor, weight: Tensor | None) ->
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {torch_type_name(target.dtype)}")
     if input.ndim == 1:
         if target.ndim != 0:
-            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported (got target of shape "
-                               f"{list(target.shape)} for input of shape {list(input.shape)})")
+            raise RuntimeError(
+                f"0D or 1D target tensor expected, multi-target not supported (got target of shape "
+                f"{list(target.shape)} for input of shape {list(input.shape)})"
+            )
     elif target.ndim == 0 or input.shape[0] != target.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0] if target.ndim else 0}).")
+        raise ValueError(
+            f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+            f"({target.shape[0] if target.ndim else 0})."
+        )
     elif tuple(target.shape) != tuple(input.shape[:1] + input.shape[2:]):
-        raise RuntimeError(f"Expected target size {list(input.shape[:1] + input.shape[2:])}, got "
-                           f"{list(target.shape)}")
+        raise RuntimeError(f"Expected target size {list(input.shape[:1] + input.shape[2:])}, got {list(target.shape)}")
     if target.device != input.device:
-        raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{input.device} and {target.device}!")
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"{input.device} and {target.device}!"
+        )
     n_classes = input.shape[_class_dim(input)]
     if weight is not None and (weight.ndim != 1 or weight.numel() != n_classes):
-        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes or no classes but "
-                           f"got weight tensor of shape: {list(weight.shape)}")
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {n_classes} classes or no classes but "
+            f"got weight tensor of shape: {list(weight.shape)}"
+        )
 
 
 def _picked(input: Tensor, target: Tensor, ignore_index: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -68,8 +82,15 @@ def _picked(input: Tensor, target: Tensor, ignore_index: int) -> tuple[Tensor, T
 
 
 @autocast_policy("float32")
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
-             ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """-input[n, target[n], ...] (times weight[target]); "mean" divides by the kept positions' total weight."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -85,9 +106,16 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 
 
 @autocast_policy("float32")
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
-                  ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
     """log_softmax over the class dim, then the negative log-likelihood of class indices, or, for a
     target shaped like input, of class probabilities; label smoothing mixes in the uniform distribution."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -121,16 +149,20 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     return (1 - label_smoothing) * loss + smooth * (label_smoothing / n_classes)
 
 
-def _cross_entropy_probabilities(input: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
-                                 label_smoothing: float) -> Tensor:
+def _cross_entropy_probabilities(
+    input: Tensor, target: Tensor, weight: Tensor | None, reduction: str, label_smoothing: float
+) -> Tensor:
     if not target.dtype.is_floating_point:
-        raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
-                           f"{torch_type_name(target.dtype)}")
+        raise RuntimeError(
+            f"Expected floating point type for target with class probabilities, got {torch_type_name(target.dtype)}"
+        )
     dim = _class_dim(input)
     n_classes = input.shape[dim]
     if weight is not None and (weight.ndim != 1 or weight.numel() != n_classes):
-        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {n_classes} classes or "
-                           f"no classes but got weight tensor of shape: {list(weight.shape)}")
+        raise RuntimeError(
+            f"cross_entropy: weight tensor should be defined either for all {n_classes} classes or "
+            f"no classes but got weight tensor of shape: {list(weight.shape)}"
+        )
     if label_smoothing > 0.0:
         target = target * (1 - label_smoothing) + label_smoothing / n_classes
     terms = input.log_softmax(dim) * target
@@ -147,9 +179,12 @@ def _cross_entropy_probabilities(input: Tensor, target: Tensor, weight: Tensor |
 
 def _check_same_size(input: Tensor, target: Tensor) -> None:
     if tuple(input.shape) != tuple(target.shape):
-        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the input size "
-                      f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
-                      "Please ensure they have the same size.", stacklevel=3)
+        warnings.warn(
+            f"Using a target size ({list(target.shape)}) that is different to the input size "
+            f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            stacklevel=3,
+        )
 
 
 def _weighted(loss: Tensor, weight: Tensor | None) -> Tensor:
@@ -157,8 +192,14 @@ def _weighted(loss: Tensor, weight: Tensor | None) -> Tensor:
 
 
 @autocast_policy("float32")
-def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
-             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+def mse_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
     """The squared error (input - target)^2, reduced.
 
     Args:
@@ -176,8 +217,14 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, re
 
 
 @autocast_policy("float32")
-def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
-            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+def l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
     """The absolute error |input - target|, reduced.
 
     Args:
@@ -194,8 +241,14 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, red
 
 
 @autocast_policy("float32")
-def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
-                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; plain L1 at beta = 0."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -209,8 +262,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
 
 
 @autocast_policy("float32")
-def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
-               weight: Tensor | None = None) -> Tensor:
+def huber_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0, weight: Tensor | None = None
+) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
     _check_reduction(reduction)
     if delta <= 0:
@@ -273,9 +327,14 @@ class _BinaryCrossEntropyWithLogits(Function):
         return grad_x, grad_t, grad_pw
 
 
-def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                         size_average: bool | None = None, reduce: bool | None = None,
-                         reduction: str = "mean") -> Tensor:
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """-(t log x + (1 - t) log(1 - x)), each log clamped at -100 as torch's."""
     if is_autocast_enabled(input.device.type):
         raise RuntimeError(
@@ -283,44 +342,60 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
             "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
             "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
             "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
-            "safe to autocast.")
+            "safe to autocast."
+        )
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the input size "
-                         f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+        raise ValueError(
+            f"Using a target size ({list(target.shape)}) that is different to the input size "
+            f"({list(input.shape)}) is deprecated. Please ensure they have the same size."
+        )
     if input.numel() and ((input < 0) | (input > 1)).any().item():
         raise RuntimeError("all elements of input should be between 0 and 1")
     return _reduce(_weighted(_BinaryCrossEntropy.apply(input, target), weight), reduction)
 
 
 @autocast_policy("float32")
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                                     size_average: bool | None = None, reduce: bool | None = None,
-                                     reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
     """BCE of sigmoid(input), computed stably from the logits; pos_weight weighs the positive term."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
-                         f"({list(input.shape)})")
+        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")
     loss = _BinaryCrossEntropyWithLogits.apply(input, target, pos_weight)
     return _reduce(_weighted(loss, weight), reduction)
 
 
 @autocast_policy("float32")
-def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
-           reduction: str = "mean", log_target: bool = False) -> Tensor:
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
     """Pointwise t (log t - input) (input holds log-probabilities; 0 where t = 0), or with log_target
     exp(t) (t - input). "batchmean" divides the sum by the batch size (the KL divergence proper)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("mean", "sum", "none", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
-                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
-                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-                      stacklevel=2)
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support size."
+            "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+            "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+            stacklevel=2,
+        )
     if log_target:
         loss = target.exp() * (target - input)
     else:

@@ -9,22 +9,33 @@ from genesis_autograd import Tensor, autocast_policy, no_grad
 __all__ = ["batch_norm", "group_norm", "layer_norm", "normalize", "rms_norm"]
 
 # torch.finfo(dtype).eps: rms_norm's default eps.
-_EPS = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07, "float16": 0.0009765625,
-        "bfloat16": 0.0078125}
+_EPS = {
+    "float64": 2.220446049250313e-16,
+    "float32": 1.1920928955078125e-07,
+    "float16": 0.0009765625,
+    "bfloat16": 0.0078125,
+}
 
 
 def _last_dims(input: Tensor, normalized_shape: Sequence[int] | int) -> tuple[int, ...]:
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     n = len(shape)
-    if n == 0 or input.ndim < n or tuple(input.shape[input.ndim - n:]) != shape:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    if n == 0 or input.ndim < n or tuple(input.shape[input.ndim - n :]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
+        )
     return tuple(range(input.ndim - n, input.ndim))
 
 
 @autocast_policy("float32")
-def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,
-               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int] | int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
     """(x - mean) / sqrt(var + eps) over the trailing ``normalized_shape`` dims (biased variance)."""
     dims = _last_dims(input, normalized_shape)
     mean = input.mean(dims, keepdim=True)
@@ -38,8 +49,9 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Ten
 
 
 @autocast_policy("float32")
-def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None,
-             eps: float | None = None) -> Tensor:
+def rms_norm(
+    input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None, eps: float | None = None
+) -> Tensor:
     """x / sqrt(mean(x^2) + eps) over the trailing dims; eps defaults to the dtype's machine epsilon."""
     dims = _last_dims(input, normalized_shape)
     if eps is None:
@@ -54,8 +66,9 @@ def _channel_shape(input: Tensor) -> tuple[int, ...]:
 
 
 @autocast_policy("float32")
-def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
-               eps: float = 1e-5) -> Tensor:
+def group_norm(
+    input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+) -> Tensor:
     """Normalise each sample over groups of channels: (x - mean) / sqrt(var + eps) within each
     of ``num_groups`` groups (biased variance), then ``weight`` and ``bias`` per channel.
 
@@ -70,8 +83,10 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
-                           f"shape {list(input.shape)} and num_groups={num_groups}")
+        raise RuntimeError(
+            f"Expected number of channels in input to be divisible by num_groups, but got input of "
+            f"shape {list(input.shape)} and num_groups={num_groups}"
+        )
     grouped = input.reshape(n, num_groups, -1)
     centered = grouped - grouped.mean(2, keepdim=True)
     out = (centered * ((centered * centered).mean(2, keepdim=True) + eps).rsqrt()).reshape(*input.shape)
@@ -82,9 +97,16 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     return out
 
 
-def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
-               bias: Tensor | None = None, training: bool = False, momentum: float | None = 0.1,
-               eps: float = 1e-5) -> Tensor:
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float | None = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
     """Normalise (N, C, *) per channel: with the batch's statistics when training (and fold them into the
     running ones: the mean, and the unbiased variance, by ``momentum``), else with the running ones.
 
@@ -97,8 +119,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if training:
         count = input.numel() // input.shape[1]
         if count == 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                             f"{list(input.shape)}")
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size {list(input.shape)}"
+            )
         dims = (0,) + tuple(range(2, input.ndim))
         mean = input.mean(dims, keepdim=True)
         centered = input - mean

@@ -61,8 +61,10 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:
-        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but got "
-                           f"padding length {len(pad)} and input of dimension {input.ndim}")
+        raise RuntimeError(
+            f"Padding length should be less than or equal to two times the input dimension but got "
+            f"padding length {len(pad)} and input of dimension {input.ndim}"
+        )
     if mode not in _MODES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     amounts = [(int(pad[2 * k]), int(pad[2 * k + 1])) for k in range(len(pad) // 2)]
@@ -75,8 +77,10 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
         dim = input.ndim - 1 - k
         size = input.shape[dim]
         if mode == "reflect" and (left >= size or right >= size):
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                               f"but got: padding ({left}, {right}) at dimension {dim} of input {list(input.shape)}")
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                f"but got: padding ({left}, {right}) at dimension {dim} of input {list(input.shape)}"
+            )
         if mode == "circular" and (left > size or right > size):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         if left == 0 and right == 0:

@@ -26,8 +26,10 @@ def _pool_geometry(input: Tensor, kernel_size, stride, padding, dilation, ceil_m
         raise RuntimeError("dilation should be greater than zero")
     for k, p, d in zip(kernel, padding, dilation):
         if p < 0 or p > (d * (k - 1) + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
-                               f"kernel_size={k} and dilation={d}")
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}"
+            )
     sizes, extra = [], []
     for size, k, s, p, d in zip(input.shape[-2:], kernel, stride, padding, dilation):
         span = d * (k - 1) + 1
@@ -39,8 +41,10 @@ def _pool_geometry(input: Tensor, kernel_size, stride, padding, dilation, ceil_m
         extra.append(max(0, (out - 1) * s + span - (size + 2 * p)))
     if min(sizes) < 1:
         c, h, w = input.shape[-3:]
-        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{sizes[0]}x{sizes[1]}). "
-                           "Output size is too small")
+        raise RuntimeError(
+            f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{sizes[0]}x{sizes[1]}). "
+            "Output size is too small"
+        )
     return kernel, stride, padding, dilation, sizes, extra
 
 
@@ -50,13 +54,21 @@ def _batched(input: Tensor, name: str) -> tuple[Tensor, bool]:
     return (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
 
 
-def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
-               return_indices: bool = False):
+def max_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
     """The max of each window (padding counts as -inf); with return_indices also each max's flat position
     in its (H * W) input plane. The gradient goes to the first maximum of each window, as torch's."""
     x, unbatched = _batched(input, "max_pool2d")
-    kernel, stride, padding, dilation, (oh, ow), extra = _pool_geometry(x, kernel_size, stride, padding, dilation,
-                                                                         ceil_mode)
+    kernel, stride, padding, dilation, (oh, ow), extra = _pool_geometry(
+        x, kernel_size, stride, padding, dilation, ceil_mode
+    )
     if any(padding) or any(extra):
         x = _pad(x, [padding[1], padding[1] + extra[1], padding[0], padding[0] + extra[0]], value=float("-inf"))
     win = windows(x, kernel, dilation, stride)
@@ -71,8 +83,15 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     return values, rows * input.shape[-1] + cols
 
 
-def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+def avg_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
     """The mean of each window. The divisor counts the zero padding when count_include_pad, but never
     the part of a ceil_mode window beyond it (torch's rule), or is divisor_override."""
     x, unbatched = _batched(input, "avg_pool2d")
@@ -87,8 +106,9 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
         h, w = x.shape[-2] - padding[0] * 2 - extra[0], x.shape[-1] - padding[1] * 2 - extra[1]
         counted = ones(1, 1, h, w, dtype=x.dtype, device=x.device)
         if any(padding):
-            counted = _pad(counted, [padding[1], padding[1], padding[0], padding[0]],
-                           value=1.0 if count_include_pad else 0.0)
+            counted = _pad(
+                counted, [padding[1], padding[1], padding[0], padding[0]], value=1.0 if count_include_pad else 0.0
+            )
         if any(extra):
             counted = _pad(counted, [0, extra[1], 0, extra[0]])
         out = sums / windows(counted, kernel, dilation, stride).sum((-2, -1))
@@ -119,4 +139,3 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
         return x.mean((-3, -1))
     x = input.matmul(_averaging_matrix(w, ow, input).mT)  # (..., H, OW)
     return _averaging_matrix(h, oh, input).matmul(x)  # (..., OH, OW)
-

@@ -27,17 +27,21 @@ def _output_sizes(input: Tensor, size, scale_factor, recompute_scale_factor) -> 
     if size is not None:
         sizes = list(size) if isinstance(size, Sequence) else [size] * dims
         if len(sizes) != dims:
-            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
-                             f"spatial dimensions of {list(input.shape[2:])} and output size of {sizes}. Please "
-                             "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
-                             "...,oK) format.")
+            raise ValueError(
+                f"Input and output must have the same number of spatial dimensions, but got input with "
+                f"spatial dimensions of {list(input.shape[2:])} and output size of {sizes}. Please "
+                "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
+                "...,oK) format."
+            )
         return [int(s) for s in sizes], [None] * dims
     if scale_factor is None:
         raise ValueError("either size or scale_factor should be defined")
     scales = list(scale_factor) if isinstance(scale_factor, Sequence) else [scale_factor] * dims
     if len(scales) != dims:
-        raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
-                         f"with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape {scales}.")
+        raise ValueError(
+            f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+            f"with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape {scales}."
+        )
     sizes = [math.floor(float(n) * float(s)) for n, s in zip(input.shape[2:], scales)]
     return sizes, ([None] * dims if recompute_scale_factor else [float(s) for s in scales])
 
@@ -67,8 +71,15 @@ def _along(input: Tensor, axis: int, index: list[int]) -> Tensor:
     return input.index_select(axis, tensor(index, dtype="int64", device=input.device))
 
 
-def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
-                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+def interpolate(
+    input: Tensor,
+    size=None,
+    scale_factor=None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
     """Resize the spatial dimensions of ``input`` by sampling.
 
     Args:
@@ -83,11 +94,13 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         antialias: not supported (must be False).
     """
     if mode not in _MODES:
-        raise NotImplementedError(f"interpolate mode {mode!r} is not supported (nearest, nearest-exact, linear, "
-                                  "bilinear are)")
+        raise NotImplementedError(
+            f"interpolate mode {mode!r} is not supported (nearest, nearest-exact, linear, bilinear are)"
+        )
     if mode in ("nearest", "nearest-exact") and align_corners is not None:
-        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
-                         "bicubic | trilinear")
+        raise ValueError(
+            "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear"
+        )
     if antialias:
         raise NotImplementedError("anti-aliased interpolation is not supported")
     if input.ndim < 3:

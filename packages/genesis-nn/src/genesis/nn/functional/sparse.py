@@ -30,7 +30,8 @@ class _Embedding(Function):
             rows = rows * (flat != ctx.padding_idx).to(rows.dtype).unsqueeze(1)
         if ctx.scale:
             counts = zeros(ctx.num_weights, dtype=rows.dtype, device=rows.device).index_add(
-                0, flat, ones(flat.shape[0], dtype=rows.dtype, device=rows.device))
+                0, flat, ones(flat.shape[0], dtype=rows.dtype, device=rows.device)
+            )
             rows = rows / counts[flat].unsqueeze(1)
         base = zeros(ctx.num_weights, rows.shape[1], dtype=rows.dtype, device=rows.device)
         return base.index_add(0, flat, rows), None, None, None
@@ -61,13 +62,22 @@ def _renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float)
 
 def _check_indices(input: Tensor) -> None:
     if input.dtype.is_floating_point or input.dtype.name == "bool":
-        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got {torch_type_name(input.dtype)} instead (while checking arguments "
-                           "for embedding)")
+        raise RuntimeError(
+            f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+            f"Long, Int; but got {torch_type_name(input.dtype)} instead (while checking arguments "
+            "for embedding)"
+        )
 
 
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
-              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     """weight[input]; the padding_idx row gets no gradient; with max_norm the looked-up rows are first
     renormalised in place, as torch."""
     _check_indices(input)
@@ -83,8 +93,10 @@ def _bags(input: Tensor, offsets: Tensor | None, include_last_offset: bool) -> t
     """The indices as one flat list, the bag each belongs to, and the number of bags."""
     if input.ndim == 2:
         if offsets is not None:
-            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
-                             f"fixed length sequences. However, found offsets of type {type(offsets).__name__}")
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                f"fixed length sequences. However, found offsets of type {type(offsets).__name__}"
+            )
         n_bags, length = input.shape
         bag_of = arange(n_bags, device=input.device).reshape(n_bags, 1).expand(n_bags, length).reshape(-1)
         return input.reshape(-1), bag_of, n_bags
@@ -97,17 +109,27 @@ def _bags(input: Tensor, offsets: Tensor | None, include_last_offset: bool) -> t
     n_bags = offsets.shape[0] - 1 if include_last_offset else offsets.shape[0]
     # A 1 at each bag's start (beyond the first), summed up: the bag of every position. Empty bags
     # stack their 1s at one position, so the count skips them.
-    starts = offsets[1 : n_bags].to(dtype="int64")
+    starts = offsets[1:n_bags].to(dtype="int64")
     n = input.shape[0]
     marks = zeros(n + 1, dtype="int64", device=input.device).index_add(
-        0, starts, ones(starts.shape[0], dtype="int64", device=input.device))
+        0, starts, ones(starts.shape[0], dtype="int64", device=input.device)
+    )
     return input, marks[:n].cumsum(0), n_bags
 
 
-def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
-                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
-                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
-                  padding_idx: int | None = None) -> Tensor:
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Tensor | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights: Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> Tensor:
     """Sums or means of embedding rows per bag: a bag is a row of a 2D input, or a run of a 1D input
     starting at each offset. Entries equal to padding_idx are left out (and not counted by "mean")."""
     _check_indices(input)
@@ -115,12 +137,16 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise NotImplementedError(f"embedding_bag mode {mode!r} is not supported (sum and mean are)")
     if per_sample_weights is not None:
         if mode != "sum":
-            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
-                                      f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
-                                      "on GitHub.")
+            raise NotImplementedError(
+                f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                "on GitHub."
+            )
         if tuple(per_sample_weights.shape) != tuple(input.shape):
-            raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}) is not None, "
-                             f"then it must have the same shape as the input ({list(input.shape)})")
+            raise ValueError(
+                f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}) is not None, "
+                f"then it must have the same shape as the input ({list(input.shape)})"
+            )
     flat, bag_of, n_bags = _bags(input, offsets, include_last_offset)
     padding_idx = check_padding_idx(padding_idx, weight.shape[0])
     rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)

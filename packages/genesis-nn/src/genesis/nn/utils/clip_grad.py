@@ -21,8 +21,9 @@ def _grads(parameters: _tensor_or_tensors) -> list[Tensor]:
 
 
 @no_grad()
-def get_total_norm(tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
-                   foreach: bool | None = None) -> Tensor:
+def get_total_norm(
+    tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach: bool | None = None
+) -> Tensor:
     """The ``norm_type`` norm of all ``tensors`` together, as if concatenated into one vector (a 0-d Tensor
     on the first tensor's device)."""
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
@@ -33,15 +34,18 @@ def get_total_norm(tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if
     norms = [t.vector_norm(norm_type).to(device=first_device) for t in tensors]
     total = stack(norms).vector_norm(norm_type)
     if error_if_nonfinite and not total.isfinite().item():  # the one documented host read
-        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
-                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
-                           "norm anyway, set `error_if_nonfinite=False`")
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+            "norm anyway, set `error_if_nonfinite=False`"
+        )
     return total
 
 
 @no_grad()
-def clip_grads_with_norm_(parameters: _tensor_or_tensors, max_norm: float, total_norm: Tensor,
-                          foreach: bool | None = None) -> None:
+def clip_grads_with_norm_(
+    parameters: _tensor_or_tensors, max_norm: float, total_norm: Tensor, foreach: bool | None = None
+) -> None:
     """Scale the gradients by min(1, max_norm / (total_norm + 1e-6)), on the device."""
     grads = _grads(parameters)
     if not grads:
@@ -54,8 +58,13 @@ def clip_grads_with_norm_(parameters: _tensor_or_tensors, max_norm: float, total
         grad.mul_(clip_coef_clamped.to(device=grad.device))
 
 
-def clip_grad_norm_(parameters: _tensor_or_tensors, max_norm: float, norm_type: float = 2.0,
-                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+def clip_grad_norm_(
+    parameters: _tensor_or_tensors,
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
     """Clip the gradients of ``parameters`` in place so that their total norm is at most ``max_norm``;
     return the total norm from before clipping (a device Tensor: no host synchronisation)."""
     parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)  # a generator once
@@ -64,11 +73,19 @@ def clip_grad_norm_(parameters: _tensor_or_tensors, max_norm: float, norm_type: 
     return total_norm
 
 
-def clip_grad_norm(parameters: _tensor_or_tensors, max_norm: float, norm_type: float = 2.0,
-                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+def clip_grad_norm(
+    parameters: _tensor_or_tensors,
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
     """Deprecated name of clip_grad_norm_ (torch warns the same way)."""
-    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
-                  FutureWarning, stacklevel=2)
+    warnings.warn(
+        "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+        FutureWarning,
+        stacklevel=2,
+    )
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 

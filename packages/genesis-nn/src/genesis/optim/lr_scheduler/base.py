@@ -27,8 +27,10 @@ def _format_param(name: str, optimizer: Optimizer, param) -> list:
     """One value per parameter group: a list given as is (checked for length), a scalar repeated."""
     if isinstance(param, (list, tuple)):
         if len(param) != len(optimizer.param_groups):
-            raise ValueError(f"{name} must have the same length as optimizer.param_groups. {name} has "
-                             f"{len(param)} values, param_groups has {len(optimizer.param_groups)}.")
+            raise ValueError(
+                f"{name} must have the same length as optimizer.param_groups. {name} has "
+                f"{len(param)} values, param_groups has {len(optimizer.param_groups)}."
+            )
         return [p.clone() if isinstance(p, Tensor) else p for p in param]
     return [param.clone() if isinstance(param, Tensor) else param] * len(optimizer.param_groups)
 
@@ -82,8 +84,10 @@ class LRScheduler:
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
-                                   "scheduler with last_epoch >= 0.")
+                    raise KeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
+                        "scheduler with last_epoch >= 0."
+                    )
         self.base_lrs: list = _group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         _track_optimizer_steps(self)
@@ -118,14 +122,22 @@ class LRScheduler:
         """Advance one epoch (call after ``optimizer.step()``)."""
         if self._step_count == 1:
             if not getattr(self.optimizer.step, "_wrapped_by_lr_sched", False):
-                warnings.warn("Seems like `optimizer.step()` has been overridden after learning rate scheduler "
-                              "initialization. Please, make sure to call `optimizer.step()` before "
-                              "`lr_scheduler.step()`.", UserWarning, stacklevel=2)
+                warnings.warn(
+                    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+                    "initialization. Please, make sure to call `optimizer.step()` before "
+                    "`lr_scheduler.step()`.",
+                    UserWarning,
+                    stacklevel=2,
+                )
             elif not getattr(self.optimizer, "_opt_called", False):
-                warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. You should call "
-                              "them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`. "
-                              "Failure to do this will result in skipping the first value of the learning rate "
-                              "schedule.", UserWarning, stacklevel=2)
+                warnings.warn(
+                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. You should call "
+                    "them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`. "
+                    "Failure to do this will result in skipping the first value of the learning rate "
+                    "schedule.",
+                    UserWarning,
+                    stacklevel=2,
+                )
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
@@ -154,5 +166,8 @@ class _LRScheduler(LRScheduler):
 
 def _warn_get_lr_called_within_step(scheduler: LRScheduler) -> None:
     if not scheduler._get_lr_called_within_step:
-        warnings.warn("To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
-                      UserWarning, stacklevel=3)
+        warnings.warn(
+            "To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -16,13 +16,17 @@ def _check_members(owner: str, optimizer: Optimizer, schedulers: Sequence[LRSche
         if not hasattr(scheduler, "optimizer"):
             raise TypeError(f"{owner} at index {i} should have `optimizer` as its attribute.")
         if isinstance(scheduler, ReduceLROnPlateau):
-            raise ValueError(f"{owner} does not support `ReduceLROnPlateau` scheduler as it requires additional "
-                             f"kwargs to be specified when calling `step`, but got one at index {i} in the given "
-                             "schedulers sequence.")
+            raise ValueError(
+                f"{owner} does not support `ReduceLROnPlateau` scheduler as it requires additional "
+                f"kwargs to be specified when calling `step`, but got one at index {i} in the given "
+                "schedulers sequence."
+            )
         if scheduler.optimizer is not optimizer:
-            raise ValueError(f"{owner} expects all schedulers to belong to the same optimizer, but got scheduler "
-                             f"{type(scheduler).__name__} at index {i} has {scheduler.optimizer}, which is "
-                             f"different from {type(optimizer).__name__}.")
+            raise ValueError(
+                f"{owner} expects all schedulers to belong to the same optimizer, but got scheduler "
+                f"{type(scheduler).__name__} at index {i} has {scheduler.optimizer}, which is "
+                f"different from {type(optimizer).__name__}."
+            )
 
 
 class _Composite(LRScheduler):
@@ -46,15 +50,18 @@ class _Composite(LRScheduler):
 class SequentialLR(_Composite):
     """Run ``schedulers[i]`` between ``milestones[i - 1]`` and ``milestones[i]``."""
 
-    def __init__(self, optimizer: Optimizer, schedulers: list[LRScheduler], milestones: list[int],
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, schedulers: list[LRScheduler], milestones: list[int], last_epoch: int = -1
+    ) -> None:
         if len(schedulers) < 1:
             raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got no scheduler.")
         _check_members(type(self).__name__, optimizer, schedulers)
         if len(milestones) != len(schedulers) - 1:
-            raise ValueError("Sequential Schedulers expects number of schedulers provided to be one more than the "
-                             f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
-                             f"number of milestones to be equal to {len(milestones)}")
+            raise ValueError(
+                "Sequential Schedulers expects number of schedulers provided to be one more than the "
+                f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
+                f"number of milestones to be equal to {len(milestones)}"
+            )
         self._schedulers = schedulers
         self._milestones = milestones
         self.last_epoch = last_epoch + 1
@@ -92,8 +99,9 @@ class ChainedScheduler(_Composite):
 
     def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
         if len(schedulers) < 1:
-            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be chained, but got no "
-                             "scheduler.")
+            raise ValueError(
+                f"{type(self).__name__} expects at least one scheduler to be chained, but got no scheduler."
+            )
         optimizer = optimizer or schedulers[0].optimizer
         _check_members(type(self).__name__, optimizer, schedulers)
         self._schedulers = schedulers

@@ -23,25 +23,36 @@ class CosineAnnealingLR(LRScheduler):
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
         if self._step_count == 1 and self.last_epoch > 0:
-            return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max))
-                    / 2 for base_lr in self.base_lrs]
+            return [
+                self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
+                for base_lr in self.base_lrs
+            ]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
-            return [g["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, g in zip(self.base_lrs, groups, strict=True)]
-        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
-                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)) * (g["lr"] - self.eta_min) + self.eta_min
-                for g in groups]
+            return [
+                g["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                for base_lr, g in zip(self.base_lrs, groups, strict=True)
+            ]
+        return [
+            (1 + math.cos(math.pi * self.last_epoch / self.T_max))
+            / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
+            * (g["lr"] - self.eta_min)
+            + self.eta_min
+            for g in groups
+        ]
 
     def _get_closed_form_lr(self) -> list:
-        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base_lr in self.base_lrs]
+        return [
+            self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+            for base_lr in self.base_lrs
+        ]
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
     """Cosine annealing restarted every T_i epochs, T_i growing by T_mult after each restart (SGDR)."""
 
-    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch: int = -1
+    ) -> None:
         if T_0 <= 0 or not isinstance(T_0, int):
             raise ValueError(f"Expected positive integer T_0, but got {T_0}")
         if T_mult < 1 or not isinstance(T_mult, int):
@@ -57,8 +68,10 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def get_lr(self) -> list:
         _warn_get_lr_called_within_step(self)
-        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
-                for base_lr in self.base_lrs]
+        return [
+            self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+            for base_lr in self.base_lrs
+        ]
 
     def step(self, epoch=None) -> None:
         """Advance one epoch, or jump to ``epoch`` (may be fractional: steps within an epoch)."""
@@ -98,12 +111,23 @@ class OneCycleLR(LRScheduler):
     """The 1cycle policy: warm up to max_lr, anneal to max_lr / div_factor / final_div_factor, cycling the
     momentum (or Adam's beta1) the other way."""
 
-    def __init__(self, optimizer: Optimizer, max_lr: float | list[float], total_steps: int | None = None,
-                 epochs: int | None = None, steps_per_epoch: int | None = None, pct_start: float = 0.3,
-                 anneal_strategy: Literal["cos", "linear"] = "cos", cycle_momentum: bool = True,
-                 base_momentum: float | list[float] = 0.85, max_momentum: float | list[float] = 0.95,
-                 div_factor: float = 25.0, final_div_factor: float = 1e4, three_phase: bool = False,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        max_lr: float | list[float],
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: Literal["cos", "linear"] = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float | list[float] = 0.85,
+        max_momentum: float | list[float] = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -124,19 +148,44 @@ class OneCycleLR(LRScheduler):
         self._schedule_phases: list[dict[str, Any]]
         if three_phase:
             self._schedule_phases = [
-                dict(end_step=warm, start_lr="initial_lr", end_lr="max_lr", start_momentum="max_momentum",
-                     end_momentum="base_momentum"),
-                dict(end_step=float(2 * pct_start * self.total_steps) - 2, start_lr="max_lr", end_lr="initial_lr",
-                     start_momentum="base_momentum", end_momentum="max_momentum"),
-                dict(end_step=self.total_steps - 1, start_lr="initial_lr", end_lr="min_lr",
-                     start_momentum="max_momentum", end_momentum="max_momentum"),
+                dict(
+                    end_step=warm,
+                    start_lr="initial_lr",
+                    end_lr="max_lr",
+                    start_momentum="max_momentum",
+                    end_momentum="base_momentum",
+                ),
+                dict(
+                    end_step=float(2 * pct_start * self.total_steps) - 2,
+                    start_lr="max_lr",
+                    end_lr="initial_lr",
+                    start_momentum="base_momentum",
+                    end_momentum="max_momentum",
+                ),
+                dict(
+                    end_step=self.total_steps - 1,
+                    start_lr="initial_lr",
+                    end_lr="min_lr",
+                    start_momentum="max_momentum",
+                    end_momentum="max_momentum",
+                ),
             ]
         else:
             self._schedule_phases = [
-                dict(end_step=warm, start_lr="initial_lr", end_lr="max_lr", start_momentum="max_momentum",
-                     end_momentum="base_momentum"),
-                dict(end_step=self.total_steps - 1, start_lr="max_lr", end_lr="min_lr",
-                     start_momentum="base_momentum", end_momentum="max_momentum"),
+                dict(
+                    end_step=warm,
+                    start_lr="initial_lr",
+                    end_lr="max_lr",
+                    start_momentum="max_momentum",
+                    end_momentum="base_momentum",
+                ),
+                dict(
+                    end_step=self.total_steps - 1,
+                    start_lr="max_lr",
+                    end_lr="min_lr",
+                    start_momentum="base_momentum",
+                    end_momentum="max_momentum",
+                ),
             ]
         if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
@@ -177,8 +226,9 @@ class OneCycleLR(LRScheduler):
         _warn_get_lr_called_within_step(self)
         step_num = self.last_epoch
         if step_num > self.total_steps:
-            raise ValueError(f"Tried to step {step_num} times. The specified number of total steps is "
-                             f"{self.total_steps}")
+            raise ValueError(
+                f"Tried to step {step_num} times. The specified number of total steps is {self.total_steps}"
+            )
         lrs = []
         for group in self.optimizer.param_groups:
             start_step = 0.0

@@ -30,8 +30,9 @@ class _LambdaScheduler(LRScheduler):
 
     def state_dict(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                               for fn in self.lr_lambdas]
+        state["lr_lambdas"] = [
+            None if isinstance(fn, types.FunctionType) else fn.__dict__.copy() for fn in self.lr_lambdas
+        ]
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -67,8 +68,9 @@ class MultiplicativeLR(_LambdaScheduler):
         _warn_get_lr_called_within_step(self)
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
-        return [g["lr"] * fn(self.last_epoch)
-                for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
+        return [
+            g["lr"] * fn(self.last_epoch) for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)
+        ]
 
 
 class StepLR(LRScheduler):
@@ -92,8 +94,9 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply by gamma at each milestone epoch (a milestone given twice counts twice)."""
 
-    def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1, last_epoch: int = -1
+    ) -> None:
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -116,8 +119,9 @@ class MultiStepLR(LRScheduler):
 class ConstantLR(LRScheduler):
     """lr * factor until total_iters, then lr."""
 
-    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1
+    ) -> None:
         if factor > 1.0 or factor < 0:
             raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
         self.factor = factor
@@ -133,15 +137,23 @@ class ConstantLR(LRScheduler):
         return [g["lr"] * (1.0 / self.factor) for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list:
-        return [base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
-                for base_lr in self.base_lrs]
+        return [
+            base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+            for base_lr in self.base_lrs
+        ]
 
 
 class LinearLR(LRScheduler):
     """The factor moves linearly from start_factor to end_factor over total_iters epochs."""
 
-    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
-                 total_iters: int = 5, last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
         if start_factor > 1.0 or start_factor <= 0:
             raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
         if end_factor > 1.0 or end_factor < 0:
@@ -163,8 +175,10 @@ class LinearLR(LRScheduler):
 
     def _get_closed_form_lr(self) -> list:
         delta = self.end_factor - self.start_factor
-        return [base_lr * (self.start_factor + delta * min(self.total_iters, self.last_epoch) / self.total_iters)
-                for base_lr in self.base_lrs]
+        return [
+            base_lr * (self.start_factor + delta * min(self.total_iters, self.last_epoch) / self.total_iters)
+            for base_lr in self.base_lrs
+        ]
 
 
 class ExponentialLR(LRScheduler):
@@ -196,10 +210,13 @@ class PolynomialLR(LRScheduler):
         _warn_get_lr_called_within_step(self)
         if self._is_initial or self.last_epoch > self.total_iters:
             return _group_values(self.optimizer, "lr")
-        factor = ((1.0 - self.last_epoch / self.total_iters)
-                  / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        factor = (
+            (1.0 - self.last_epoch / self.total_iters) / (1.0 - (self.last_epoch - 1) / self.total_iters)
+        ) ** self.power
         return [g["lr"] * factor for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list:
-        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
-                for base_lr in self.base_lrs]
+        return [
+            base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+            for base_lr in self.base_lrs
+        ]

@@ -14,9 +14,18 @@ class ReduceLROnPlateau(LRScheduler):
     """Multiply the lr by ``factor`` after ``patience`` epochs without improvement of the metric passed
     to ``step(metrics)``, then wait ``cooldown`` epochs; never below ``min_lr``."""
 
-    def __init__(self, optimizer: Optimizer, mode: Literal["min", "max"] = "min", factor: float = 0.1,
-                 patience: int = 10, threshold: float = 1e-4, threshold_mode: Literal["rel", "abs"] = "rel",
-                 cooldown: int = 0, min_lr: list[float] | float = 0, eps: float = 1e-8) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        mode: Literal["min", "max"] = "min",
+        factor: float = 0.1,
+        patience: int = 10,
+        threshold: float = 1e-4,
+        threshold_mode: Literal["rel", "abs"] = "rel",
+        cooldown: int = 0,
+        min_lr: list[float] | float = 0,
+        eps: float = 1e-8,
+    ) -> None:
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         self.factor = factor
@@ -71,10 +80,12 @@ class ReduceLROnPlateau(LRScheduler):
     def _reduce_lr(self) -> None:
         if len(self.optimizer.param_groups) != len(self.min_lrs):
             if self.default_min_lr is None:
-                raise RuntimeError(f"The number of param groups in the `optimizer` ({len(self.optimizer.param_groups)})"
-                                   f" differs from when `ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), "
-                                   "usually due to a new param group being added to the optimizer. Please modify "
-                                   "the `min_lrs` field to match the length of the `optimizer` param groups.")
+                raise RuntimeError(
+                    f"The number of param groups in the `optimizer` ({len(self.optimizer.param_groups)})"
+                    f" differs from when `ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), "
+                    "usually due to a new param group being added to the optimizer. Please modify "
+                    "the `min_lrs` field to match the length of the `optimizer` param groups."
+                )
             self.min_lrs = [self.default_min_lr] * len(self.optimizer.param_groups)
         for i, group in enumerate(self.optimizer.param_groups):
             old_lr = float(group["lr"])

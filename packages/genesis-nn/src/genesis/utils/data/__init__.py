@@ -16,7 +16,22 @@ from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, Su
 from .worker import WorkerInfo, get_worker_info
 
 __all__ = [
-    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "Generator", "IterableDataset",
-    "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
-    "WorkerInfo", "default_collate", "default_convert", "get_worker_info", "random_split",
+    "BatchSampler",
+    "ChainDataset",
+    "ConcatDataset",
+    "DataLoader",
+    "Dataset",
+    "Generator",
+    "IterableDataset",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "Subset",
+    "SubsetRandomSampler",
+    "TensorDataset",
+    "WorkerInfo",
+    "default_collate",
+    "default_convert",
+    "get_worker_info",
+    "random_split",
 ]

@@ -43,22 +43,38 @@ class DataLoader:
     does not expose pinned host tensors yet.
     """
 
-    def __init__(self, dataset: Dataset, batch_size: int | None = 1, shuffle: bool | None = None,
-                 sampler: Sampler | Iterable | None = None, batch_sampler: Sampler | Iterable | None = None,
-                 num_workers: int = 0, collate_fn: Callable | None = None, pin_memory: bool = False,
-                 drop_last: bool = False, timeout: float = 0, worker_init_fn: Callable[[int], None] | None = None,
-                 multiprocessing_context=None, generator: Generator | None = None, *,
-                 prefetch_factor: int | None = None, persistent_workers: bool = False,
-                 pin_memory_device: str = "", in_order: bool = True, seed: int | None = None,
-                 device=None) -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler: Sampler | Iterable | None = None,
+        batch_sampler: Sampler | Iterable | None = None,
+        num_workers: int = 0,
+        collate_fn: Callable | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context=None,
+        generator: Generator | None = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+        seed: int | None = None,
+        device=None,
+    ) -> None:
         if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
-                             "multiprocessing.")
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
         if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers "
-                             "> 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+            raise ValueError(
+                "prefetch_factor option could only be specified in multiprocessing.let num_workers "
+                "> 0 to enable multiprocessing, otherwise set prefetch_factor to None."
+            )
         if num_workers > 0 and prefetch_factor is None:
             prefetch_factor = 2
         if prefetch_factor is not None and prefetch_factor < 0:
@@ -86,27 +102,31 @@ class DataLoader:
 
         if self._iterable:
             if isinstance(shuffle, bool) and shuffle:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got "
-                                 f"shuffle={shuffle}")
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}"
+                )
             if sampler is not None:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified sampler option, but got "
-                                 f"sampler={sampler}")
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}"
+                )
             if batch_sampler is not None:
-                raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler option, but "
-                                 f"got batch_sampler={batch_sampler}")
+                raise ValueError(
+                    "DataLoader with IterableDataset: expected unspecified batch_sampler option, but "
+                    f"got batch_sampler={batch_sampler}"
+                )
         else:
             shuffle = bool(shuffle)
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
-                                 "and drop_last")
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
+                )
             batch_size = None
             drop_last = False
         elif batch_size is None and drop_last:
-            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
-                             "drop_last")
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
         if sampler is None:
             if self._iterable:
                 sampler = _InfiniteConstantSampler()
@@ -241,10 +261,23 @@ class _MultiProcessIter(_BaseIter):
             index_queue.cancel_join_thread()  # a queue of a dead worker must not block our exit
             process = context.Process(
                 target=worker_loop,
-                args=(loader._iterable, loader.dataset, index_queue, self._result_queue, self._done_event,
-                      loader._auto_collation, loader.collate_fn, loader.drop_last, self._base_seed,
-                      loader.worker_init_fn, worker_id, self._num_workers, os.getpid()),
-                daemon=True)
+                args=(
+                    loader._iterable,
+                    loader.dataset,
+                    index_queue,
+                    self._result_queue,
+                    self._done_event,
+                    loader._auto_collation,
+                    loader.collate_fn,
+                    loader.drop_last,
+                    self._base_seed,
+                    loader.worker_init_fn,
+                    worker_id,
+                    self._num_workers,
+                    os.getpid(),
+                ),
+                daemon=True,
+            )
             process.start()
             self._index_queues.append(index_queue)
             self._workers.append(process)
@@ -336,8 +369,9 @@ class _MultiProcessIter(_BaseIter):
                     pids = ", ".join(str(w.pid) for w in dead)
                     codes = ", ".join(str(w.exitcode) for w in dead)
                     self._shutdown_workers()
-                    raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly (exit code(s) "
-                                       f"{codes})") from None
+                    raise RuntimeError(
+                        f"DataLoader worker (pid(s) {pids}) exited unexpectedly (exit code(s) {codes})"
+                    ) from None
                 if deadline is not None and time.monotonic() >= deadline:
                     self._shutdown_workers()
                     raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds") from None

@@ -110,8 +110,7 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-def random_split(dataset: Dataset, lengths: Sequence[int | float],
-                 generator: Generator | None = None) -> list[Subset]:
+def random_split(dataset: Dataset, lengths: Sequence[int | float], generator: Generator | None = None) -> list[Subset]:
     """Split into non-overlapping random Subsets of the given lengths, or fractions of len(dataset) (the
     remainder going one by one to the first parts, as torch does)."""
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
@@ -124,12 +123,12 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float],
             sizes[i % len(sizes)] += 1
         for i, size in enumerate(sizes):
             if size == 0:
-                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
-                              stacklevel=2)
+                warnings.warn(
+                    f"Length of split at index {i} is 0. This might result in an empty dataset.", stacklevel=2
+                )
         lengths = sizes
     if sum(lengths) != len(dataset):  # type: ignore[arg-type]  # as above
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     with drawing_from(generator):
         indices = randperm(sum(lengths)).tolist()  # type: ignore[arg-type]  # the lengths are counts by now
-    return [Subset(dataset, indices[end - length : end])
-            for end, length in zip(itertools.accumulate(lengths), lengths)]
+    return [Subset(dataset, indices[end - length : end]) for end, length in zip(itertools.accumulate(lengths), lengths)]

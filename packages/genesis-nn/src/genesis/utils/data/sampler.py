@@ -43,8 +43,13 @@ class RandomSampler(Sampler):
     ``num_samples`` draws with replacement; from ``generator``, or from a generator seeded by one draw of
     the global one."""
 
-    def __init__(self, data_source: Sized, replacement: bool = False, num_samples: int | None = None,
-                 generator: Generator | None = None) -> None:
+    def __init__(
+        self,
+        data_source: Sized,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        generator: Generator | None = None,
+    ) -> None:
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples

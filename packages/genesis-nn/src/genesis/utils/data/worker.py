@@ -196,8 +196,21 @@ def _tensor_dataset_batch(dataset, index, collate_fn):
 
 
 # ---------------------------------------------------------------------------------------------- the loop
-def worker_loop(iterable: bool, dataset, index_queue, data_queue, done_event, auto_collation: bool, collate_fn,
-                drop_last: bool, base_seed: int, init_fn, worker_id: int, num_workers: int, parent_pid: int) -> None:
+def worker_loop(
+    iterable: bool,
+    dataset,
+    index_queue,
+    data_queue,
+    done_event,
+    auto_collation: bool,
+    collate_fn,
+    drop_last: bool,
+    base_seed: int,
+    init_fn,
+    worker_id: int,
+    num_workers: int,
+    parent_pid: int,
+) -> None:
     """Serve (task index, batch indices) requests until told to stop (None) or the parent is gone."""
     global _worker_info
     try:
