@@ -28,6 +28,7 @@ from .functions.scan import ScanMixin
 from .functions.softmax import SoftmaxMixin
 from .functions.sort import SortMixin
 from .functions.views import ViewsMixin
+from .hooks import RemovableHandle, document_inplace_forms
 from .printing import tensor_repr
 from .size import Size
 
@@ -239,7 +240,7 @@ class Tensor(
         """Whether retain_grad() was called on this non-leaf tensor."""
         return self._retains_grad
 
-    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> _RemovableHandle:
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """Register ``hook(grad) -> Tensor or None``, called with this tensor's gradient during backward.
 
         A returned Tensor replaces the gradient. Returns a handle whose ``remove()`` unregisters the hook.
@@ -256,7 +257,7 @@ class Tensor(
             pre = grad_fn.__dict__.setdefault("_pre_hooks", {})
             hooks = pre.setdefault(self._output_nr, [])
             hooks.append(hook)
-        return _RemovableHandle(hooks, hook)
+        return RemovableHandle(hooks, hook)
 
     def _grad_edge(self) -> tuple[Node | AccumulateGrad, int]:
         if self._base is not None and self._view_version != self._version[0]:
@@ -380,39 +381,9 @@ class Tensor(
         )
 
 
-class _RemovableHandle:
-    """What register_hook returns: ``remove()`` takes the hook off again."""
-
-    def __init__(self, hooks: list, hook: Callable) -> None:
-        self._hooks, self._hook = hooks, hook
-
-    def remove(self) -> None:
-        """Unregister the hook (a second call does nothing)."""
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
-
-
 # Ops on any Tensor, a subclass's included (nn.Parameter), make plain Tensors, as in torch. Functions and
 # the engine make their Tensors through this attribute of an input: they sit below this module.
 Tensor._result_type = Tensor
 
 
-def _document_inplace_forms(cls: type) -> None:
-    """Give each in-place method ``x_`` that has no docstring of its own torch's: "In-place version of x()".
-
-    Most of them are one-line forwards to ``_inplace`` or ``_math_inplace`` beside their out-of-place
-    form, which carries the real docstring.
-    """
-    for klass in cls.__mro__:
-        for name, member in vars(klass).items():
-            if (
-                name.endswith("_")
-                and not name.startswith("_")
-                and callable(member)
-                and not member.__doc__
-                and callable(getattr(cls, name[:-1], None))
-            ):
-                member.__doc__ = f"In-place version of :meth:`{name[:-1]}`."
-
-
-_document_inplace_forms(Tensor)
+document_inplace_forms(Tensor)
