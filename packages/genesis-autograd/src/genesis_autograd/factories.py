@@ -234,18 +234,19 @@ def randint(
     (and ``randint(high=h, size=s)``) draws from [0, high). The dtype is int64 unless given.
     """
     if high is not None and not isinstance(high, int) and not size:  # randint(high, size)
-        low, high, size = 0, low, high
+        size = tuple(high)
+        low, high = 0, low
     elif high is None:  # randint(high, size=...)
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing 1 required argument: 'size'")
     if not isinstance(high, int):
         raise TypeError(f"randint(): high must be an int, got {type(high).__name__}")
-    size = tuple(size)
-    _sizes((size,))
+    shape = tuple(size)
+    _sizes((shape,))
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    return _leaf(nd.randint(low, high, size, dtype=dtype, device=device), requires_grad)
+    return _leaf(nd.randint(low, high, shape, dtype=dtype, device=device), requires_grad)
 
 
 def normal(
