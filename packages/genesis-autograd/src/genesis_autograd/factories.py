@@ -21,6 +21,26 @@ DTypeLike = nd.DType | str | None
 DeviceLike = nd.Device | str | int | None
 
 
+def _sizes(shape: tuple[int | Sequence[int], ...]) -> tuple[int | Sequence[int], ...]:
+    """``shape`` as given (several ints or one sequence), refused as torch does when a size is
+    negative; checked here so that every device raises the same error."""
+    sizes = list(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else list(shape)
+    for s in sizes:
+        if isinstance(s, int) and s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {sizes}")
+    return shape
+
+
+def _check_arange(start: Scalar, end: Scalar, step: Scalar) -> None:
+    """torch's checks of arange's bounds, before any device sees them."""
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError(
+            f"upper bound and lower bound inconsistent with step sign (start={start}, end={end}, step={step})"
+        )
+
+
 def _leaf(array: nd.NDArray, requires_grad: bool) -> Tensor:
     t = Tensor(array)
     if requires_grad:
@@ -75,7 +95,7 @@ def zeros(
         device: the device (default: cpu).
         requires_grad: make the result a leaf that requires grad.
     """
-    return _leaf(nd.zeros(*shape, dtype=dtype, device=device), requires_grad)
+    return _leaf(nd.zeros(*_sizes(shape), dtype=dtype, device=device), requires_grad)
 
 
 def ones(
@@ -89,7 +109,7 @@ def ones(
         device: the device (default: cpu).
         requires_grad: make the result a leaf that requires grad.
     """
-    return _leaf(nd.ones(*shape, dtype=dtype, device=device), requires_grad)
+    return _leaf(nd.ones(*_sizes(shape), dtype=dtype, device=device), requires_grad)
 
 
 def empty(
@@ -103,7 +123,7 @@ def empty(
         device: the device (default: cpu).
         requires_grad: make the result a leaf that requires grad.
     """
-    return _leaf(nd.empty(*shape, dtype=dtype, device=device), requires_grad)
+    return _leaf(nd.empty(*_sizes(shape), dtype=dtype, device=device), requires_grad)
 
 
 def full(
@@ -122,6 +142,7 @@ def full(
         device: the device (default: cpu).
         requires_grad: make the result a leaf that requires grad.
     """
+    _sizes((tuple(size),))
     return _leaf(nd.full(tuple(size), fill_value, dtype=dtype, device=device), requires_grad)
 
 
@@ -137,6 +158,7 @@ def arange(
 
     The dtype is int64 when all of start, end and step are ints, else the default dtype.
     """
+    _check_arange(0 if end is None else start, start if end is None else end, step)
     return _leaf(nd.arange(start, end, step, dtype=dtype, device=device), requires_grad)
 
 
@@ -162,7 +184,11 @@ def eye(
     n: int, m: int | None = None, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
 ) -> Tensor:
     """A 2-D tensor of n rows and m (default n) columns with ones on the diagonal and zeros elsewhere."""
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     m = n if m is None else m
+    if m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     rows = nd.arange(n, device=device).reshape(n, 1)
     cols = nd.arange(m, device=device).reshape(1, m)
     return _leaf((rows == cols).astype(dtype or nd.get_default_dtype()), requires_grad)
@@ -179,7 +205,7 @@ def rand(
         device: the device (default: cpu).
         requires_grad: make the result a leaf that requires grad.
     """
-    return _leaf(nd.rand(*shape, dtype=dtype, device=device), requires_grad)
+    return _leaf(nd.rand(*_sizes(shape), dtype=dtype, device=device), requires_grad)
 
 
 def randn(
@@ -193,16 +219,34 @@ def randn(
         device: the device (default: cpu).
         requires_grad: make the result a leaf that requires grad.
     """
-    return _leaf(nd.randn(*shape, dtype=dtype, device=device), requires_grad)
+    return _leaf(nd.randn(*_sizes(shape), dtype=dtype, device=device), requires_grad)
 
 
 def randint(
-    low: int, high: int | None = None, size: Sequence[int] = (), dtype: DTypeLike = None, device: DeviceLike = None
+    low: int = 0,
+    high: int | Sequence[int] | None = None,
+    size: Sequence[int] | None = None,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """A tensor of shape ``size`` of integers drawn uniformly from [low, high); ``randint(high, size)``
-    draws from [0, high). The dtype is int64 unless given.
+    (and ``randint(high=h, size=s)``) draws from [0, high). The dtype is int64 unless given.
     """
-    return Tensor(nd.randint(low, high, size, dtype=dtype, device=device))
+    if high is not None and not isinstance(high, int) and not size:  # randint(high, size)
+        size = tuple(high)
+        low, high = 0, low
+    elif high is None:  # randint(high, size=...)
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing 1 required argument: 'size'")
+    if not isinstance(high, int):
+        raise TypeError(f"randint(): high must be an int, got {type(high).__name__}")
+    shape = tuple(size)
+    _sizes((shape,))
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    return _leaf(nd.randint(low, high, shape, dtype=dtype, device=device), requires_grad)
 
 
 def normal(
@@ -328,7 +372,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     return F.Cat.apply(dim, *tensors)
 
 

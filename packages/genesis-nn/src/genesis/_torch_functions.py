@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any, overload
 
-from genesis_autograd import Tensor
+from genesis_autograd import Tensor, get_default_dtype
 
 Number = int | float | bool
 Dims = int | Sequence[int] | None
@@ -509,6 +509,48 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     return input.topk(k, dim=dim, largest=largest, sorted=sorted)
 
 
+# ------------------------------------------------------------------ comparison of whole tensors
+def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
+    """A view of ``input`` expanded to ``size`` by broadcasting (``-1`` keeps a size)."""
+    return input.broadcast_to(size)
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (a bool tensor, the two broadcast).
+
+    Equal values (infinities included) are close; a finite value is never close to an infinity;
+    NaNs are close to each other only with ``equal_nan``. Both tensors must have the same dtype.
+    """
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"isclose: input dtype {input.dtype} did not match other dtype {other.dtype}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    a, b = input.detach(), other.detach()
+    close = a == b
+    if a.dtype.category == 0 or (rtol == 0 and atol == 0):
+        return close
+    if a.dtype.category < 2:  # integers: the tolerance is a real number, so compare in floating point
+        a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
+    elif equal_nan:
+        close = close | (a.isnan() & b.isnan())
+    error = (a - b).abs()
+    return close | (error.isfinite() & (error <= atol + rtol * b.abs()))
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when every element of ``input`` is close to ``other``'s (see ``isclose``), as a Python bool."""
+    return bool(isclose(input, other, rtol=rtol, atol=atol, equal_nan=equal_nan).all().item())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when the two tensors have the same shape and the same values (NaN equals nothing)."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool((input.detach() == other.detach()).all().item())
+
+
 # ------------------------------------------------------------------ random
 def bernoulli(input: Tensor, p: float | None = None) -> Tensor:
     """Draws 1 with the probability in each element of ``input`` (or with ``p`` everywhere)."""
@@ -517,6 +559,10 @@ def bernoulli(input: Tensor, p: float | None = None) -> Tensor:
 
 __all__ = [
     "abs",
+    "allclose",
+    "broadcast_to",
+    "equal",
+    "isclose",
     "add",
     "addcdiv",
     "addcmul",

@@ -11,13 +11,64 @@ import math
 from numbers import Number
 from typing import TYPE_CHECKING, Any
 
-from genesis_ndarray import NDArray, full
+from genesis_ndarray import DType, NDArray, full, get_default_dtype, int64, promote_types
 
 from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, data, meta, reduce_to, saved_output
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
+
+
+# torch's names for dtypes in its cast errors ("result type Float can't be cast to the desired output type Long").
+_TORCH_DTYPE_NAMES = {
+    "float64": "Double",
+    "float32": "Float",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+}
+
+# Unary ops whose result is floating for an integer or bool input: their in-place forms cannot write
+# into an integer tensor.
+_FLOAT_RESULT_UNARY = frozenset({"exp", "log", "sqrt", "sigmoid", "tanh"})
+
+
+def _torch_dtype_name(dtype: DType) -> str:
+    return _TORCH_DTYPE_NAMES.get(dtype.name, dtype.name.capitalize())
+
+
+def _refuse_narrowing(target: DType, result: DType) -> None:
+    """Raise torch's RuntimeError when an in-place op's ``result`` dtype is of a higher category
+    (bool < integer < floating) than the tensor written to; checked before anything is written,
+    so the same check holds on every device."""
+    if result.category > target.category:
+        raise RuntimeError(
+            f"result type {_torch_dtype_name(result)} can't be cast to the desired output type "
+            f"{_torch_dtype_name(target)}"
+        )
+
+
+def _inplace_result_dtype(dtype: DType, other: Any, true_division: bool = False) -> DType:
+    """The dtype of ``tensor <op> other`` for a tensor of ``dtype`` as far as its category goes: a
+    Python number only counts when of a higher category (torch's rule); true division is floating."""
+    if isinstance(other, TensorBase):
+        result = promote_types(dtype, other.dtype)
+    elif isinstance(other, bool) or not isinstance(other, Number):
+        result = dtype
+    elif isinstance(other, int):
+        result = dtype if dtype.category >= 1 else int64
+    else:
+        result = dtype if dtype.category >= 2 else get_default_dtype()
+    if true_division and result.category < 2:
+        return get_default_dtype()
+    return result
+
 
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
@@ -902,6 +953,7 @@ class ElementwiseMixin(TensorBase):
     def _binary_inplace(self, fn, op: str, other) -> Tensor:
         if isinstance(other, NDArray):
             other = self._result_type(other)
+        _refuse_narrowing(self.dtype, _inplace_result_dtype(self.dtype, other, true_division=op == "div"))
         needs = isinstance(other, self._result_type) and other.requires_grad
         return self._inplace(
             lambda: fn(self._snapshot(), other),
@@ -927,6 +979,8 @@ class ElementwiseMixin(TensorBase):
     __itruediv__ = div_
 
     def _unary_inplace(self, method: str) -> Tensor:
+        if method in _FLOAT_RESULT_UNARY and self.dtype.category < 2:
+            _refuse_narrowing(self.dtype, get_default_dtype())
         return self._inplace(
             lambda: getattr(self._snapshot(), method)(), lambda: self.data.copy_(getattr(self.data, method)())
         )

@@ -553,6 +553,8 @@ class ViewsMixin(TensorBase):
         """``chunks`` views of (nearly) equal size along ``dim``; the last may be smaller, and fewer may
         come back when the size does not divide.
         """
+        if chunks <= 0:
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         size = self.shape[dim]
         return self.split(max(1, -(-size // chunks)), dim)
 
