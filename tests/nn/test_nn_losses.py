@@ -3,6 +3,7 @@ torch's errors for bad shapes and targets."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from nn_helpers import assert_close, check_forward_backward, g
@@ -280,3 +281,19 @@ def test_loss_errors_match_torch(device, call, error, match):
 def test_mse_loss_warns_on_broadcasting_sizes(device):
     with pytest.warns(UserWarning, match="different to the input size"):
         F.mse_loss(genesis.randn(3, 4, device=device), genesis.randn(4, device=device))
+
+
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+def test_every_target_ignored_gives_nan_and_zero_gradient_as_torch(device, loss):
+    x = torch.randn(5, 3, dtype=torch.float64)
+    if loss == "nll_loss":
+        x = x.log_softmax(1)
+    target = torch.zeros(5, dtype=torch.long)
+    tx = x.clone().requires_grad_()
+    expected = getattr(torch.nn.functional, loss)(tx, target, ignore_index=0)
+    expected.backward()
+    gx = genesis.tensor(x.numpy(), device=device, requires_grad=True)
+    got = getattr(genesis.nn.functional, loss)(gx, genesis.tensor(target.numpy(), device=device), ignore_index=0)
+    got.backward()
+    assert torch.isnan(expected) and np.isnan(got.item())
+    np.testing.assert_array_equal(gx.grad.cpu().numpy(), tx.grad.numpy())

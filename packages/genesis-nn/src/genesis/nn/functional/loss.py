@@ -99,9 +99,13 @@ def nll_loss(
     w = valid.to(input.dtype)
     if weight is not None:
         w = w * weight.to(dtype=input.dtype)[safe]
-    loss = -picked * w
     if reduction == "mean":
-        return loss.sum() / w.sum()
+        # Each weight divided by the total first, so that when every target is ignored the gradient is zero
+        # (torch's) rather than 0 * inf; the value is still torch's 0 / 0 = nan then (total / total - 1).
+        total = w.sum()
+        safe_total = total + (total == 0).to(total.dtype)
+        return (-picked * (w / safe_total)).sum() + (total / total - 1)
+    loss = -picked * w
     return loss.sum() if reduction == "sum" else loss
 
 
