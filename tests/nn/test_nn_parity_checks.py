@@ -235,3 +235,8 @@ def test_equal(device):
         result = genesis.equal(ga, gb)
         assert type(result) is bool
         assert result == torch.equal(ta, tb)
+
+
+def test_top_level_randint_takes_torchs_keyword_form():
+    draws = genesis.randint(high=5, size=(200,))
+    assert draws.shape == (200,) and 0 <= draws.min().item() and draws.max().item() < 5

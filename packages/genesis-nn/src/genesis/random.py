@@ -42,7 +42,7 @@ def randn(
 
 
 def randint(
-    low: int,
+    low: int = 0,
     high: Any = None,
     size: Any = (),
     *,
