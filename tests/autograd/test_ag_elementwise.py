@@ -21,6 +21,7 @@ from ag_helpers import (
     values,
 )
 
+import genesis
 from genesis.autograd import gradcheck
 
 
@@ -339,3 +340,18 @@ def test_operands_have_torch_names(device):
         a.add(b, 2)  # alpha is keyword-only, as torch's
     with pytest.raises(TypeError):
         ta.add(tb, 2)
+
+
+def test_a_python_float_on_the_left_keeps_float64_precision(device):
+    x = torch.rand(4, dtype=torch.float64) + 0.5
+    t = genesis.tensor(x.numpy(), device=device)
+    for name, op in [
+        ("add", lambda a: 0.01 + a),
+        ("sub", lambda a: 0.01 - a),
+        ("mul", lambda a: 0.01 * a),
+        ("div", lambda a: 0.01 / a),
+        ("pow", lambda a: 0.9**a),
+    ]:
+        # float64's precision (a float32 round trip of the scalar would be off by ~1e-9); torch divides by
+        # multiplying with the reciprocal, hence one ulp, not exact equality
+        torch.testing.assert_close(torch.from_numpy(op(t).cpu().numpy()), op(x), rtol=3e-16, atol=0, msg=name)

@@ -174,3 +174,10 @@ def test_triangles_of_strided_and_wide_inputs(device, op):
 def test_triangles_need_two_dims(device, op):
     with pytest.raises(RuntimeError, match="at least 2 dimensions"):
         getattr(from_torch(random_tensor((4,)), device), op)()
+
+
+def test_python_numbers_read_straight_into_the_requested_dtype(device):
+    # not through float32 first: 0.01 as float64 is float64's 0.01
+    assert nd.array(0.01, dtype="float64", device=device).item() == 0.01
+    assert nd.array([0.1, 1e-300], dtype="float64", device=device).tolist() == [0.1, 1e-300]
+    assert nd.array([1.5, -2.5], dtype="int64", device=device).tolist() == [1, -2]  # torch truncates too

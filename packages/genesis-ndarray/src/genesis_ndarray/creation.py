@@ -80,7 +80,9 @@ def array(data, dtype=None, device=None) -> NDArray:
     if isinstance(data, np.ndarray):
         t = torch.from_numpy(np.array(data, copy=True))
     else:
-        t = torch.tensor(data)
+        # With a dtype, torch reads the Python numbers straight into it (0.01 as float64 stays exact);
+        # without one, floats take the default dtype.
+        t = torch.tensor(data, dtype=as_dtype(dtype).torch) if dtype is not None else torch.tensor(data)
         if dtype is None and t.is_floating_point():
             t = t.to(get_default_dtype().torch)
     if dtype is not None:

@@ -53,7 +53,10 @@ _UNARY: dict[str, Callable[..., torch.Tensor]] = {
 def binary(op: str, input, other):
     """``input op other``; either may be a Python scalar (reflected operators pass the scalar first)."""
     if not isinstance(input, torch.Tensor):
-        input = torch.tensor(input)
+        # A float next to float64 data keeps its float64 value (torch.tensor alone would round it to float32);
+        # elsewhere the 0-d wrapper's default dtype already matches the result's.
+        wide = isinstance(input, float) and isinstance(other, torch.Tensor) and other.dtype == torch.float64
+        input = torch.tensor(input, dtype=torch.float64 if wide else None)
     elif op in _NEEDS_TENSOR and not isinstance(other, torch.Tensor):
         other = torch.tensor(other)
     return _BINARY[op](input, other)
