@@ -30,7 +30,7 @@ def main(paths: list[str]) -> int:
                 print(f"FAILED {name}:{line}\n{result.stdout}{result.stderr}", file=sys.stderr)
             else:
                 print(f"    ok {name}:{line}")
-    print(f"README blocks: {ran - failures} passed, {failures} failed")
+    print(f"README code blocks: {ran - failures} ran cleanly, {failures} failing")
     return 1 if failures or not ran else 0
 
 
