@@ -171,27 +171,14 @@ def linspace(
     requires_grad: bool = False,
 ) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end``, both included (a 1-D tensor)."""
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
-    if steps == 1:
-        return full((1,), start, dtype=dtype or nd.get_default_dtype(), device=device, requires_grad=requires_grad)
-    step = (end - start) / max(steps - 1, 1)
-    idx = nd.arange(steps, dtype=dtype or nd.get_default_dtype(), device=device)
-    return _leaf(idx * step + start, requires_grad)
+    return _leaf(nd.linspace(start, end, steps, dtype=dtype, device=device), requires_grad)
 
 
 def eye(
     n: int, m: int | None = None, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
 ) -> Tensor:
     """A 2-D tensor of n rows and m (default n) columns with ones on the diagonal and zeros elsewhere."""
-    if n < 0:
-        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
-    m = n if m is None else m
-    if m < 0:
-        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    rows = nd.arange(n, device=device).reshape(n, 1)
-    cols = nd.arange(m, device=device).reshape(1, m)
-    return _leaf((rows == cols).astype(dtype or nd.get_default_dtype()), requires_grad)
+    return _leaf(nd.eye(n, m, dtype=dtype, device=device), requires_grad)
 
 
 def rand(

@@ -1,5 +1,5 @@
 """What several functional families share: reduction arguments, torch's dtype names in error
-messages, tuple arguments, and the autocast cast of matrix-product operands."""
+messages and tuple arguments."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import warnings
 from collections.abc import Sequence
 
 from genesis_autograd import Tensor
-from genesis_autograd.autocast import cast_inputs
 
-__all__ = ["cast_for_matmul", "legacy_reduction", "ntuple", "reduce", "torch_type_name"]
+__all__ = ["legacy_reduction", "ntuple", "reduce", "torch_type_name"]
 
 # torch's ScalarType names, which its error messages use ("expected ... Long ... but got Float").
 _TORCH_NAMES = {
@@ -63,8 +62,3 @@ def ntuple(value, n: int, name: str = "argument") -> tuple:
             raise RuntimeError(f"{name} must be a single value or a sequence of {n} values, got {list(value)}")
         return value
     return (value,) * n
-
-
-def cast_for_matmul(*tensors: Tensor | None) -> tuple:
-    """The operands of a matrix product (and its bias) in the autocast dtype, inside an autocast region."""
-    return cast_inputs("lower", tensors)

@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 import warnings
 
-from genesis_autograd import Tensor, cat, ones, zeros
+from genesis_autograd import Tensor, autocast_policy, cat, ones, zeros
 
-from ._util import cast_for_matmul
 from .dropout import dropout
 from .linear import linear
 
@@ -34,6 +33,7 @@ def _safe_softmax(scores: Tensor) -> Tensor:
     return probs.masked_fill(dead, 0.0)
 
 
+@autocast_policy("lower")
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -61,7 +61,6 @@ def scaled_dot_product_attention(
         key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hk)
     length, source = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    query, key, value = cast_for_matmul(query, key, value)
     scores = query.matmul(key.transpose(-2, -1)) * scale
     if is_causal:
         allowed = ones(length, source, dtype="bool", device=query.device).tril(0)
@@ -229,7 +228,6 @@ def multi_head_attention_forward(
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
     if not training:
         dropout_p = 0.0
-    q, k, v = cast_for_matmul(q, k, v)
     scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))
     if attn_mask is not None:
         scores = scores + attn_mask.to(dtype=scores.dtype)

@@ -5,9 +5,9 @@ matrix, one matmul per group batch. conv1d is conv2d over a height of one.
 
 from __future__ import annotations
 
-from genesis_autograd import Tensor
+from genesis_autograd import Tensor, autocast_policy
 
-from ._util import cast_for_matmul, ntuple
+from ._util import ntuple
 from .padding import pad as _pad
 
 __all__ = ["conv1d", "conv2d", "unfold"]
@@ -90,7 +90,6 @@ def _conv(
     if nd == 1:  # a height of one
         input, weight = input.unsqueeze(2), weight.unsqueeze(2)
         kernel, stride, dilation = (1,) + kernel, (1,) + stride, (1,) + dilation
-    input, weight, bias = cast_for_matmul(input, weight, bias)
     n = input.shape[0]
     win = windows(input, kernel, dilation, stride)  # (N, C, OH, OW, kh, kw)
     oh, ow = win.shape[2], win.shape[3]
@@ -106,6 +105,7 @@ def _conv(
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_policy("lower")
 def conv1d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1, groups: int = 1
 ) -> Tensor:
@@ -113,6 +113,7 @@ def conv1d(
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_policy("lower")
 def conv2d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1, groups: int = 1
 ) -> Tensor:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 
-from genesis_autograd import Tensor
-
-from ._util import cast_for_matmul
+from genesis_autograd import Tensor, autocast_policy
 
 __all__ = ["linear"]
 
 
+@autocast_policy("lower")  # under autocast, in the low dtype (bias included), as torch
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = input @ weight^T + bias.
 
@@ -26,6 +25,5 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         rows = math.prod(input.shape[:-1])
         w = "x".join(map(str, reversed(weight.shape)))
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and {w})")
-    input, weight, bias = cast_for_matmul(input, weight, bias)
     out = input.matmul(weight.mT) if weight.ndim == 2 else input.matmul(weight)
     return out + bias if bias is not None else out
