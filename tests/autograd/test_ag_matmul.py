@@ -18,6 +18,11 @@ CASES = [
     ("matmul-1d-batched", lambda lib, a, b: a @ b, [I((4,)), I((2, 4, 5))]),
     ("matmul-batched-1d", lambda lib, a, b: a @ b, [I((2, 3, 4)), I((4,))]),
     ("linear", lambda lib, x, w, b: x @ w.T + b, [I((5, 4), False), I((3, 4)), I((3,))]),
+    # the fused Linear Function (one launch, bias in the epilogue) behind nn.functional.linear
+    ("linear-fused", lambda lib, x, w, b: lib.nn.functional.linear(x, w, b), [I((2, 5, 4)), I((3, 4)), I((3,))]),
+    ("linear-fused-nobias", lambda lib, x, w: lib.nn.functional.linear(x, w), [I((5, 4), layout="t"), I((3, 4))]),
+    ("linear-fused-1d", lambda lib, x, w, b: lib.nn.functional.linear(x, w, b), [I((4,)), I((3, 4), False), I((3,))]),
+    ("linear-fused-t-weight", lambda lib, x, w: lib.nn.functional.linear(x, w), [I((6, 4)), I((3, 4), layout="t")]),
 ]
 PARAMS = params(CASES)
 

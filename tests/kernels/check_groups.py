@@ -62,6 +62,18 @@ def matmul(b) -> None:  # type: ignore[no-untyped-def]
         gk.matmul(b((2, 512, 512), dt), b((2, 512, 512), dt), b((2, 512, 512), dt))
     gk.matmul(b((2, 512, 512)), b((2, 512, 512)), b((2, 512, 512)), allow_tf32=True)
     gk.matmul(b((1, 100, 30)), b((1, 30, 7), "float32", (0, 1, 30)), b((1, 100, 7)))
+    # The TMA kernel: each operand layout, batched, tf32, and the bias + activation epilogues.
+    for dt in ("bfloat16", "float16"):
+        for ta in (False, True):
+            for tb in (False, True):
+                sa = (512 * 256, 1, 512) if ta else (512 * 256, 256, 1)
+                sb = (256 * 384, 1, 256) if tb else (256 * 384, 384, 1)
+                gk.matmul(b((1, 512, 256), dt, sa), b((1, 256, 384), dt, sb), b((1, 512, 384), dt))
+                gk.matmul(b((4, 512, 256), dt, sa), b((4, 256, 384), dt, sb), b((4, 512, 384), dt))
+        for act in ("none", "relu", "gelu", "gelu_tanh", "silu"):
+            bias = b((4096,), dt)
+            gk.matmul(b((1, 512, 256), dt), b((1, 256, 4096), dt), b((1, 512, 4096), dt), bias=bias, activation=act)
+    gk.matmul(b((1, 512, 256)), b((1, 256, 384), "float32", (0, 1, 256)), b((1, 512, 384)), allow_tf32=True)
 
 
 def random(b) -> None:  # type: ignore[no-untyped-def]

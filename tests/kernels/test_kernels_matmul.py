@@ -47,3 +47,136 @@ def test_matmul_layouts(device: str, case: str) -> None:
     sync(device)
     t = dict(rtol=5e-3, atol=5e-3) if tf32 else dict(rtol=1e-5, atol=1e-5)
     assert_close(out, (a.double() @ b.double()).float(), **t)
+
+
+# The tensor-core path: persistent TMA kernel (M, N >= 64, K >= 16, 16-byte aligned rows).
+_ACTS = {
+    "none": lambda x: x,
+    "relu": torch.relu,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "silu": torch.nn.functional.silu,
+}
+
+
+def _stored(shape: tuple[int, int, int], transposed: bool, dtype: str, device: str) -> torch.Tensor:
+    """A (B, R, C) operand, stored row-major or as its transpose (a transposed view, no copy)."""
+    b, r, c = shape
+    if transposed:
+        return make((b, c, r), dtype, device, low=-1, high=1).transpose(1, 2)
+    return make((b, r, c), dtype, device, low=-1, high=1)
+
+
+@pytest.fixture
+def tensor_core_path():
+    """Asserts that the test launched the TMA kernel (not the pointer fallback)."""
+    import importlib
+
+    mm = importlib.import_module("genesis_kernels.matmul")
+
+    calls = []
+    original = mm._matmul_tma
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        took = original(*args)
+        calls.append(took)
+        return took
+
+    mm._matmul_tma = spy
+    yield calls
+    mm._matmul_tma = original
+    assert calls and all(calls), "the tensor-core (TMA) path was not taken"
+
+
+def _check(out: torch.Tensor, ref: torch.Tensor, rtol: float) -> None:
+    assert not out.isnan().any(), "an output element was never written"
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    assert err < rtol, f"relative error {err:.2e} >= {rtol}"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_matmul_tensor_core_layouts(device: str, dtype: str, layout: str, tensor_core_path) -> None:
+    m, n, k = 72, 104, 40  # no dimension a multiple of the tile; rows 16-byte aligned (TMA)
+    a = _stored((1, m, k), layout[0] == "T", dtype, device)
+    b = _stored((1, k, n), layout[1] == "T", dtype, device)
+    out = torch.full((1, m, n), float("nan"), dtype=a.dtype, device=device)
+    gk.matmul(buf(a), buf(b), buf(out))
+    sync(device)
+    _check(out, a.double() @ b.double(), 1e-2)
+
+
+@pytest.mark.parametrize("case", ["batched", "shared_b_folded", "shared_a", "transposed_batched"])
+def test_matmul_tensor_core_batches(device: str, case: str, tensor_core_path) -> None:
+    bsz, m, n, k = 3, 72, 88, 48
+    a = make((bsz, m, k), "bfloat16", device, low=-1, high=1)
+    b = make((bsz, k, n), "bfloat16", device, low=-1, high=1)
+    if case == "shared_b_folded":
+        b = make((1, k, n), "bfloat16", device, low=-1, high=1).expand(bsz, k, n)
+    elif case == "shared_a":
+        a = make((1, m, k), "bfloat16", device, low=-1, high=1).expand(bsz, m, k)
+    elif case == "transposed_batched":
+        a = _stored((bsz, m, k), True, "bfloat16", device)
+        b = _stored((bsz, k, n), True, "bfloat16", device)
+    out = torch.full((bsz, m, n), float("nan"), dtype=torch.bfloat16, device=device)
+    gk.matmul(buf(a), buf(b), buf(out))
+    sync(device)
+    _check(out, a.double() @ b.double(), 1e-2)
+
+
+@pytest.mark.parametrize("act", list(_ACTS))
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_matmul_bias_activation_epilogue(device: str, act: str, dtype: str) -> None:
+    m, n, k = 67, 80, 32  # bfloat16: the TMA kernel; float32 (exact): the pointer kernel
+    a = make((1, m, k), dtype, device, low=-1, high=1)
+    w = make((n, k), dtype, device, low=-1, high=1)  # a Linear weight: out = a @ w^T
+    bias = make((n,), dtype, device, low=-1, high=1)
+    out = torch.full((1, m, n), float("nan"), dtype=a.dtype, device=device)
+    gk.matmul(buf(a), buf(w.t().unsqueeze(0)), buf(out), bias=buf(bias), activation=act)  # both paths
+    sync(device)
+    ref = _ACTS[act](a.double() @ w.double().t() + bias.double())
+    _check(out, ref, 1e-2 if dtype == "bfloat16" else 1e-5)
+
+
+@pytest.mark.parametrize("layout", ["NT", "NN"])
+def test_matmul_tf32_tensor_cores(device: str, layout: str) -> None:
+    # NT reads both operands K-major (TMA + tf32 tensor cores); NN takes the pointer kernel in tf32.
+    m, n, k = 96, 64, 64
+    a = make((1, m, k), "float32", device, low=-1, high=1)
+    b = _stored((1, k, n), layout[1] == "T", "float32", device)
+    out = torch.full((1, m, n), float("nan"), device=device)
+    gk.matmul(buf(a), buf(b), buf(out), allow_tf32=True)
+    sync(device)
+    _check(out, a.double() @ b.double(), 1e-3)
+
+
+def test_matmul_zero_k_with_bias_is_the_bias(device: str) -> None:
+    a = make((1, 5, 0), "float32", device)
+    b = make((1, 0, 7), "float32", device)
+    bias = make((7,), "float32", device)
+    out = torch.full((1, 5, 7), float("nan"), device=device)
+    gk.matmul(buf(a), buf(b), buf(out), bias=buf(bias), activation="relu")
+    sync(device)
+    assert torch.equal(out, torch.relu(bias).expand(1, 5, 7))
+
+
+def test_matmul_rejects_bad_epilogue(device: str) -> None:
+    a = make((1, 4, 3), "float32", device)
+    b = make((1, 3, 5), "float32", device)
+    out = torch.empty(1, 4, 5, device=device)
+    with pytest.raises(ValueError, match="activation"):
+        gk.matmul(buf(a), buf(b), buf(out), activation="tanhh")
+    with pytest.raises(ValueError, match=r"bias must have shape \(5,\)"):
+        gk.matmul(buf(a), buf(b), buf(out), bias=buf(make((4,), "float32", device)))
+
+
+@pytest.mark.gpu_tier
+@pytest.mark.parametrize("mnk", [(8192, 768, 3072), (768, 3072, 8192), (1000, 2304, 768), (4099, 50304, 64)])
+def test_matmul_tensor_core_training_shapes(device: str, mnk: tuple[int, int, int], tensor_core_path) -> None:
+    m, n, k = mnk
+    a = make((1, m, k), "bfloat16", device, low=-1, high=1)
+    b = _stored((1, k, n), True, "bfloat16", device)
+    out = torch.full((1, m, n), float("nan"), dtype=torch.bfloat16, device=device)
+    gk.matmul(buf(a), buf(b), buf(out))
+    sync(device)
+    _check(out, a.double() @ b.double(), 1e-2)

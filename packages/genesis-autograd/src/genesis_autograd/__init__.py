@@ -20,12 +20,14 @@ from genesis_ndarray import (
     float32,
     float64,
     get_default_dtype,
+    get_float32_matmul_precision,
     int8,
     int16,
     int32,
     int64,
     promote_types,
     set_default_dtype,
+    set_float32_matmul_precision,
     uint8,
 )
 
@@ -66,6 +68,7 @@ from .factories import (
     zeros_like,
 )
 from .function import Function, Node
+from .functions.matmul import linear
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -150,7 +153,10 @@ __all__ = [
     "randint",
     "randn",
     "randn_like",
+    "linear",
     "set_default_dtype",
+    "set_float32_matmul_precision",
+    "get_float32_matmul_precision",
     "set_grad_enabled",
     "stack",
     "tensor",

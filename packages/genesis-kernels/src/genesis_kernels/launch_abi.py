@@ -15,9 +15,10 @@ its positional arguments changed between releases.
   arguments as one tuple.
 
 A release not in :data:`CONVENTIONS` is never guessed at: its kernels go through
-Triton's public path, with a one-time warning. Kernels that need Triton's scratch
-memory, or a launcher missing the attributes a convention reads, take the same
-public path.
+Triton's public path, with a one-time warning. Kernels that need Triton's global scratch
+memory (device-side TMA descriptors) get it from the caller's scratch function;
+profiling scratch, or a launcher missing the attributes a convention reads, takes
+the same public path.
 """
 
 from __future__ import annotations
@@ -76,21 +77,38 @@ def public_launch(runner: Any, function: Any, meta: Any) -> LaunchFn:
     return launch
 
 
-def _fast_launch_36(runner: Any, function: Any, meta: Any) -> LaunchFn:
+ScratchFn = Callable[[int, int], int]  # (nbytes, stream) -> device address, at least 256-byte aligned
+
+
+def _scratch_of(runner: Any, scratch: ScratchFn | None) -> Callable[[Grid, int], int | None]:
+    """Per launch, the global scratch a kernel needs (device-side TMA descriptors live there), or None.
+
+    Triton sizes it per program: ``global_scratch_size`` bytes for each CTA of the grid.
+    """
+    per_program = getattr(runner, "global_scratch_size", 0) * getattr(runner, "num_ctas", 1)
+    if not per_program or scratch is None:
+        return lambda grid, stream: None
+    return lambda grid, stream: scratch(grid[0] * grid[1] * grid[2] * per_program, stream)
+
+
+def _fast_launch_36(runner: Any, function: Any, meta: Any, scratch: ScratchFn | None = None) -> LaunchFn:
     raw = runner.launch
     coop, pdl = runner.launch_cooperative_grid, runner.launch_pdl
+    scratch_for = _scratch_of(runner, scratch)
 
     def launch(grid: Grid, stream: int, args: tuple) -> None:
         if grid[0] * grid[1] * grid[2]:
-            raw(grid[0], grid[1], grid[2], stream, function, coop, pdl, None, None, meta, None, None, None, *args)
+            g = scratch_for(grid, stream)
+            raw(grid[0], grid[1], grid[2], stream, function, coop, pdl, g, None, meta, None, None, None, *args)
 
     return launch
 
 
-def _fast_launch_37(runner: Any, function: Any, meta: Any) -> LaunchFn:
+def _fast_launch_37(runner: Any, function: Any, meta: Any, scratch: ScratchFn | None = None) -> LaunchFn:
     raw = runner.launch
     coop, pdl = runner.launch_cooperative_grid, runner.launch_pdl
     annotations, signature = runner.arg_annotations, runner.kernel_signature
+    scratch_for = _scratch_of(runner, scratch)
 
     def launch(grid: Grid, stream: int, args: tuple) -> None:
         if grid[0] * grid[1] * grid[2]:
@@ -106,7 +124,7 @@ def _fast_launch_37(runner: Any, function: Any, meta: Any) -> LaunchFn:
                 None,
                 None,
                 None,
-                None,
+                scratch_for(grid, stream),
                 None,
                 annotations,
                 signature,
@@ -116,7 +134,7 @@ def _fast_launch_37(runner: Any, function: Any, meta: Any) -> LaunchFn:
     return launch
 
 
-_FAST: dict[str, tuple[Callable[[Any, Any, Any], LaunchFn], tuple[str, ...]]] = {
+_FAST: dict[str, tuple[Callable[..., LaunchFn], tuple[str, ...]]] = {
     # convention -> (builder, the runner attributes it reads)
     "3.6": (_fast_launch_36, ("launch", "launch_cooperative_grid", "launch_pdl")),
     "3.7": (
@@ -126,13 +144,16 @@ _FAST: dict[str, tuple[Callable[[Any, Any, Any], LaunchFn], tuple[str, ...]]] = 
 }
 
 
-def make_launch(runner: Any, function: Any, meta: Any, version: str) -> LaunchFn:
+def make_launch(runner: Any, function: Any, meta: Any, version: str, scratch: ScratchFn | None = None) -> LaunchFn:
     """The cheapest correct launch function for one compiled kernel.
 
     ``runner`` is the compiled kernel's ``CudaLauncher`` (``CompiledKernel.run``), ``function``
     its CUfunction handle and ``meta`` its packed metadata; ``version`` is ``triton.__version__``.
+    ``scratch`` serves the global scratch memory of kernels that need it (device-side tensor
+    descriptors); without it such kernels take Triton's public path, which asks Triton's allocator.
     """
-    if getattr(runner, "global_scratch_size", 0) or getattr(runner, "profile_scratch_size", 0):
+    needs_global = getattr(runner, "global_scratch_size", 0) > 0
+    if (needs_global and scratch is None) or getattr(runner, "profile_scratch_size", 0):
         return public_launch(runner, function, meta)  # Triton allocates the scratch per launch
     if getattr(runner, "gsan_enabled", False):
         return public_launch(runner, function, meta)  # the sanitizer appends arguments of its own
@@ -144,4 +165,4 @@ def make_launch(runner: Any, function: Any, meta: Any, version: str) -> LaunchFn
     if not all(hasattr(runner, name) for name in needs):
         _warn_unknown(version, f"Triton {version}'s launcher lacks what its {convention} convention reads")
         return public_launch(runner, function, meta)
-    return builder(runner, function, meta)
+    return builder(runner, function, meta, scratch)

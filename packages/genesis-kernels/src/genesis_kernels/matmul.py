@@ -1,11 +1,12 @@
-"""Batched matmul ``out[b] = a[b] @ b[b]`` over any strides (batch stride 0 broadcasts).
+"""Batched matmul ``out[b] = act(a[b] @ b[b] + bias)`` over any strides (batch stride 0 broadcasts).
 
-A classic Triton tiled GEMM: each program owns a ``BLOCK_M x BLOCK_N`` tile of one
-batch, walks K in ``BLOCK_K`` steps with ``tl.dot`` accumulating in float32 (float64
-for float64), and programs are grouped along M (``GROUP_M``) so neighbouring
-programs reuse the same B panel from L2. float32 is exact IEEE (``input_precision
-="ieee"``, FMA path) unless ``allow_tf32``; float16/bfloat16 use the tensor cores
-(wgmma on Hopper) with float32 accumulation.
+Two kernels. The tensor-core path (float16 / bfloat16, and float32 as tf32) is a
+persistent kernel: one program per SM walks the output tiles in grouped order, and the
+tensor-memory accelerator loads operand tiles through descriptors built on the device,
+so transposed operands (the backward's x^T dy and dy W^T) are read in place, never
+copied. Everything else (exact IEEE float32, float64, layouts TMA cannot address, small
+products) takes the classic tiled pointer kernel. Both accumulate in float32 (float64
+for float64), add the bias and apply the activation to the accumulator, and round once.
 """
 
 from __future__ import annotations
@@ -14,11 +15,21 @@ import triton
 import triton.language as tl
 
 from .buffer import INT32_LIMIT, BufferLike, dtype_info, extent
-from .elementwise import cast_to, fill
-from .runtime import INTERPRET, Kernel, cdiv, next_pow2, ptr_type
+from .elementwise import cast_to, fill, unary_op
+from .runtime import INTERPRET, Kernel, cdiv, next_pow2, ptr_type, sm_count
 
 # The interpreter's dot reads bfloat16 storage as integers; upcast there (exact, same products).
 _UPCAST_HALF_DOT = tl.constexpr(INTERPRET)
+
+
+@triton.jit
+def _epilogue(acc, bias, sbias, rn, N, HAS_BIAS: tl.constexpr, ACT: tl.constexpr):
+    """bias (broadcast over rows) and activation on the float32 accumulator tile."""
+    if HAS_BIAS:
+        acc += tl.load(bias + rn * sbias, mask=rn < N, other=0).to(acc.dtype)[None, :]
+    if ACT != "none":
+        acc = unary_op(acc, ACT)
+    return acc
 
 
 @triton.jit
@@ -26,6 +37,7 @@ def _matmul_kernel(
     a,
     b,
     out,
+    bias,
     M,
     N,
     K,
@@ -38,11 +50,15 @@ def _matmul_kernel(
     sob,
     som,
     son,
+    sbias,
     ACC: tl.constexpr,
     PRECISION: tl.constexpr,
     INT64: tl.constexpr,
     A_K_CONTIG: tl.constexpr,
     B_N_CONTIG: tl.constexpr,
+    O_N_CONTIG: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    ACT: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -52,13 +68,7 @@ def _matmul_kernel(
     batch = tl.program_id(1)
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
-    # Grouped ordering: GROUP_M row-tiles share each column sweep, so B tiles stay in L2.
-    per_group = GROUP_M * grid_n
-    group = pid // per_group
-    first_m = group * GROUP_M
-    size_m = tl.minimum(grid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % size_m
-    pid_n = (pid % per_group) // size_m
+    pid_m, pid_n = _grouped(pid, grid_m, grid_n, GROUP_M)
     if INT64:
         batch = batch.to(tl.int64)
         pid_m = pid_m.to(tl.int64)
@@ -87,17 +97,137 @@ def _matmul_kernel(
             acc = tl.dot(av.to(tl.float32), bv.to(tl.float32), acc, input_precision="ieee")
         else:
             acc = tl.dot(av, bv, acc, input_precision=PRECISION)
-    o = out + batch * sob + rm[:, None] * som + rn[None, :] * son
+    acc = _epilogue(acc, bias, sbias, rn, N, HAS_BIAS, ACT)
+    if O_N_CONTIG:
+        o = out + batch * sob + rm[:, None] * som + rn[None, :]
+    else:
+        o = out + batch * sob + rm[:, None] * som + rn[None, :] * son
     tl.store(o, cast_to(acc, out.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@triton.jit
+def _grouped(tile, grid_m, grid_n, GROUP_M: tl.constexpr):
+    """Tile index -> (row tile, column tile), GROUP_M row tiles per column sweep so B panels stay in L2."""
+    per_group = GROUP_M * grid_n
+    group = tile // per_group
+    first_m = group * GROUP_M
+    size_m = tl.minimum(grid_m - first_m, GROUP_M)
+    return first_m + (tile % per_group) % size_m, (tile % per_group) // size_m
+
+
+@triton.jit
+def _matmul_tma_kernel(
+    a,
+    b,
+    out,
+    bias,
+    M,
+    N,
+    K,
+    BATCH,
+    A_BATCHES,
+    B_BATCHES,
+    sab,
+    sa,
+    sbb,
+    sb,
+    sob,
+    so,
+    sbias,
+    programs,
+    PRECISION: tl.constexpr,
+    A_T: tl.constexpr,
+    B_T: tl.constexpr,
+    BATCHED: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    ACT: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    STAGES: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    # Operands are read by the tensor-memory accelerator through descriptors built on the device:
+    # each matrix is described by the layout it is stored in (A_T: A is stored K x M, i.e. A^T
+    # row-major; B_T: B stored N x K), and a transposed tile is fed to the tensor cores as a
+    # transposed shared-memory view, never copied. Out-of-range rows and columns read as zero
+    # and are clipped on store, so no masks are needed.
+    if BATCHED:
+        if A_T:
+            a_desc = tl.make_tensor_descriptor(a, [A_BATCHES, K, M], [sab, sa, 1], [1, BK, BM])
+        else:
+            a_desc = tl.make_tensor_descriptor(a, [A_BATCHES, M, K], [sab, sa, 1], [1, BM, BK])
+        if B_T:
+            b_desc = tl.make_tensor_descriptor(b, [B_BATCHES, N, K], [sbb, sb, 1], [1, BN, BK])
+        else:
+            b_desc = tl.make_tensor_descriptor(b, [B_BATCHES, K, N], [sbb, sb, 1], [1, BK, BN])
+        o_desc = tl.make_tensor_descriptor(out, [BATCH, M, N], [sob, so, 1], [1, BM, BN])
+    else:
+        if A_T:
+            a_desc = tl.make_tensor_descriptor(a, [K, M], [sa, 1], [BK, BM])
+        else:
+            a_desc = tl.make_tensor_descriptor(a, [M, K], [sa, 1], [BM, BK])
+        if B_T:
+            b_desc = tl.make_tensor_descriptor(b, [N, K], [sb, 1], [BN, BK])
+        else:
+            b_desc = tl.make_tensor_descriptor(b, [K, N], [sb, 1], [BK, BN])
+        o_desc = tl.make_tensor_descriptor(out, [M, N], [so, 1], [BM, BN])
+    grid_m = tl.cdiv(M, BM)
+    grid_n = tl.cdiv(N, BN)
+    per_batch = grid_m * grid_n
+    k_tiles = tl.cdiv(K, BK)
+    # Persistent: one program per SM walks the tiles, so tile t+1's first loads overlap tile t's epilogue.
+    for tile in tl.range(tl.program_id(0), BATCH * per_batch, programs, flatten=True, warp_specialize=WARP_SPECIALIZE):
+        batch = tile // per_batch
+        pid_m, pid_n = _grouped(tile % per_batch, grid_m, grid_n, GROUP_M)
+        om = pid_m * BM
+        on = pid_n * BN
+        ba = batch if A_BATCHES > 1 else 0
+        bb = batch if B_BATCHES > 1 else 0
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for kt in tl.range(k_tiles, num_stages=STAGES):
+            ok = kt * BK
+            if BATCHED:
+                if A_T:
+                    av = a_desc.load([ba, ok, om]).reshape(BK, BM).T
+                else:
+                    av = a_desc.load([ba, om, ok]).reshape(BM, BK)
+                if B_T:
+                    bv = b_desc.load([bb, on, ok]).reshape(BN, BK).T
+                else:
+                    bv = b_desc.load([bb, ok, on]).reshape(BK, BN)
+            else:
+                if A_T:
+                    av = a_desc.load([ok, om]).T
+                else:
+                    av = a_desc.load([om, ok])
+                if B_T:
+                    bv = b_desc.load([on, ok]).T
+                else:
+                    bv = b_desc.load([ok, on])
+            if _UPCAST_HALF_DOT and (av.dtype == tl.bfloat16 or av.dtype == tl.float16):
+                acc = tl.dot(av.to(tl.float32), bv.to(tl.float32), acc, input_precision="ieee")
+            else:
+                acc = tl.dot(av, bv, acc, input_precision=PRECISION)
+        acc = _epilogue(acc, bias, sbias, on + tl.arange(0, BN), N, HAS_BIAS, ACT)
+        res = cast_to(acc, out.dtype.element_ty)
+        if BATCHED:
+            o_desc.store([batch, om, on], res.reshape(1, BM, BN))
+        else:
+            o_desc.store([om, on], res)
+
+
 _MATMUL = Kernel(_matmul_kernel)
+_MATMUL_TMA = Kernel(_matmul_tma_kernel)
+
+ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 
 
 def _config(dtype: str, tf32: bool, M: int, N: int, K: int) -> tuple[int, int, int, int, int]:
-    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) by dtype; shrunk for small problems."""
+    """The pointer kernel's (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); shrunk for small problems."""
     if dtype in ("float16", "bfloat16"):
-        bm, bn, bk, w, s = 128, 128, 64, 8, 3
+        bm, bn, bk, w, s = (128, 256, 64, 8, 3) if N >= 2048 and M >= 2048 else (128, 128, 64, 8, 3)
     elif dtype == "float32" and tf32:
         bm, bn, bk, w, s = 128, 128, 32, 8, 3
     elif dtype == "float64":
@@ -113,28 +243,175 @@ def _config(dtype: str, tf32: bool, M: int, N: int, K: int) -> tuple[int, int, i
     return bm, bn, bk, w, s
 
 
-def matmul(a: BufferLike, b: BufferLike, out: BufferLike, *, allow_tf32: bool = False, stream: int = 0) -> None:
-    """``out (B, M, N) = a (B, M, K) @ b (B, K, N)``; any strides, including batch stride 0."""
+def _tma_config(itemsize: int, M: int, N: int) -> tuple[int, int, int, int, int]:
+    """The TMA kernel's (BM, BN, BK, num_warps, num_stages), by the shape class.
+
+    Measured on an H100 against cuBLAS (benchmarks/matmul_variants.py): 128 x 256 tiles, three
+    stages, win wherever N is wide; narrow outputs (N < 2048, e.g. a GPT's 768-wide projections)
+    have too few such tiles to fill 132 SMs, and 128 x 128 tiles four stages deep win there.
+    """
+    bk = 64 if itemsize == 2 else 32
+    if INTERPRET:
+        return 64, 32, 32, 4, 2
+    if N >= 2048:
+        return 128, 256, bk, 8, 3
+    return 128, 128, bk, 8, 4
+
+
+def _tma_layout(t: BufferLike, rows: int, cols: int) -> tuple[bool, int] | None:
+    """How a (batch, rows, cols) operand is stored for a tensor descriptor: (transposed, row stride).
+
+    None when TMA cannot read it: it needs one unit-stride dimension, the other stride and the
+    base address 16-byte aligned, and a batch stride that is 16-byte aligned too.
+    """
+    item = dtype_info(t.dtype).itemsize
+    sb, sr, sc = t.strides
+    if t.ptr % 16 or (sb * item) % 16:
+        return None
+    if sc == 1 and sr >= cols and (sr * item) % 16 == 0:
+        return False, sr
+    if sr == 1 and sc >= rows and (sc * item) % 16 == 0:
+        return True, sc
+    return None
+
+
+def matmul(
+    a: BufferLike,
+    b: BufferLike,
+    out: BufferLike,
+    *,
+    bias: BufferLike | None = None,
+    activation: str = "none",
+    allow_tf32: bool = False,
+    stream: int = 0,
+) -> None:
+    """``out (B, M, N) = act(a (B, M, K) @ b (B, K, N) + bias (N,))``; any strides, batch stride 0 broadcasts.
+
+    float16 / bfloat16 (and float32 with ``allow_tf32``) run on the tensor cores with float32
+    accumulation; float32 without tf32 and float64 are exact (FMA). ``bias`` is added and
+    ``activation`` (one of :data:`ACTIVATIONS`) applied to the float32 accumulator before the
+    one rounding to ``out``'s dtype, so a Linear layer is one launch.
+    """
     if len(a.shape) != 3 or len(b.shape) != 3 or len(out.shape) != 3:
         raise ValueError("matmul takes rank-3 buffers (B, M, K) @ (B, K, N) -> (B, M, N)")
     B, M, K = a.shape
     if tuple(b.shape[:2]) != (B, K) or tuple(out.shape) != (B, M, b.shape[2]):
         raise ValueError(f"matmul shapes do not match: {tuple(a.shape)} @ {tuple(b.shape)} -> {tuple(out.shape)}")
     N = b.shape[2]
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"matmul: unknown activation {activation!r}; expected one of {ACTIVATIONS}")
+    if bias is not None and (len(bias.shape) != 1 or bias.shape[0] != N):
+        raise ValueError(f"matmul: bias must have shape ({N},), got {tuple(bias.shape)}")
     if B * M * N == 0:
-        return
-    if K == 0:
-        fill(out, 0, stream=stream)
         return
     if a.dtype != b.dtype or not dtype_info(a.dtype).is_float:
         raise TypeError(f"matmul needs matching float inputs, got {a.dtype} and {b.dtype}")
-    acc = "float64" if a.dtype == "float64" else "float32"
+    if K == 0 and bias is None and activation == "none":
+        fill(out, 0, stream=stream)
+        return
     tf32 = allow_tf32 and a.dtype == "float32"
+    if K > 0 and (a.dtype in ("float16", "bfloat16") or tf32) and a.dtype == out.dtype:
+        if _matmul_tma(a, b, out, bias, activation, tf32, stream):
+            return
+    _matmul_pointers(a, b, out, bias, activation, tf32, stream)
+
+
+def _matmul_tma(
+    a: BufferLike, b: BufferLike, out: BufferLike, bias: BufferLike | None, act: str, tf32: bool, stream: int
+) -> bool:
+    """The persistent TMA kernel, when the operands' layouts allow it; False when they do not."""
+    B, M, K = a.shape
+    N = b.shape[2]
+    if M < 64 or N < 64 or K < 16:  # small products: the pointer kernel's small tiles waste less
+        return False
+    if max(B, M, N, K) >= INT32_LIMIT:  # descriptor coordinates are 32-bit
+        return False
+    la, lb, lo = _tma_layout(a, M, K), _tma_layout(b, K, N), _tma_layout(out, M, N)
+    if la is None or lb is None or lo is None or lo[0]:
+        return False
+    item = dtype_info(a.dtype).itemsize
+    # tf32 tensor cores read both operands K-major only; other layouts go to the pointer kernel.
+    if tf32 and (la[0] or not lb[0]):
+        return False
+    a_batches = B if a.strides[0] else 1
+    b_batches = B if b.strides[0] else 1
+    batched = B > 1
+    if batched and b_batches == 1 and not la[0] and a.strides[0] == M * la[1] and out.strides[0] == M * lo[1]:
+        # (B, M, K) rows contiguous across batches times one shared (K, N): one (B*M, K) product.
+        M, B, batched, a_batches = M * B, 1, False, 1
+    bm, bn, bk, warps, stages = _tma_config(item, M, N)
+    has_bias = bias is not None
     precision = "tf32" if tf32 else "ieee"
-    bm, bn, bk, warps, stages = _config(a.dtype, tf32, M, N, K)
+    key = (a.dtype, precision, la[0], lb[0], batched, has_bias, bias.dtype if has_bias else None, act, bm, bn)
+    fn = _MATMUL_TMA.cache.get(key)
+    if fn is None:
+        types = {
+            "a": ptr_type(a.dtype),
+            "b": ptr_type(b.dtype),
+            "out": ptr_type(out.dtype),
+            "bias": ptr_type(bias.dtype if bias is not None else out.dtype),
+            **{n: "i32" for n in ("M", "N", "K", "BATCH", "A_BATCHES", "B_BATCHES", "programs")},
+            **{n: "i64" for n in ("sab", "sa", "sbb", "sb", "sob", "so", "sbias")},
+        }
+        consts = dict(
+            PRECISION=precision,
+            A_T=la[0],
+            B_T=lb[0],
+            BATCHED=batched,
+            HAS_BIAS=has_bias,
+            ACT=act,
+            BM=bm,
+            BN=bn,
+            BK=bk,
+            GROUP_M=8,
+            STAGES=stages,
+            WARP_SPECIALIZE=not INTERPRET,
+        )
+        fn = _MATMUL_TMA.build(key, types, consts, ("a", "b", "out"), num_warps=warps, num_stages=stages)
+        fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    tiles = B * cdiv(M, bm) * cdiv(N, bn)
+    programs = min(tiles, sm_count())
+    # A batch that does not vary gets a nominal, aligned stride (TMA rejects 0; it is never stepped).
+    sab = a.strides[0] if a_batches > 1 else (K if la[0] else M) * la[1]
+    sbb = b.strides[0] if b_batches > 1 else (N if lb[0] else K) * lb[1]
+    args = (
+        a.ptr,
+        b.ptr,
+        out.ptr,
+        bias.ptr if bias is not None else out.ptr,
+        M,
+        N,
+        K,
+        B,
+        a_batches,
+        b_batches,
+        sab,
+        la[1],
+        sbb,
+        lb[1],
+        out.strides[0] if batched else M * lo[1],
+        lo[1],
+        bias.strides[0] if bias is not None else 0,
+        programs,
+    )
+    fn((programs, 1, 1), stream, (*args, *fn._consts))  # type: ignore[attr-defined]
+    return True
+
+
+def _matmul_pointers(
+    a: BufferLike, b: BufferLike, out: BufferLike, bias: BufferLike | None, act: str, tf32: bool, stream: int
+) -> None:
+    """The tiled pointer kernel: any strides, every float dtype, exact float32 / float64."""
+    B, M, K = a.shape
+    N = b.shape[2]
+    acc = "float64" if a.dtype == "float64" else "float32"
+    precision = "tf32" if tf32 else "ieee"
+    bm, bn, bk, warps, stages = _config(a.dtype, tf32, M, N, max(K, 1))
     big = max(extent(tuple(t.shape), tuple(t.strides)) for t in (a, b, out)) >= INT32_LIMIT - 65536
     a_k = a.strides[2] == 1
     b_n = b.strides[2] == 1
+    o_n = out.strides[2] == 1
+    has_bias = bias is not None
     # Divisibility by 16 of the pointers and of the row/batch strides is part of the key: with it
     # the compiler can prove each row of a tile starts 16-byte aligned and use vector (and async) copies.
     strides = dict(
@@ -144,7 +421,8 @@ def matmul(a: BufferLike, b: BufferLike, out: BufferLike, *, allow_tf32: bool = 
         [n for n, t in (("a", a), ("b", b), ("out", out)) if t.ptr % 16 == 0]
         + [n for n in ("sab", "sam", "sbb", "sbk", "sob", "som") if strides[n] % 16 == 0]
     )
-    key = (a.dtype, out.dtype, precision, big, a_k, b_n, bm, bn, bk, aligned)
+    key = (a.dtype, out.dtype, precision, big, a_k, b_n, o_n, bm, bn, bk, aligned, has_bias, act)
+    key += (bias.dtype if has_bias else None,)
     fn = _MATMUL.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
@@ -152,7 +430,8 @@ def matmul(a: BufferLike, b: BufferLike, out: BufferLike, *, allow_tf32: bool = 
             "a": ptr_type(a.dtype),
             "b": ptr_type(b.dtype),
             "out": ptr_type(out.dtype),
-            **{n: it for n in ("M", "N", "K", "sab", "sam", "sak", "sbb", "sbk", "sbn", "sob", "som", "son")},
+            "bias": ptr_type(bias.dtype if bias is not None else out.dtype),
+            **{n: it for n in ("M", "N", "K", "sab", "sam", "sak", "sbb", "sbk", "sbn", "sob", "som", "son", "sbias")},
         }
         consts = dict(
             ACC=dtype_info(acc).tl,
@@ -160,6 +439,9 @@ def matmul(a: BufferLike, b: BufferLike, out: BufferLike, *, allow_tf32: bool = 
             INT64=big,
             A_K_CONTIG=a_k,
             B_N_CONTIG=b_n,
+            O_N_CONTIG=o_n,
+            HAS_BIAS=has_bias,
+            ACT=act,
             BLOCK_M=bm,
             BLOCK_N=bn,
             BLOCK_K=bk,
@@ -168,4 +450,6 @@ def matmul(a: BufferLike, b: BufferLike, out: BufferLike, *, allow_tf32: bool = 
         fn = _MATMUL.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     grid = (cdiv(M, bm) * cdiv(N, bn), B, 1)
-    fn(grid, stream, (a.ptr, b.ptr, out.ptr, M, N, K, *a.strides, *b.strides, *out.strides, *fn._consts))  # type: ignore[attr-defined]
+    bias_ptr, sbias = (bias.ptr, bias.strides[0]) if bias is not None else (out.ptr, 0)
+    args = (a.ptr, b.ptr, out.ptr, bias_ptr, M, N, K, *a.strides, *b.strides, *out.strides, sbias)
+    fn(grid, stream, (*args, *fn._consts))  # type: ignore[attr-defined]

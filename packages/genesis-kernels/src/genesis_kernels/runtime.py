@@ -191,7 +191,7 @@ class Kernel:
         target = driver.active.get_current_target()
         ck = compile(src, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
         runner = ck.run  # loads the module into the current context
-        return make_launch(runner, ck.function, ck.packed_metadata, triton.__version__)
+        return make_launch(runner, ck.function, ck.packed_metadata, triton.__version__, scratch)
 
 
 def ptr_type(dtype: str) -> str:

@@ -47,6 +47,7 @@ from .dtypes import (
     uint8,
 )
 from .ndarray import NDArray
+from .precision import get_float32_matmul_precision, set_float32_matmul_precision
 from .rng import bernoulli, get_rng_state, initial_seed, randperm, seed, set_rng_state
 
 
@@ -98,6 +99,8 @@ __all__ = [
     "randn",
     "registry",
     "set_default_dtype",
+    "set_float32_matmul_precision",
+    "get_float32_matmul_precision",
     "shape",
     "uint8",
     "where",

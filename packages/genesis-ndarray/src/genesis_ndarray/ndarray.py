@@ -402,6 +402,30 @@ class NDArray:
         self._same_device(other)
         return self._wrap(self._ops["matmul"](self._data, other._data))
 
+    def linear(self, weight: NDArray, bias: NDArray | None = None, activation: str = "none") -> NDArray:
+        """``activation(self @ weight^T + bias)``: torch.nn.functional.linear, with an optional fused
+        activation ("none", "relu", "gelu", "gelu_tanh", "silu"); one kernel launch on cuda."""
+        self._same_device(weight)
+        if bias is not None:
+            self._same_device(bias)
+        if weight.ndim != 2 or self.ndim == 0 or self.shape[-1] != weight.shape[1]:
+            rows = math.prod(self.shape[:-1]) if self.ndim else 1
+            k = self.shape[-1] if self.ndim else 1
+            w = "x".join(map(str, reversed(weight.shape)))
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k} and {w})")
+        for other in (weight, bias):
+            if other is not None and other.dtype != self.dtype:
+                names = _TORCH_SCALAR_NAMES[self.dtype.name], _TORCH_SCALAR_NAMES[other.dtype.name]
+                raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {names[0]} and {names[1]}")
+        if not self.dtype.is_floating_point:
+            raise RuntimeError(f"\"addmm\" not implemented for '{_TORCH_SCALAR_NAMES[self.dtype.name]}'")
+        if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+            raise RuntimeError(f"linear: bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}")
+        if activation not in ("none", "relu", "gelu", "gelu_tanh", "silu"):
+            raise ValueError(f"linear: unknown activation {activation!r}")
+        native_bias = bias._data if bias is not None else None
+        return self._wrap(self._ops["linear"](self._data, weight._data, native_bias, activation))
+
     def softmax(self, dim: int) -> NDArray:
         return self._wrap(self._ops["softmax"](self._data, dim, False))
 

@@ -68,7 +68,7 @@ from .elementwise import (
 )
 from .getitem import BasicGetItem, GetItem, SetItem
 from .index import Gather, IndexAdd, IndexSelect, MaskedFill, MaskedSelect, Scatter, ScatterAdd, TakeAlongDim
-from .matmul import MatMul
+from .matmul import Linear, MatMul
 from .memory import Cast, Clone, Contiguous, Copy, Fill, ToDevice
 from .reduce import Amax, Amin, Logsumexp, MaxDim, Mean, MinDim, Prod, Sum, Var, VectorNorm
 from .scan import Cumprod, Cumsum
@@ -155,6 +155,7 @@ __all__ = [
     "VectorNorm",
     "LogSoftmax",
     "Softmax",
+    "Linear",
     "MatMul",
     # index.py, getitem.py, sort.py, scan.py, creation.py
     "Gather",

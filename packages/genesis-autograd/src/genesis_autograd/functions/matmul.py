@@ -1,4 +1,5 @@
-"""matmul (mm, bmm, batched and broadcast, 1-d operands as torch), and MatmulMixin, its Tensor methods."""
+"""matmul (mm, bmm, batched and broadcast, 1-d operands as torch), linear (one fused launch), and
+MatmulMixin, their Tensor methods."""
 
 from __future__ import annotations
 
@@ -42,6 +43,35 @@ class MatMul(Primitive):
             else:
                 gb = _batch_sum_to(a.mT.matmul(g), sb)
         return ga, gb
+
+
+class Linear(Primitive):
+    """``x @ w^T + b`` as one launch (bias fused into the matmul's epilogue).
+
+    The backward reads its operands in the layouts they are in: ``dx = dy @ w`` and
+    ``dw = dy^T @ x`` over the rows of every batch dim at once (a transposed view, no copy,
+    and no per-batch products summed afterwards), ``db`` the column sums of ``dy``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+        ctx.has_bias = b is not None
+        return x.data.linear(w.data, b.data if b is not None else None)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        rows = g.reshape(-1, g.shape[-1])
+        gx = g.matmul(w) if ctx.needs_input_grad[0] else None
+        gw = rows.mT.matmul(x.reshape(-1, x.shape[-1])) if ctx.needs_input_grad[1] else None
+        gb = rows.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return gx, gw, gb
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """torch.nn.functional.linear for a 2-D weight: ``input @ weight^T + bias``, one kernel launch."""
+    return Linear.apply(input, weight, bias)
 
 
 def _batch_sum_to(grad, shape):

@@ -14,3 +14,17 @@ def matmul(input: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
         sa, sb = "x".join(map(str, input.shape)), "x".join(map(str, other.shape))
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
     return torch.matmul(input, other)
+
+
+_ACTIVATIONS = {
+    "none": lambda x: x,
+    "relu": torch.relu,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "silu": torch.nn.functional.silu,
+}
+
+
+@reg("linear")
+def linear(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, activation: str) -> torch.Tensor:
+    return _ACTIVATIONS[activation](torch.nn.functional.linear(input, weight, bias))

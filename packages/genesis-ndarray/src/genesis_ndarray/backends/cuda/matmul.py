@@ -7,9 +7,10 @@ import math
 import genesis_kernels as gk
 import genesis_storage as gs
 
+from ...precision import allow_tf32
 from ...shape import broadcast_shapes
 from .common import View, dtype_of, reg, stream_of
-from .memory import fill_
+from .memory import contiguous, fill_
 from .views import expand, reshape
 
 
@@ -53,6 +54,26 @@ def matmul(input: View, other: View) -> View:
         if k == 0:
             fill_(out, 0)
         else:
-            gk.matmul(a3, b3, out, stream=stream_of(out))
+            gk.matmul(a3, b3, out, allow_tf32=allow_tf32(), stream=stream_of(out))
     shape = batch + ((m,) if len(input.shape) > 1 else ()) + ((n,) if len(other.shape) > 1 else ())
+    return out.as_strided(shape, gs.contiguous_strides(shape), out.offset)
+
+
+@reg("linear")
+def linear(input: View, weight: View, bias: View | None, activation: str) -> View:
+    """``activation(input @ weight^T + bias)`` in one launch: weight (N, K) is read transposed in place.
+
+    Shapes, dtypes and devices were checked by NDArray.linear.
+    """
+    n, k = weight.shape
+    rows = math.prod(input.shape[:-1])
+    x2 = reshape(input, (rows, k))
+    if x2.strides[-1] != 1 and rows > 1 and k > 1:
+        x2 = contiguous(x2)
+    out = gs.empty((1, rows, n), input.dtype, input.device)
+    if out.numel:
+        a3 = x2.as_strided((1, rows, k), (0, *x2.strides), x2.offset)
+        w3 = weight.as_strided((1, k, n), (0, weight.strides[1], weight.strides[0]), weight.offset)
+        gk.matmul(a3, w3, out, bias=bias, activation=activation, allow_tf32=allow_tf32(), stream=stream_of(out))
+    shape = input.shape[:-1] + (n,)
     return out.as_strided(shape, gs.contiguous_strides(shape), out.offset)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from genesis_autograd import Tensor, autocast_policy
+from genesis_autograd import linear as _fused_linear
 
 __all__ = ["linear"]
 
@@ -25,5 +26,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         rows = math.prod(input.shape[:-1])
         w = "x".join(map(str, reversed(weight.shape)))
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and {w})")
-    out = input.matmul(weight.mT) if weight.ndim == 2 else input.matmul(weight)
+    if weight.ndim == 2 and input.ndim >= 1:
+        return _fused_linear(input, weight, bias)  # one launch: the bias rides in the matmul's epilogue
+    out = input.matmul(weight)
     return out + bias if bias is not None else out
