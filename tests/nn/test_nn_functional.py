@@ -170,6 +170,12 @@ INTERPOLATIONS = [
     ("bilinear-down", dict(size=(3, 2), mode="bilinear"), (1, 2, 7, 5)),
     ("bilinear-scale-pair", dict(scale_factor=(0.7, 2.0), mode="bilinear", align_corners=True), (1, 2, 7, 5)),
     ("linear", dict(scale_factor=3.0, mode="linear"), (2, 2, 4)),
+    ("bicubic-up", dict(size=(9, 4), mode="bicubic"), (1, 2, 5, 3)),
+    ("bicubic-scale", dict(scale_factor=(0.6, 2.5), mode="bicubic"), (2, 1, 7, 4)),
+    ("bicubic-corners", dict(size=(4, 6), mode="bicubic", align_corners=True), (1, 2, 6, 5)),
+    ("area-1d", dict(size=4, mode="area"), (2, 2, 11)),
+    ("area-2d-uneven", dict(size=(3, 5), mode="area"), (1, 2, 7, 9)),
+    ("area-3d", dict(scale_factor=0.5, mode="area"), (1, 1, 4, 6, 5)),
 ]
 
 

@@ -84,6 +84,12 @@ CASES = [
         lambda nn: nn.EmbeddingBag(10, 4, mode="sum"),
         lambda: [torch.tensor([1, 3, 4, 3, 9]), torch.tensor([0, 1, 3]), torch.randn(5, dtype=torch.float64)],
     ),
+    ("embedding-bag-2d-max", lambda nn: nn.EmbeddingBag(10, 4, mode="max"), indices(10, 3, 5)),
+    (
+        "embedding-bag-offsets-max-padding-empty-bags",
+        lambda nn: nn.EmbeddingBag(10, 4, mode="max", padding_idx=3),
+        lambda: [torch.tensor([1, 3, 4, 3, 9, 3, 0]), torch.tensor([0, 2, 2, 5, 6])],
+    ),
     ("layer-norm", lambda nn: nn.LayerNorm(6), x(3, 4, 6)),
     ("layer-norm-2d-shape", lambda nn: nn.LayerNorm((4, 6), eps=1e-3), x(3, 4, 6)),
     ("layer-norm-no-affine", lambda nn: nn.LayerNorm(6, elementwise_affine=False), x(3, 6)),

@@ -114,7 +114,7 @@ class EmbeddingBag(Module):
         num_embeddings: the number of rows.
         embedding_dim: the size of each row.
         max_norm, norm_type, scale_grad_by_freq, sparse, padding_idx: as Embedding's.
-        mode: ``"sum"`` or ``"mean"`` (``"max"`` is not supported).
+        mode: ``"sum"``, ``"mean"`` or ``"max"``.
         include_last_offset: ``offsets`` has one more entry, the end of the last bag.
         device, dtype: where and in which dtype the parameters are made.
 

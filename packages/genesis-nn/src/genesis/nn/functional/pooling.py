@@ -115,7 +115,7 @@ def avg_pool2d(
     return out.squeeze(0) if unbatched else out
 
 
-def _averaging_matrix(size: int, out: int, like: Tensor) -> Tensor:
+def averaging_matrix(size: int, out: int, like: Tensor) -> Tensor:
     """(out, size): row i averages input positions floor(i * size / out) .. ceil((i + 1) * size / out) - 1."""
     rows = []
     for i in range(out):
@@ -137,5 +137,5 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     if h % oh == 0 and w % ow == 0:  # regular windows: the reshape-and-mean path
         x = input.reshape(*input.shape[:-2], oh, h // oh, ow, w // ow)
         return x.mean((-3, -1))
-    x = input.matmul(_averaging_matrix(w, ow, input).mT)  # (..., H, OW)
-    return _averaging_matrix(h, oh, input).matmul(x)  # (..., OH, OW)
+    x = input.matmul(averaging_matrix(w, ow, input).mT)  # (..., H, OW)
+    return averaging_matrix(h, oh, input).matmul(x)  # (..., OH, OW)

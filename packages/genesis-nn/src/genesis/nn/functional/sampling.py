@@ -1,5 +1,6 @@
-"""interpolate: resize the spatial dims of (N, C, *) by nearest, nearest-exact, linear (3D) or bilinear (4D)
-sampling, one axis at a time through index_select (whose gradient scatters back onto the sources).
+"""interpolate: resize the spatial dims of (N, C, *) by nearest, nearest-exact, linear (3D), bilinear (4D) or
+bicubic (4D) sampling, one axis at a time through index_select (whose gradient scatters back onto the
+sources), or by area (adaptive average pooling).
 
 Source positions are computed on the host as torch's CPU kernels do (float32 for nearest, and for
 linear modes in the input's precision), so that the same pixels are picked at the edges of rounding.
@@ -14,10 +15,13 @@ import numpy as np
 
 from genesis_autograd import Tensor, tensor
 
+from .pooling import averaging_matrix
+
 __all__ = ["interpolate"]
 
-_LINEAR_MODES = {"linear": 3, "bilinear": 4}
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear")
+_LINEAR_MODES = {"linear": 3, "bilinear": 4, "bicubic": 4}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "area")
+_CUBIC_A = -0.75  # torch's cubic convolution coefficient
 
 
 def _output_sizes(input: Tensor, size, scale_factor, recompute_scale_factor) -> tuple[list[int], list]:
@@ -67,6 +71,44 @@ def _linear_index(in_size: int, out_size: int, scale: float | None, align_corner
     return low.tolist(), high.tolist(), (src - low).astype(precision)
 
 
+def _cubic_index(in_size: int, out_size: int, scale: float | None, align_corners: bool, precision):
+    """Four (index, weight) taps per output position, as torch's upsample_bicubic2d: cubic
+    convolution (A = -0.75) around an unclamped source position, taps clamped into the input."""
+    if align_corners:
+        ratio = precision(in_size - 1) / precision(out_size - 1) if out_size > 1 else precision(0)
+    else:
+        ratio = precision(1.0 / scale) if scale is not None and scale > 0 else precision(in_size) / precision(out_size)
+    dst = np.arange(out_size, dtype=precision)
+    src = ratio * dst if align_corners else ratio * (dst + precision(0.5)) - precision(0.5)
+    base = np.floor(src)
+    t = (src - base).astype(precision)
+    a = precision(_CUBIC_A)
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    base = base.astype(np.int64)
+    return [(np.clip(base + k - 1, 0, in_size - 1).tolist(), w) for k, w in enumerate(weights)]
+
+
+def _area(input: Tensor, sizes: list[int]) -> Tensor:
+    """mode="area": the average over each output cell's input window (adaptive average pooling, with
+    torch's window bounds), one spatial axis at a time as a product with an averaging matrix."""
+    if input.ndim not in (3, 4, 5):
+        raise NotImplementedError(f"Got {input.ndim}D input, but area mode needs 3D, 4D or 5D input")
+    out = input
+    for k, (in_size, out_size) in enumerate(zip(input.shape[2:], sizes)):
+        if in_size == out_size:
+            continue
+        axis = 2 + k
+        out = out.movedim(axis, -1).matmul(averaging_matrix(in_size, out_size, input).mT).movedim(-1, axis)
+    return out if out is not input else input * 1.0
+
+
 def _along(input: Tensor, axis: int, index: list[int]) -> Tensor:
     return input.index_select(axis, tensor(index, dtype="int64", device=input.device))
 
@@ -86,7 +128,7 @@ def interpolate(
         input: (N, C, d1, ...); 3-D for ``"linear"``, 4-D for ``"bilinear"``.
         size: the output spatial size (an int or one per dimension); or give ``scale_factor``.
         scale_factor: the multiplier for each spatial size (a number or one per dimension).
-        mode: ``"nearest"``, ``"nearest-exact"``, ``"linear"`` or ``"bilinear"``.
+        mode: ``"nearest"``, ``"nearest-exact"``, ``"linear"``, ``"bilinear"``, ``"bicubic"`` or ``"area"``.
         align_corners: for the linear modes, map the corner pixels of input and output onto each
             other (torch's meaning).
         recompute_scale_factor: compute the sampling from the output size rather than from
@@ -95,9 +137,9 @@ def interpolate(
     """
     if mode not in _MODES:
         raise NotImplementedError(
-            f"interpolate mode {mode!r} is not supported (nearest, nearest-exact, linear, bilinear are)"
+            f"interpolate mode {mode!r} is not supported (nearest, nearest-exact, linear, bilinear, bicubic, area are)"
         )
-    if mode in ("nearest", "nearest-exact") and align_corners is not None:
+    if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError(
             "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear"
         )
@@ -108,6 +150,8 @@ def interpolate(
     if mode in _LINEAR_MODES and input.ndim != _LINEAR_MODES[mode]:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR_MODES[mode]}D input")
     sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
+    if mode == "area":
+        return _area(input, sizes)
     out = input
     for k, (in_size, out_size, scale) in enumerate(zip(input.shape[2:], sizes, scales)):
         axis = 2 + k
@@ -116,9 +160,18 @@ def interpolate(
                 out = _along(out, axis, _nearest_index(in_size, out_size, scale, mode == "nearest-exact"))
             continue
         precision = np.float64 if input.dtype.name == "float64" else np.float32
-        low, high, frac = _linear_index(in_size, out_size, scale, bool(align_corners), precision)
         shape = [1] * input.ndim
         shape[axis] = out_size
+        if mode == "bicubic":
+            taps = _cubic_index(in_size, out_size, scale, bool(align_corners), precision)
+            terms = [
+                _along(out, axis, index)
+                * tensor(w.astype(np.float64), dtype=input.dtype, device=input.device).reshape(shape)
+                for index, w in taps
+            ]
+            out = terms[0] + terms[1] + terms[2] + terms[3]
+            continue
+        low, high, frac = _linear_index(in_size, out_size, scale, bool(align_corners), precision)
         w_high = tensor(frac.astype(np.float64), dtype=input.dtype, device=input.device).reshape(shape)
         out = _along(out, axis, low) * (1 - w_high) + _along(out, axis, high) * w_high
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genesis_autograd import Function, Tensor, arange, no_grad, ones, zeros
+from genesis_autograd import Function, Tensor, arange, full, no_grad, ones, zeros
 
 from ._util import torch_type_name
 
@@ -130,11 +130,12 @@ def embedding_bag(
     include_last_offset: bool = False,
     padding_idx: int | None = None,
 ) -> Tensor:
-    """Sums or means of embedding rows per bag: a bag is a row of a 2D input, or a run of a 1D input
-    starting at each offset. Entries equal to padding_idx are left out (and not counted by "mean")."""
+    """Sums, means or maxima of embedding rows per bag: a bag is a row of a 2D input, or a run of a 1D
+    input starting at each offset. Entries equal to padding_idx are left out (and not counted by "mean");
+    an empty bag gives zeros."""
     _check_indices(input)
-    if mode not in ("sum", "mean"):
-        raise NotImplementedError(f"embedding_bag mode {mode!r} is not supported (sum and mean are)")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(
@@ -150,6 +151,8 @@ def embedding_bag(
     flat, bag_of, n_bags = _bags(input, offsets, include_last_offset)
     padding_idx = check_padding_idx(padding_idx, weight.shape[0])
     rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
+    if mode == "max":
+        return _bag_max(rows, bag_of, n_bags, None if padding_idx is None else flat != padding_idx)
     keep = None if padding_idx is None else (flat != padding_idx).to(weight.dtype)
     scale = keep
     if per_sample_weights is not None:
@@ -163,6 +166,29 @@ def embedding_bag(
         counts = zeros(n_bags, dtype=weight.dtype, device=weight.device).index_add(0, bag_of, counted)
         out = out / counts.clamp_min(1.0).unsqueeze(1)  # empty bags stay zero
     return out
+
+
+def _bag_max(rows: Tensor, bag_of: Tensor, n_bags: int, keep: Tensor | None) -> Tensor:
+    """The elementwise maximum of each bag's rows (bags are consecutive runs of ``rows``).
+
+    The rows are laid out as (bag, position in bag, dim), padded with -inf, and reduced by max,
+    whose gradient reaches the one winning row per element, as torch's max mode does.
+    """
+    n, dim = rows.shape
+    device = rows.device
+    if n == 0:
+        return zeros(n_bags, dim, dtype=rows.dtype, device=device)
+    counts = zeros(n_bags, dtype="int64", device=device).index_add(0, bag_of, ones(n, dtype="int64", device=device))
+    first = counts.cumsum(0) - counts  # where each bag starts in the flat list
+    position = arange(n, device=device) - first[bag_of]
+    width = int(counts.max().item())  # the longest bag: the padded layout's size (one host read)
+    if keep is not None:
+        rows = rows.masked_fill(~keep.unsqueeze(1), float("-inf"))
+        counts = zeros(n_bags, dtype="int64", device=device).index_add(0, bag_of, keep.to(dtype="int64"))
+    dense = full((n_bags, width, dim), float("-inf"), dtype=rows.dtype, device=device)
+    dense[bag_of, position] = rows
+    values = dense.max(1).values
+    return values.where((counts > 0).unsqueeze(1), 0.0)  # empty (or all-padding) bags give zeros
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
