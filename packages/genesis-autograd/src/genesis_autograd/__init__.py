@@ -66,6 +66,7 @@ from .factories import (
     zeros_like,
 )
 from .function import Function, Node
+from .functions.cross_entropy import cross_entropy
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -114,6 +115,7 @@ __all__ = [
     "bfloat16",
     "bool_",
     "cat",
+    "cross_entropy",
     "cuda",
     "empty",
     "empty_like",
