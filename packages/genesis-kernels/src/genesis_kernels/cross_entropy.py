@@ -15,9 +15,9 @@ nothing of the logits' size is written. The backward reads the logits once more 
 gradient once, in the gradient buffer's own dtype (bf16 logits -> bf16 gradient), recomputing the
 softmax from ``lse``. fp32 accumulation (fp64 for float64 logits).
 
-An out-of-range target is never read: the forward records it in the per-stream error block of
-``indexed`` and the launcher raises torch's IndexError after the launch (a stream synchronisation,
-unless ``check=False``).
+An out-of-range target is never read. Unless ``check=False``, a small kernel first records any in
+the per-stream error block of ``indexed`` and the launcher raises torch's IndexError: one stream
+synchronisation, taken before the forward is queued so that the GPU does not idle behind it.
 """
 
 from __future__ import annotations
@@ -49,16 +49,24 @@ def _exp(v, ACC: tl.constexpr):
 
 
 @triton.jit
-def _row_target(t, w, err, r, r_mask, C, ignore_index, HAS_WEIGHT: tl.constexpr, ACC: tl.constexpr):
-    """Per row: (target as int64, kept-and-in-range mask, the target's weight, 0 where not kept)."""
-    y = tl.load(t + r, mask=r_mask, other=0).to(tl.int64)
-    kept = r_mask & (y != ignore_index)
+def _check_targets_kernel(t, err, R, C, ignore_index, BLOCK: tl.constexpr):
+    """Record the largest too-large (+1) and the smallest negative target that is not ignored."""
+    r = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    y = tl.load(t + r, mask=r < R, other=0).to(tl.int64)
+    kept = (r < R) & (y != ignore_index)
     hi = kept & (y >= C)
     lo = kept & (y < 0)
     zero = tl.zeros_like(y)
     tl.atomic_max(err + zero, tl.where(hi, y, 0) + 1, mask=hi, sem="relaxed")
     tl.atomic_min(err + 1 + zero, tl.where(lo, y, 0), mask=lo, sem="relaxed")
-    kept = kept & ~(hi | lo)
+
+
+@triton.jit
+def _row_target(t, w, r, r_mask, C, ignore_index, HAS_WEIGHT: tl.constexpr, ACC: tl.constexpr):
+    """Per row: (target as int64, kept mask, the target's weight, 0 where not kept). An out-of-range
+    target counts as not kept here: it is never read (the launcher's check reports it)."""
+    y = tl.load(t + r, mask=r_mask, other=0).to(tl.int64)
+    kept = r_mask & (y != ignore_index) & (y >= 0) & (y < C)
     y = tl.where(kept, y, 0)
     if HAS_WEIGHT:
         wy = tl.load(w + y, mask=kept, other=0).to(ACC)
@@ -73,7 +81,6 @@ def _ce_fwd_kernel(
     t,
     w,
     wsum,
-    err,
     loss,
     lse,
     wrow,
@@ -113,7 +120,7 @@ def _ce_fwd_kernel(
         r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
     r_mask = r < R
     xr = offset_of(r, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, ROW_RANK)
-    y, kept, wy = _row_target(t, w, err, r, r_mask, C, ignore_index, HAS_WEIGHT, ACC)
+    y, kept, wy = _row_target(t, w, r, r_mask, C, ignore_index, HAS_WEIGHT, ACC)
     cols = tl.arange(0, BLOCK_C)
     # One pass: a running max m and the sum s of exp(x - m), rescaled when m grows (one exp per
     # element, the chunk's max and sum reduced across the block); sum(w * x) for the smoothing term.
@@ -258,6 +265,8 @@ def _ce_bwd_kernel(
         tl.store(dx + do, cast_to(res, dx.dtype.element_ty), mask=mask)
 
 
+_CHECK = Kernel(_check_targets_kernel)
+_CHECK_BLOCK = 1024
 _FWD = Kernel(_ce_fwd_kernel)
 _BWD = Kernel(_ce_bwd_kernel)
 
@@ -358,7 +367,6 @@ def cross_entropy(
             "t": ptr_type(target.dtype),
             "w": ptr_type(wdt),
             "wsum": ptr_type(sdt),
-            "err": "*i64",
             "loss": ptr_type(loss.dtype),
             "lse": ptr_type(lse.dtype),
             "wrow": ptr_type(row_weight.dtype),
@@ -382,7 +390,8 @@ def cross_entropy(
         )
         fn = _FWD.build(key, types, consts, aligned, num_warps=warps)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    err, host = indexed._error_block(stream)
+    if check:
+        _check_targets(target, rows, n, ignore_index, stream)
     fn(
         (cdiv(rows, block_r), 1, 1),
         stream,
@@ -391,7 +400,6 @@ def cross_entropy(
             target.ptr,
             wptr,
             sptr,
-            err,
             loss.ptr,
             lse.ptr,
             row_weight.ptr,
@@ -405,8 +413,20 @@ def cross_entropy(
             *fn._consts,  # type: ignore[attr-defined]
         ),
     )
-    if check:
-        _raise_if_bad_target(host, stream)
+
+
+def _check_targets(target: BufferLike, rows: int, n: int, ignore_index: int, stream: int) -> None:
+    """Bounds-check the targets in a small kernel of their own and wait for it, before the forward is
+    queued: the wait then costs the GPU no idle time behind the forward (the host launches the rest
+    of the step while the forward runs)."""
+    err, host = indexed._error_block(stream)
+    key = (target.dtype,)
+    fn = _CHECK.cache.get(key)
+    if fn is None:
+        types = {"t": ptr_type(target.dtype), "err": "*i64", "R": "i64", "C": "i64", "ignore_index": "i64"}
+        fn = _CHECK.build(key, types, {"BLOCK": _CHECK_BLOCK}, num_warps=4)
+    fn((cdiv(rows, _CHECK_BLOCK), 1, 1), stream, (target.ptr, err, rows, n, ignore_index, _CHECK_BLOCK))
+    _raise_if_bad_target(host, stream)
 
 
 def _raise_if_bad_target(host: int, stream: int) -> None:
