@@ -148,6 +148,7 @@ def cross_entropy(
 
 
 @autocast_policy("float32")
+@autocast_policy("float32")  # the class-index path computes in float32 itself (see cross_entropy)
 def _cross_entropy_probabilities(
     input: Tensor, target: Tensor, weight: Tensor | None, reduction: str, label_smoothing: float
 ) -> Tensor:
