@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from genesis_ndarray import DType
+from genesis_ndarray import DType, float32
 
 from .. import grad_mode
 from ._util import Primitive, wrap
@@ -66,7 +66,7 @@ def _composed_backward(ctx, g, logits, target, weight):
     scale * (softmax * ((1 - e) w[y] + e W / C) - (1 - e) w[y] [c == y] - e / C w[c])."""
     ignore_index, eps, reduction = ctx.args
     n = logits.shape[-1]
-    acc = logits.dtype if logits.dtype.itemsize >= 4 else g.dtype
+    acc = logits.dtype if logits.dtype.itemsize >= 4 else float32  # as the fused kernel: fp32 math
     x = logits.to(acc)
     kept = target != ignore_index
     safe = target.where(kept, 0)
