@@ -153,3 +153,29 @@ def creation(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "bfloat16", "int64", "bool"):
         gk.triu(b((4, 100, 100), dt), b((4, 100, 100), dt), 1)
         gk.tril(b((100, 100), dt, (1, 100)), b((100, 100), dt), -1)
+
+
+def cross_entropy(b) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    ce = sys.modules["genesis_kernels.cross_entropy"]  # the module (the package attribute is the function)
+    # Nothing runs here: the target check's read-back has nothing to read (check=True once, to compile it).
+    ce._raise_if_bad_target = lambda host, stream: None  # type: ignore[assignment]
+    ce._check_targets(b((64,), "int64"), 64, 10, -100, 0)
+    rows = 64
+    for dt in ("bfloat16", "float32", "float64"):
+        acc = "float64" if dt == "float64" else "float32"
+        for n, weight, eps in ((50304, None, 0.0), (50304, b((50304,), acc), 0.1), (10, None, 0.2)):
+            wsum = b((1,), acc) if weight is not None else None
+            x, t = b((rows, n), dt), b((rows,), "int64")
+            gk.cross_entropy(
+                x, t, weight, wsum, b((rows,), acc), b((rows,), acc), b((rows,), acc), label_smoothing=eps, check=False
+            )
+            for g, total in ((b((rows,), acc), None), (b((1,), acc), b((1,), acc))):
+                gk.cross_entropy_backward(
+                    x, t, weight, wsum, b((rows,), acc), g, total, b((rows, n), dt), label_smoothing=eps
+                )
+    # (N, C, d) classes-last through a permuted view: strided classes, two row dims.
+    x = b((4, 8, 1000), "bfloat16", (8000, 1, 8))
+    gk.cross_entropy(x, b((4, 8), "int64"), None, None, b((4, 8)), b((4, 8)), b((4, 8)), check=False)
+    gk.cross_entropy_backward(x, b((4, 8), "int64"), None, None, b((4, 8)), b((1,)), b((1,)), x)

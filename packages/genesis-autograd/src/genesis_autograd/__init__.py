@@ -68,6 +68,7 @@ from .factories import (
     zeros_like,
 )
 from .function import Function, Node
+from .functions.cross_entropy import cross_entropy
 from .functions.matmul import linear
 from .grad_mode import (
     enable_grad,
@@ -117,6 +118,7 @@ __all__ = [
     "bfloat16",
     "bool_",
     "cat",
+    "cross_entropy",
     "cuda",
     "empty",
     "empty_like",

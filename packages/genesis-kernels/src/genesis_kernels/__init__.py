@@ -9,6 +9,7 @@ from pathlib import Path as _Path
 
 from .buffer import DTYPES, Buffer, BufferLike
 from .creation import arange, eye, linspace, tril, triu
+from .cross_entropy import cross_entropy, cross_entropy_backward
 from .elementwise import addcdiv, addcmul, binary, clamp, copy, fill, lerp, unary, where
 from .getitem import index_put
 from .index import (
@@ -59,6 +60,8 @@ __all__ = [
     "binary",
     "clamp",
     "copy",
+    "cross_entropy",
+    "cross_entropy_backward",
     "cumprod",
     "cumsum",
     "dropout",

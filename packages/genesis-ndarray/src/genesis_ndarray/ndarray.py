@@ -437,6 +437,45 @@ class NDArray:
         self._same_device(grad_output)
         return self._wrap(self._ops["softmax_backward"](self._data, grad_output._data, dim, log))
 
+    def cross_entropy(
+        self, target: NDArray, weight: NDArray | None, ignore_index: int, label_smoothing: float
+    ) -> tuple[NDArray, NDArray, NDArray]:
+        """Fused cross-entropy of these logits (classes in the last dim) against class indices ``target``
+        (this array's shape without the last dim): per row (loss, logsumexp, the target's weight, 0 where
+        ignored), in float32 (float64 for float64 logits), label smoothing as torch's."""
+        self._same_device(target)
+        if weight is not None:
+            self._same_device(weight)
+        w = None if weight is None else weight._data
+        loss, lse, row_weight = self._ops["cross_entropy"](
+            self._data, target._data, w, int(ignore_index), float(label_smoothing)
+        )
+        return self._wrap(loss), self._wrap(lse), self._wrap(row_weight)
+
+    def cross_entropy_backward(
+        self,
+        target: NDArray,
+        weight: NDArray | None,
+        lse: NDArray,
+        grad: NDArray,
+        total: NDArray | None,
+        ignore_index: int,
+        label_smoothing: float,
+        out: NDArray | None = None,
+    ) -> NDArray:
+        """Gradient of :meth:`cross_entropy`'s per-row losses with respect to these logits, in their dtype.
+
+        ``grad``: one value per row, or a single value for a summed loss; ``total`` (the summed row
+        weights) divides it for a mean. Written into ``out`` when given (these logits themselves, for
+        a gradient in place of logits nothing else needs).
+        """
+        natives = self._natives(target, weight, lse, grad, total, out)
+        return self._wrap(
+            self._ops["cross_entropy_backward"](
+                self._data, *natives[:5], int(ignore_index), float(label_smoothing), natives[5]
+            )
+        )
+
     # ------------------------------------------------------------------ math
     # More elementwise math and the ternary ops (backends/*/elementwise.py: unary and binary
     # names go through the backends' "unary" / "binary"), scans (scan.py), triangles (creation.py).

@@ -6,6 +6,7 @@ of the family (its Tensor methods); tensor.py puts the mixins together.
 elementwise.py  unary math (one table of derivative rules), arithmetic, comparisons, ternary ops, clamp
 reduce.py       sum, mean, prod, amax/amin, max/min, var/std, logsumexp, vector norms, any/all
 softmax.py      softmax, log_softmax
+cross_entropy.py  fused cross-entropy over logits with class-index targets
 matmul.py       matmul / @
 index.py        gather, scatter(_add), index_select, index_add, masked_fill, masked_select, take_along_dim
 getitem.py      x[index] and x[index] = value
@@ -18,6 +19,7 @@ memory.py       dtype casts, device moves, clone, contiguous, fill_, copy_, item
 """
 
 from .creation import Tril, Triu
+from .cross_entropy import CrossEntropy
 from .elementwise import (
     Abs,
     Add,
@@ -142,7 +144,7 @@ __all__ = [
     "Trunc",
     "Unary",
     "Where",
-    # reduce.py, softmax.py, matmul.py
+    # reduce.py, softmax.py, cross_entropy.py, matmul.py
     "Amax",
     "Amin",
     "Logsumexp",
@@ -156,6 +158,7 @@ __all__ = [
     "LogSoftmax",
     "Softmax",
     "Linear",
+    "CrossEntropy",
     "MatMul",
     # index.py, getitem.py, sort.py, scan.py, creation.py
     "Gather",

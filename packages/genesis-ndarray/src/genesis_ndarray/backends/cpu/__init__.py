@@ -5,10 +5,25 @@ importing this package registers every op under the device type "cpu". Each fami
 module registers its own functions through ``common.reg`` and imports no other family.
 """
 
-from . import creation, elementwise, getitem, index, matmul, memory, random, reduce, scan, softmax, sort, views
+from . import (
+    creation,
+    cross_entropy,
+    elementwise,
+    getitem,
+    index,
+    matmul,
+    memory,
+    random,
+    reduce,
+    scan,
+    softmax,
+    sort,
+    views,
+)
 
 __all__ = [
     "creation",
+    "cross_entropy",
     "elementwise",
     "getitem",
     "index",

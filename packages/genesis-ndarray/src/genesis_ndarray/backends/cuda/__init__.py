@@ -5,10 +5,25 @@ One module per op family (the same names as ``backends/cpu`` and ``genesis_kerne
 op under the device type "cuda".
 """
 
-from . import creation, elementwise, getitem, index, matmul, memory, random, reduce, scan, softmax, sort, views
+from . import (
+    creation,
+    cross_entropy,
+    elementwise,
+    getitem,
+    index,
+    matmul,
+    memory,
+    random,
+    reduce,
+    scan,
+    softmax,
+    sort,
+    views,
+)
 
 __all__ = [
     "creation",
+    "cross_entropy",
     "elementwise",
     "getitem",
     "index",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import warnings
 
-from genesis_autograd import Function, Tensor, autocast_policy, is_autocast_enabled
+from genesis_autograd import Function, Tensor, autocast_policy, float32, is_autocast_enabled
+from genesis_autograd import cross_entropy as fused_cross_entropy
 
 from ._util import legacy_reduction, torch_type_name
 from ._util import reduce as _reduce
@@ -109,7 +110,6 @@ def nll_loss(
     return loss.sum() if reduction == "sum" else loss
 
 
-@autocast_policy("float32")
 def cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -120,39 +120,35 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
-    """log_softmax over the class dim, then the negative log-likelihood of class indices, or, for a
-    target shaped like input, of class probabilities; label smoothing mixes in the uniform distribution."""
+    """The negative log-likelihood of log_softmax over the class dim: of class indices (one fused op,
+    genesis_autograd.cross_entropy), or, for a target shaped like input, of class probabilities;
+    label smoothing mixes in the uniform distribution.
+
+    Under autocast it computes in float32, as torch: the class-index path reads low-precision logits
+    as they are (no float32 copy of them) and returns float32; the logits' gradient keeps their dtype.
+    """
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    dim = _class_dim(input)
     if tuple(input.shape) == tuple(target.shape):
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing)
     _check_class_target(input, target, weight)
-    n_classes = input.shape[dim]
-    log_probs = input.log_softmax(dim)
-    loss = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing == 0.0:
-        return loss
-    valid = (target != ignore_index).to(input.dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"log_softmax\" not implemented for '{torch_type_name(input.dtype)}'")
+    dtype = input.dtype
+    if is_autocast_enabled(input.device.type):
+        dtype = float32
+        if input.dtype.itemsize > 4:  # what the float32 policy did before: float64 logits are cast down
+            input = input.to(float32)
     if weight is not None:
-        shape = [1] * input.ndim
-        shape[dim] = n_classes
-        smooth = -(log_probs * weight.to(dtype=input.dtype).reshape(shape)).sum(dim) * valid
-    else:
-        smooth = -log_probs.sum(dim) * valid
-    if reduction == "mean":
-        if weight is not None:
-            denom = (weight.to(dtype=input.dtype)[target.where(target != ignore_index, 0)] * valid).sum()
-        else:
-            denom = valid.sum()
-        smooth = smooth.sum() / denom
-    elif reduction == "sum":
-        smooth = smooth.sum()
-    return (1 - label_smoothing) * loss + smooth * (label_smoothing / n_classes)
+        weight = weight.to(dtype=dtype)  # the logits' dtype, float32 under autocast
+    logits = input.movedim(1, -1) if input.ndim > 2 else input  # torch's (N, C, d1, ...): classes last, a view
+    return fused_cross_entropy(logits, target, weight, ignore_index, label_smoothing, reduction, dtype)
 
 
+@autocast_policy("float32")
+@autocast_policy("float32")  # the class-index path computes in float32 itself (see cross_entropy)
 def _cross_entropy_probabilities(
     input: Tensor, target: Tensor, weight: Tensor | None, reduction: str, label_smoothing: float
 ) -> Tensor:
