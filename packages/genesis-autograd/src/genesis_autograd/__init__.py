@@ -66,6 +66,7 @@ from .factories import (
     zeros_like,
 )
 from .function import Function, Node
+from .functions.normalization import layer_norm, rms_norm
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -138,6 +139,7 @@ __all__ = [
     "int64",
     "is_grad_enabled",
     "is_inference_mode_enabled",
+    "layer_norm",
     "linspace",
     "manual_seed",
     "no_grad",
@@ -150,6 +152,7 @@ __all__ = [
     "randint",
     "randn",
     "randn_like",
+    "rms_norm",
     "set_default_dtype",
     "set_grad_enabled",
     "stack",

@@ -6,6 +6,7 @@ of the family (its Tensor methods); tensor.py puts the mixins together.
 elementwise.py  unary math (one table of derivative rules), arithmetic, comparisons, ternary ops, clamp
 reduce.py       sum, mean, prod, amax/amin, max/min, var/std, logsumexp, vector norms, any/all
 softmax.py      softmax, log_softmax
+normalization.py  layer_norm, rms_norm (fused forward and backward)
 matmul.py       matmul / @
 index.py        gather, scatter(_add), index_select, index_add, masked_fill, masked_select, take_along_dim
 getitem.py      x[index] and x[index] = value
@@ -70,6 +71,7 @@ from .getitem import BasicGetItem, GetItem, SetItem
 from .index import Gather, IndexAdd, IndexSelect, MaskedFill, MaskedSelect, Scatter, ScatterAdd, TakeAlongDim
 from .matmul import MatMul
 from .memory import Cast, Clone, Contiguous, Copy, Fill, ToDevice
+from .normalization import LayerNorm, RMSNorm
 from .reduce import Amax, Amin, Logsumexp, MaxDim, Mean, MinDim, Prod, Sum, Var, VectorNorm
 from .scan import Cumprod, Cumsum
 from .softmax import LogSoftmax, Softmax
@@ -142,7 +144,7 @@ __all__ = [
     "Trunc",
     "Unary",
     "Where",
-    # reduce.py, softmax.py, matmul.py
+    # reduce.py, softmax.py, normalization.py, matmul.py
     "Amax",
     "Amin",
     "Logsumexp",
@@ -155,6 +157,8 @@ __all__ = [
     "VectorNorm",
     "LogSoftmax",
     "Softmax",
+    "LayerNorm",
+    "RMSNorm",
     "MatMul",
     # index.py, getitem.py, sort.py, scan.py, creation.py
     "Gather",
