@@ -118,3 +118,20 @@ def test_bad_arguments_raise_torchs_errors(device):
             call()
     with pytest.raises(RuntimeError, match=r"normalized_shape=\[5\]"):
         ag.layer_norm(x, 5)
+
+
+@pytest.mark.parametrize("device", [CPU, CUDA])
+@pytest.mark.parametrize("rms", [False, True])
+def test_strided_weight_and_bias(device, rms):
+    """Parameters that are strided views (columns of a larger leaf): values and gradients as torch."""
+    x, p = values((3, 5)), values((5, 2))
+    tx, tp = x.clone().requires_grad_(), p.clone().requires_grad_()
+    gx, gp = to_genesis(x, device, requires_grad=True), to_genesis(p, device, requires_grad=True)
+    t_out = _rms(torch, tx, (5,), tp[:, 1]) if rms else _ln(torch, tx, (5,), tp[:, 1], tp[:, 0])
+    g_out = _rms(genesis, gx, (5,), gp[:, 1]) if rms else _ln(genesis, gx, (5,), gp[:, 1], gp[:, 0])
+    assert_fwd(g_out, t_out.detach())
+    dy = values((3, 5))
+    t_out.backward(dy)
+    g_out.backward(to_genesis(dy, device))
+    assert_fwd(gx.grad, tx.grad)
+    assert_fwd(gp.grad, tp.grad)

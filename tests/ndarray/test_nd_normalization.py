@@ -55,9 +55,12 @@ def test_norm_forward_backward(device, shape, dtype, rms):
         assert_same(db, gb, **tol)
 
 
-# torch's cpu kernel for a bfloat16 input with float32 parameters rounds its dweight / dbias through
-# bfloat16 (the cuda kernel keeps them in float32): both are held to bfloat16's tolerance.
-PARAM_TOL = dict(rtol=1.6e-2, atol=1e-2)
+def assert_rel(actual, expected, bound: float) -> None:
+    """||actual - expected|| / ||expected|| <= bound (the issue's metric), dtype and shape equal."""
+    got = to_torch(actual).double()
+    assert actual.dtype.torch == expected.dtype and tuple(got.shape) == tuple(expected.shape)
+    err = float((got - expected.double()).norm() / expected.double().norm())
+    assert err <= bound, err
 
 
 @pytest.mark.parametrize("rms", [False, True])
@@ -73,10 +76,12 @@ def test_norm_bf16_input_fp32_weight(device, rms):
         ab = from_torch(b, device)
         out, mean, rstd = a.layer_norm(aw, ab, 1e-6)
         dx, dw, db = a.layer_norm_backward(ady, aw, ab, mean, rstd)
-        assert_same(db, gb, **PARAM_TOL)
+        assert_rel(db, gb, 1e-2)
     assert_same(out, ref)
     assert_same(dx, gx)
-    assert_same(dw, gw, **PARAM_TOL)
+    # torch's cpu kernel sums dweight / dbias of a bfloat16 input in bfloat16 (the cuda kernel in
+    # float32), so single elements near 0 can be far off: held to the bfloat16 bound in norm.
+    assert_rel(dw, gw, 1e-2)
 
 
 def test_norm_without_affine_and_gradient_flags(device):

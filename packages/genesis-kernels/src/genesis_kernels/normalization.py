@@ -339,9 +339,14 @@ def _as_rows(bufs: list[BufferLike], what: str) -> tuple[int, int, list[tuple[in
     return rows, n, layout, big
 
 
-def _check_vector(buf: BufferLike | None, n: int, name: str) -> None:
-    if buf is not None and tuple(buf.shape) != (n,):
+def _check_vector(buf: BufferLike | None, n: int, name: str, strided: bool = False) -> None:
+    """``buf`` is None or of shape (N,); contiguous unless ``strided`` (outputs are written by stride)."""
+    if buf is None:
+        return
+    if tuple(buf.shape) != (n,):
         raise ValueError(f"{name}: expected shape ({n},), got {tuple(buf.shape)}")
+    if not strided and n > 1 and buf.strides[0] != 1:
+        raise ValueError(f"{name}: expected a contiguous vector, got stride {buf.strides[0]}")
 
 
 def _acc(dtype: str) -> str:
@@ -437,7 +442,8 @@ def norm_forward(
 
 def _programs(rows: int, block_r: int, block_n: int) -> int:
     """Backward programs: enough to fill the GPU a few times over, each over a run of rows."""
-    per_sm = 8 if block_n <= 1024 else 4 if block_n <= 4096 else 2
+    # About as many as fit at once (the registers of the dweight / dbias accumulators bound it).
+    per_sm = 8 if block_n <= 1024 else 4 if block_n <= 2048 else 2 if block_n <= 4096 else 1
     return max(1, min(cdiv(rows, block_r), sm_count() * per_sm))
 
 
@@ -461,8 +467,8 @@ def norm_backward(
     """
     rows, n, ((xr, xc), (gr, gc), (dr, dc)), big = _as_rows([x, dy, dx], "norm_backward")
     _check_vector(weight, n, "weight")
-    _check_vector(dweight, n, "dweight")
-    _check_vector(dbias, n, "dbias")
+    _check_vector(dweight, n, "dweight", strided=True)
+    _check_vector(dbias, n, "dbias", strided=True)
     if rms and dbias is not None:
         raise ValueError("norm_backward: rms_norm has no bias")
     if not rms and mean is None:

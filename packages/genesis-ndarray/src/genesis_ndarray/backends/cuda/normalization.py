@@ -29,6 +29,11 @@ def _rows(v: View) -> View:
     return v
 
 
+def _vec(v: View | None) -> View | None:
+    """A weight / bias the kernels can read with stride 1 (a copy of N elements when strided)."""
+    return v if v is None or v.shape[0] <= 1 or v.strides[0] == 1 else clone(v)
+
+
 def _check_float(input: View, what: str) -> None:
     if not dtype_of(input).is_floating_point:
         raise RuntimeError(f"\"{what}_cuda\" not implemented for '{input.dtype}'")
@@ -40,7 +45,7 @@ def _forward(input: View, weight: View | None, bias: View | None, eps: float, rm
     out = gs.empty(x.shape, x.dtype, x.device)
     mean = None if rms else gs.empty(x.shape[:-1], _acc(x), x.device)
     rstd = gs.empty(x.shape[:-1], _acc(x), x.device)
-    gk.norm_forward(x, weight, bias, out, mean, rstd, eps=float(eps), rms=rms, stream=stream_of(x))
+    gk.norm_forward(x, _vec(weight), _vec(bias), out, mean, rstd, eps=float(eps), rms=rms, stream=stream_of(x))
     return out, mean, rstd
 
 
@@ -50,7 +55,7 @@ def _backward(grad_output, input, weight, mean, rstd, dw_dtype: str | None, db_d
     n = x.shape[-1]
     dw = gs.empty((n,), dw_dtype, x.device) if dw_dtype is not None else None
     db = gs.empty((n,), db_dtype, x.device) if db_dtype is not None else None
-    gk.norm_backward(x, dy, weight, mean, rstd, dx, dw, db, rms=rms, stream=stream_of(x))
+    gk.norm_backward(x, dy, _vec(weight), mean, rstd, dx, dw, db, rms=rms, stream=stream_of(x))
     return dx, dw, db
 
 
