@@ -57,6 +57,27 @@ def softmax(b) -> None:  # type: ignore[no-untyped-def]
     gk.softmax(b((64, 100), "float32", (1, 64)), b((64, 100)))
 
 
+def normalization(b) -> None:  # type: ignore[no-untyped-def]
+    for dt in ("float32", "bfloat16", "float16", "float64"):
+        acc = "float64" if dt == "float64" else "float32"
+        for n in (100, 4096, 8192, 65536):
+            rows = 64
+            for rms in (False, True):
+                w, bias = b((n,), dt), None if rms else b((n,), dt)
+                mean = None if rms else b((rows,), acc)
+                gk.norm_forward(b((rows, n), dt), w, bias, b((rows, n), dt), mean, b((rows,), acc), eps=1e-5, rms=rms)
+                gk.norm_backward(
+                    b((rows, n), dt), b((rows, n), dt), w, mean, b((rows,), acc), b((rows, n), dt),
+                    b((n,), dt), None if rms else b((n,), dt), rms=rms,
+                )  # fmt: skip
+    # bf16 input with fp32 weight; no affine; a strided last dim.
+    gk.norm_forward(
+        b((64, 4096), "bfloat16"), b((4096,)), b((4096,)), b((64, 4096), "bfloat16"), b((64,)), b((64,)), eps=1e-5
+    )
+    gk.norm_forward(b((64, 100)), None, None, b((64, 100)), b((64,)), b((64,)), eps=1e-5)
+    gk.norm_forward(b((64, 100), "float32", (1, 64)), None, None, b((64, 100)), None, b((64,)), eps=1e-5, rms=True)
+
+
 def matmul(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "bfloat16", "float16", "float64"):
         gk.matmul(b((2, 512, 512), dt), b((2, 512, 512), dt), b((2, 512, 512), dt))

@@ -24,6 +24,7 @@ HERE = Path(__file__).parent
         "reduce",
         "softmax",
         "cross_entropy",
+        "normalization",
         "matmul",
         "random",
         "creation",

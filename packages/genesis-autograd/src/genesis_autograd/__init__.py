@@ -70,6 +70,7 @@ from .factories import (
 from .function import Function, Node
 from .functions.cross_entropy import cross_entropy
 from .functions.matmul import linear
+from .functions.normalization import layer_norm, rms_norm
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -143,6 +144,7 @@ __all__ = [
     "int64",
     "is_grad_enabled",
     "is_inference_mode_enabled",
+    "layer_norm",
     "linspace",
     "manual_seed",
     "no_grad",
@@ -156,6 +158,7 @@ __all__ = [
     "randn",
     "randn_like",
     "linear",
+    "rms_norm",
     "set_default_dtype",
     "set_float32_matmul_precision",
     "get_float32_matmul_precision",

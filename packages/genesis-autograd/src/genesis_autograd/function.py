@@ -150,6 +150,8 @@ _TORCH_OP_NAMES = {
     "VectorNorm": "LinalgVectorNorm",
     "ClampTensor": "Clamp",
     "Restride": "AsStrided",
+    "LayerNorm": "NativeLayerNorm",
+    "RMSNorm": "FusedRmsNorm",  # torch's cuda name; its cpu rms_norm is composed
 }
 
 

@@ -26,6 +26,7 @@ from .index import (
     scatter_add,
 )
 from .matmul import matmul
+from .normalization import norm_backward, norm_forward
 from .random import bernoulli, dropout, normal, rand, randint, randn, uniform
 from .reduce import arg_reduce, logsumexp, norm, reduce, std, var
 from .scan import cumprod, cumsum
@@ -82,6 +83,8 @@ __all__ = [
     "nonzero",
     "nonzero_count",
     "norm",
+    "norm_backward",
+    "norm_forward",
     "normal",
     "rand",
     "randint",

@@ -476,6 +476,41 @@ class NDArray:
             )
         )
 
+    def layer_norm(self, weight: NDArray | None, bias: NDArray | None, eps: float) -> tuple[NDArray, NDArray, NDArray]:
+        """LayerNorm over the last dim: (out, mean, rstd), one mean / rstd per row in float32
+        (float64 for a float64 array); ``weight`` / ``bias`` of shape (N,), or None."""
+        out, mean, rstd = self._ops["layer_norm"](*self._natives(self, weight, bias), float(eps))
+        return self._wrap(out), self._wrap(mean), self._wrap(rstd)
+
+    def rms_norm(self, weight: NDArray | None, eps: float) -> tuple[NDArray, NDArray]:
+        """RMSNorm over the last dim: (out, rstd), rstd = 1 / sqrt(mean(x^2) + eps) per row."""
+        out, rstd = self._ops["rms_norm"](*self._natives(self, weight), float(eps))
+        return self._wrap(out), self._wrap(rstd)
+
+    def layer_norm_backward(
+        self,
+        grad_output: NDArray,
+        weight: NDArray | None,
+        bias: NDArray | None,
+        mean: NDArray,
+        rstd: NDArray,
+        grad_weight: bool = True,
+        grad_bias: bool = True,
+    ) -> tuple[NDArray, NDArray | None, NDArray | None]:
+        """(dx, dweight, dbias) of LayerNorm, given this array as its input and the saved mean / rstd;
+        dweight / dbias are None when not asked for or when there is no weight / bias."""
+        dx, dw, db = self._ops["layer_norm_backward"](
+            *self._natives(grad_output, self, weight, bias, mean, rstd), bool(grad_weight), bool(grad_bias)
+        )
+        return self._wrap(dx), None if dw is None else self._wrap(dw), None if db is None else self._wrap(db)
+
+    def rms_norm_backward(
+        self, grad_output: NDArray, weight: NDArray | None, rstd: NDArray, grad_weight: bool = True
+    ) -> tuple[NDArray, NDArray | None]:
+        """(dx, dweight) of RMSNorm, given this array as its input and the saved rstd."""
+        dx, dw = self._ops["rms_norm_backward"](*self._natives(grad_output, self, weight, rstd), bool(grad_weight))
+        return self._wrap(dx), None if dw is None else self._wrap(dw)
+
     # ------------------------------------------------------------------ math
     # More elementwise math and the ternary ops (backends/*/elementwise.py: unary and binary
     # names go through the backends' "unary" / "binary"), scans (scan.py), triangles (creation.py).

@@ -7,6 +7,7 @@ elementwise.py  unary math (one table of derivative rules), arithmetic, comparis
 reduce.py       sum, mean, prod, amax/amin, max/min, var/std, logsumexp, vector norms, any/all
 softmax.py      softmax, log_softmax
 cross_entropy.py  fused cross-entropy over logits with class-index targets
+normalization.py  layer_norm, rms_norm (fused forward and backward)
 matmul.py       matmul / @
 index.py        gather, scatter(_add), index_select, index_add, masked_fill, masked_select, take_along_dim
 getitem.py      x[index] and x[index] = value
@@ -72,6 +73,7 @@ from .getitem import BasicGetItem, GetItem, SetItem
 from .index import Gather, IndexAdd, IndexSelect, MaskedFill, MaskedSelect, Scatter, ScatterAdd, TakeAlongDim
 from .matmul import Linear, MatMul
 from .memory import Cast, Clone, Contiguous, Copy, Fill, ToDevice
+from .normalization import LayerNorm, RMSNorm
 from .reduce import Amax, Amin, Logsumexp, MaxDim, Mean, MinDim, Prod, Sum, Var, VectorNorm
 from .scan import Cumprod, Cumsum
 from .softmax import LogSoftmax, Softmax
@@ -144,7 +146,7 @@ __all__ = [
     "Trunc",
     "Unary",
     "Where",
-    # reduce.py, softmax.py, cross_entropy.py, matmul.py
+    # reduce.py, softmax.py, cross_entropy.py, normalization.py, matmul.py
     "Amax",
     "Amin",
     "Logsumexp",
@@ -159,6 +161,8 @@ __all__ = [
     "Softmax",
     "Linear",
     "CrossEntropy",
+    "LayerNorm",
+    "RMSNorm",
     "MatMul",
     # index.py, getitem.py, sort.py, scan.py, creation.py
     "Gather",

@@ -4,28 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import genesis_autograd as _ag
 from genesis_autograd import Tensor, autocast_policy, no_grad
 
 __all__ = ["batch_norm", "group_norm", "layer_norm", "normalize", "rms_norm"]
-
-# torch.finfo(dtype).eps: rms_norm's default eps.
-_EPS = {
-    "float64": 2.220446049250313e-16,
-    "float32": 1.1920928955078125e-07,
-    "float16": 0.0009765625,
-    "bfloat16": 0.0078125,
-}
-
-
-def _last_dims(input: Tensor, normalized_shape: Sequence[int] | int) -> tuple[int, ...]:
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    n = len(shape)
-    if n == 0 or input.ndim < n or tuple(input.shape[input.ndim - n :]) != shape:
-        raise RuntimeError(
-            f"Given normalized_shape={list(shape)}, expected input with shape "
-            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
-        )
-    return tuple(range(input.ndim - n, input.ndim))
 
 
 @autocast_policy("float32")
@@ -36,28 +18,18 @@ def layer_norm(
     bias: Tensor | None = None,
     eps: float = 1e-5,
 ) -> Tensor:
-    """(x - mean) / sqrt(var + eps) over the trailing ``normalized_shape`` dims (biased variance)."""
-    dims = _last_dims(input, normalized_shape)
-    mean = input.mean(dims, keepdim=True)
-    centered = input - mean
-    out = centered * ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    """(x - mean) / sqrt(var + eps) over the trailing ``normalized_shape`` dims (biased variance), then
+    ``weight`` and ``bias``: one fused op each way (under autocast, in float32 as torch)."""
+    return _ag.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 @autocast_policy("float32")
 def rms_norm(
     input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None, eps: float | None = None
 ) -> Tensor:
-    """x / sqrt(mean(x^2) + eps) over the trailing dims; eps defaults to the dtype's machine epsilon."""
-    dims = _last_dims(input, normalized_shape)
-    if eps is None:
-        eps = _EPS.get(input.dtype.name, _EPS["float32"])
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return out * weight if weight is not None else out
+    """x / sqrt(mean(x^2) + eps) over the trailing dims, then ``weight``; eps defaults to the dtype's
+    machine epsilon. One fused op each way."""
+    return _ag.rms_norm(input, normalized_shape, weight, eps)
 
 
 def _channel_shape(input: Tensor) -> tuple[int, ...]:

@@ -1,0 +1,142 @@
+"""Fused LayerNorm / RMSNorm against torch eager on the GPU: one process, interleaved, CUDA-event medians.
+
+    PYTHONPATH=$(ls -d packages/*/src | paste -sd:) python3 benchmarks/bench_normalization.py [--check] [--quick]
+
+The issue's shape: (8192, 4096) rows, bfloat16 and float32, weight and bias (RMSNorm: weight) in the
+input's dtype. Each case times the forward alone (recording the graph: x, weight and bias require grad)
+and forward + backward (the gradients of x, weight and bias), through genesis.nn.functional against
+torch.nn.functional. Both run on the legacy default stream, so torch's CUDA events time genesis too.
+Four input sets are rotated so that L2 flatters neither side. ``--check`` compares both with a float64
+reference at the same shapes and prints the relative errors ||out - ref|| / ||ref||.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable
+
+import torch
+
+import genesis
+import genesis.nn.functional as GF
+
+SHAPE = (8192, 4096)
+SETS = 4
+
+
+def interleaved(fns: dict[str, Callable[[int], None]], reps: int, warmup: int = 3) -> dict[str, float]:
+    """Median microseconds per call of each ``fn(i)`` (i: the input set), alternating every repetition."""
+    for fn in fns.values():
+        for i in range(warmup):
+            fn(i % SETS)
+    torch.cuda.synchronize()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for r in range(reps):
+        for name, fn in fns.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(r % SETS)
+            end.record()
+            end.synchronize()
+            times[name].append(start.elapsed_time(end) * 1e3)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+class Case:
+    """Input sets shared by both frameworks (genesis views torch's memory through DLPack)."""
+
+    def __init__(self, op: str, dtype: torch.dtype) -> None:
+        self.op, self.dtype = op, dtype
+        n = SHAPE[-1]
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        self.t_x = [torch.randn(SHAPE, device="cuda", dtype=dtype, generator=gen).requires_grad_() for _ in range(SETS)]
+        self.t_dy = [torch.randn(SHAPE, device="cuda", dtype=dtype, generator=gen) for _ in range(SETS)]
+        self.t_w = (1 + 0.1 * torch.randn(n, device="cuda", dtype=dtype, generator=gen)).requires_grad_()
+        self.t_b = (0.1 * torch.randn(n, device="cuda", dtype=dtype, generator=gen)).requires_grad_()
+        self.g_x = [genesis.from_dlpack(t.detach()).requires_grad_() for t in self.t_x]
+        self.g_dy = [genesis.from_dlpack(t) for t in self.t_dy]
+        self.g_w = genesis.from_dlpack(self.t_w.detach()).requires_grad_()
+        self.g_b = genesis.from_dlpack(self.t_b.detach()).requires_grad_()
+
+    def torch_fwd(self, i: int) -> torch.Tensor:
+        x = self.t_x[i]
+        if self.op == "rms_norm":
+            return torch.nn.functional.rms_norm(x, SHAPE[-1:], self.t_w, 1e-6)
+        return torch.nn.functional.layer_norm(x, SHAPE[-1:], self.t_w, self.t_b, 1e-5)
+
+    def genesis_fwd(self, i: int):
+        x = self.g_x[i]
+        if self.op == "rms_norm":
+            return GF.rms_norm(x, SHAPE[-1:], self.g_w, 1e-6)
+        return GF.layer_norm(x, SHAPE[-1:], self.g_w, self.g_b, 1e-5)
+
+    def torch_step(self, i: int) -> None:
+        for t in (self.t_x[i], self.t_w, self.t_b):
+            t.grad = None
+        self.torch_fwd(i).backward(self.t_dy[i])
+
+    def genesis_step(self, i: int) -> None:
+        for t in (self.g_x[i], self.g_w, self.g_b):
+            t.grad = None
+        self.genesis_fwd(i).backward(self.g_dy[i])
+
+
+def rel(a: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((a.double() - ref).norm() / ref.norm())
+
+
+def check(case: Case) -> str:
+    """Relative errors of genesis and of torch against float64, for the output and every gradient."""
+    x, dy = case.t_x[0].detach().double().requires_grad_(), case.t_dy[0].double()
+    w, b = case.t_w.detach().double().requires_grad_(), case.t_b.detach().double().requires_grad_()
+    if case.op == "rms_norm":
+        ref = torch.nn.functional.rms_norm(x, SHAPE[-1:], w, 1e-6)
+    else:
+        ref = torch.nn.functional.layer_norm(x, SHAPE[-1:], w, b, 1e-5)
+    ref.backward(dy)
+    refs = {"y": ref.detach(), "dx": x.grad, "dw": w.grad, "db": b.grad}
+    case.torch_step(0)
+    gy = case.genesis_fwd(0)
+    case.genesis_step(0)
+    t_out = {"y": case.torch_fwd(0).detach(), "dx": case.t_x[0].grad, "dw": case.t_w.grad, "db": case.t_b.grad}
+    g_out = {"y": gy.detach(), "dx": case.g_x[0].grad, "dw": case.g_w.grad, "db": case.g_b.grad}
+    parts = []
+    for name, r in refs.items():
+        if r is None:
+            continue
+        g = torch.from_dlpack(g_out[name])
+        parts.append(f"{name} genesis {rel(g, r):.1e} torch {rel(t_out[name], r):.1e}")
+    return "  ".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--check", action="store_true", help="compare with a float64 reference, print rel errors")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("bench_normalization.py needs a CUDA device")
+    reps = 20 if args.quick else 50
+    print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  shape {SHAPE}", flush=True)
+    rows = []
+    for dtype in (torch.bfloat16, torch.float32):
+        for op in ("layer_norm", "rms_norm"):
+            case = Case(op, dtype)
+            name = f"{op} {str(dtype).removeprefix('torch.')}"
+            if args.check:
+                print(f"check {name}: {check(case)}", flush=True)
+            fwd = interleaved({"genesis": case.genesis_fwd, "torch": case.torch_fwd}, reps)
+            step = interleaved({"genesis": case.genesis_step, "torch": case.torch_step}, reps)
+            rows.append((f"{name} fwd", fwd["genesis"], fwd["torch"]))
+            rows.append((f"{name} fwd+bwd", step["genesis"], step["torch"]))
+            print(f"{rows[-2]}\n{rows[-1]}", flush=True)
+            del case
+            torch.cuda.empty_cache()
+    print(f"\n{'case':<30} {'genesis_us':>11} {'torch_us':>10} {'ratio(torch/genesis)':>21}")
+    for name, g, t in rows:
+        print(f"{name:<30} {g:11.1f} {t:10.1f} {t / g:21.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,552 @@
+"""LayerNorm and RMSNorm over the last dim, forward and backward, fused.
+
+Rows are everything but the last dim; the leading dims must collapse to one row stride
+(the ndarray layer makes a copy when they do not), the last dim may have any stride,
+and stride 1 is a constexpr so rows load as vectors. Accumulation is fp32 (fp64 for
+float64 inputs); the weight and bias may have another floating dtype than ``x``.
+
+Forward (``norm_forward``) reads a row once and writes ``y`` once, plus one mean (LayerNorm)
+and one rstd per row in the accumulation dtype; backward needs those, not ``y``. Rows up to
+``_ONE_PASS_MAX`` stay in registers, ``BLOCK_R`` short rows per program; longer rows stream
+in chunks (statistics by Chan's pairwise combination of chunk means and squared deviations,
+then one read + write).
+
+Backward (``norm_backward``) runs a fixed number of programs, each over a contiguous range of
+rows: dx for each row in one go (``dx = rstd * (w*dy - xhat * mean(xhat*w*dy) - mean(w*dy))``,
+the last term LayerNorm only) while the program keeps its share of ``dweight = sum(dy*xhat)``
+and ``dbias = sum(dy)`` in registers. Each program writes its partial sums to one row of a
+(programs, N) scratch; a second small kernel adds the rows up. No atomics, so no contention
+and a deterministic result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from genesis_storage import contiguous_strides
+
+from .buffer import INT32_LIMIT, BufferLike, collapse, dtype_info, extent, numel
+from .elementwise import cast_to
+from .mathlib import lib
+from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch, sm_count
+
+_ONE_PASS_MAX = 8192  # longest row held in registers whole
+_CHUNK = 4096  # chunk of a longer row
+
+
+@triton.jit
+def _norm_fwd_kernel(
+    x,
+    w,
+    b,
+    y,
+    mean,
+    rstd,
+    R,
+    N,
+    xr,
+    xc,
+    yr,
+    yc,
+    eps,
+    RMS: tl.constexpr,
+    HAS_W: tl.constexpr,
+    HAS_B: tl.constexpr,
+    ACC: tl.constexpr,
+    CONTIG: tl.constexpr,
+    ONE_PASS: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    if INT64:
+        rows = pid.to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    else:
+        rows = pid * BLOCK_R + tl.arange(0, BLOCK_R)
+    r_mask = rows < R
+    xrow = rows * xr
+    yrow = rows * yr
+    cols = tl.arange(0, BLOCK_N)
+    if ONE_PASS:
+        c_mask = cols < N
+        mask = r_mask[:, None] & c_mask[None, :]
+        if CONTIG:
+            v = cast_to(tl.load(x + xrow[:, None] + cols[None, :], mask=mask, other=0), ACC)
+        else:
+            v = cast_to(tl.load(x + xrow[:, None] + cols[None, :] * xc, mask=mask, other=0), ACC)
+        if RMS:
+            rs = lib.rsqrt(tl.sum(v * v, axis=1) / N + eps)
+            xhat = v * rs[:, None]
+        else:
+            mu = tl.sum(v, axis=1) / N
+            d = tl.where(mask, v - mu[:, None], 0.0)
+            rs = lib.rsqrt(tl.sum(d * d, axis=1) / N + eps)
+            xhat = d * rs[:, None]
+        if HAS_W:
+            xhat = xhat * cast_to(tl.load(w + cols, mask=c_mask, other=0), ACC)[None, :]
+        if HAS_B:
+            xhat = xhat + cast_to(tl.load(b + cols, mask=c_mask, other=0), ACC)[None, :]
+        if CONTIG:
+            tl.store(y + yrow[:, None] + cols[None, :], cast_to(xhat, y.dtype.element_ty), mask=mask)
+        else:
+            tl.store(y + yrow[:, None] + cols[None, :] * yc, cast_to(xhat, y.dtype.element_ty), mask=mask)
+    else:
+        if RMS:
+            sq = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+            for start in range(0, N, BLOCK_N):
+                c = start + cols
+                mask = r_mask[:, None] & (c < N)[None, :]
+                if CONTIG:
+                    v = cast_to(tl.load(x + xrow[:, None] + c[None, :], mask=mask, other=0), ACC)
+                else:
+                    v = cast_to(tl.load(x + xrow[:, None] + c[None, :] * xc, mask=mask, other=0), ACC)
+                sq += v * v
+            rs = lib.rsqrt(tl.sum(sq, axis=1) / N + eps)
+            mu = tl.zeros([BLOCK_R], ACC)
+        else:
+            # Chan et al.: fold each chunk's mean and sum of squared deviations into the running
+            # ones, so the statistics take one read and no cancellation of large sums.
+            mu = tl.zeros([BLOCK_R], ACC)
+            m2 = tl.zeros([BLOCK_R], ACC)
+            seen = tl.zeros([BLOCK_R], ACC)
+            for start in range(0, N, BLOCK_N):
+                c = start + cols
+                mask = r_mask[:, None] & (c < N)[None, :]
+                if CONTIG:
+                    v = cast_to(tl.load(x + xrow[:, None] + c[None, :], mask=mask, other=0), ACC)
+                else:
+                    v = cast_to(tl.load(x + xrow[:, None] + c[None, :] * xc, mask=mask, other=0), ACC)
+                cnt = tl.sum(tl.where(mask, 1.0, 0.0).to(ACC), axis=1)
+                safe_cnt = tl.maximum(cnt, 1.0)
+                cmu = tl.sum(v, axis=1) / safe_cnt
+                d = tl.where(mask, v - cmu[:, None], 0.0)
+                total = tl.maximum(seen + cnt, 1.0)
+                delta = cmu - mu
+                mu += delta * (cnt / total)
+                m2 += tl.sum(d * d, axis=1) + delta * delta * (seen * cnt / total)
+                seen += cnt
+            rs = lib.rsqrt(m2 / N + eps)
+        for start in range(0, N, BLOCK_N):
+            c = start + cols
+            c_mask = c < N
+            mask = r_mask[:, None] & c_mask[None, :]
+            if CONTIG:
+                v = cast_to(tl.load(x + xrow[:, None] + c[None, :], mask=mask, other=0), ACC)
+            else:
+                v = cast_to(tl.load(x + xrow[:, None] + c[None, :] * xc, mask=mask, other=0), ACC)
+            xhat = (v - mu[:, None]) * rs[:, None]
+            if HAS_W:
+                xhat = xhat * cast_to(tl.load(w + c, mask=c_mask, other=0), ACC)[None, :]
+            if HAS_B:
+                xhat = xhat + cast_to(tl.load(b + c, mask=c_mask, other=0), ACC)[None, :]
+            if CONTIG:
+                tl.store(y + yrow[:, None] + c[None, :], cast_to(xhat, y.dtype.element_ty), mask=mask)
+            else:
+                tl.store(y + yrow[:, None] + c[None, :] * yc, cast_to(xhat, y.dtype.element_ty), mask=mask)
+    if not RMS:
+        tl.store(mean + rows, mu, mask=r_mask)
+    tl.store(rstd + rows, rs, mask=r_mask)
+
+
+@triton.jit
+def _norm_bwd_kernel(
+    x,
+    dy,
+    w,
+    mean,
+    rstd,
+    dx,
+    pw,
+    pb,
+    R,
+    N,
+    RPP,
+    xr,
+    xc,
+    gr,
+    gc,
+    dr,
+    dc,
+    RMS: tl.constexpr,
+    HAS_W: tl.constexpr,
+    W_GRAD: tl.constexpr,
+    B_GRAD: tl.constexpr,
+    ACC: tl.constexpr,
+    CONTIG: tl.constexpr,
+    ONE_PASS: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    # Program ``pid`` owns rows [pid * RPP, (pid + 1) * RPP) and row ``pid`` of the partials pw / pb.
+    pid = tl.program_id(0)
+    if INT64:
+        row0 = pid.to(tl.int64) * RPP
+        prow = pid.to(tl.int64) * N
+    else:
+        row0 = pid * RPP
+        prow = pid * N
+    row_end = tl.minimum(row0 + RPP, R)
+    cols = tl.arange(0, BLOCK_N)
+    if ONE_PASS:
+        c_mask = cols < N
+        if HAS_W:
+            wv = cast_to(tl.load(w + cols, mask=c_mask, other=0), ACC)[None, :]
+        dw_acc = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+        db_acc = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+        for r0 in range(row0, row_end, BLOCK_R):
+            rows = r0 + tl.arange(0, BLOCK_R)
+            r_mask = rows < row_end
+            mask = r_mask[:, None] & c_mask[None, :]
+            if CONTIG:
+                v = cast_to(tl.load(x + (rows * xr)[:, None] + cols[None, :], mask=mask, other=0), ACC)
+                g = cast_to(tl.load(dy + (rows * gr)[:, None] + cols[None, :], mask=mask, other=0), ACC)
+            else:
+                v = cast_to(tl.load(x + (rows * xr)[:, None] + cols[None, :] * xc, mask=mask, other=0), ACC)
+                g = cast_to(tl.load(dy + (rows * gr)[:, None] + cols[None, :] * gc, mask=mask, other=0), ACC)
+            rs = tl.load(rstd + rows, mask=r_mask, other=0)[:, None]
+            if RMS:
+                xhat = v * rs
+            else:
+                mu = tl.load(mean + rows, mask=r_mask, other=0)[:, None]
+                xhat = tl.where(mask, (v - mu) * rs, 0.0)
+            if HAS_W:
+                wdy = g * wv
+            else:
+                wdy = g
+            c1 = (tl.sum(xhat * wdy, axis=1) / N)[:, None]
+            if RMS:
+                res = (wdy - xhat * c1) * rs
+            else:
+                c2 = (tl.sum(wdy, axis=1) / N)[:, None]
+                res = (wdy - (xhat * c1 + c2)) * rs
+            if CONTIG:
+                tl.store(dx + (rows * dr)[:, None] + cols[None, :], cast_to(res, dx.dtype.element_ty), mask=mask)
+            else:
+                tl.store(dx + (rows * dr)[:, None] + cols[None, :] * dc, cast_to(res, dx.dtype.element_ty), mask=mask)
+            if W_GRAD:
+                dw_acc += g * xhat
+            if B_GRAD:
+                db_acc += g
+        if W_GRAD:
+            tl.store(pw + prow + cols, tl.sum(dw_acc, axis=0), mask=c_mask)
+        if B_GRAD:
+            tl.store(pb + prow + cols, tl.sum(db_acc, axis=0), mask=c_mask)
+    else:
+        # Long rows: two passes per row tile (the two row sums, then dx); the program's partial
+        # sums live in its own scratch row, read and written back chunk by chunk.
+        for start in range(0, N, BLOCK_N):
+            c = start + cols
+            if W_GRAD:
+                tl.store(pw + prow + c, tl.zeros([BLOCK_N], ACC), mask=c < N)
+            if B_GRAD:
+                tl.store(pb + prow + c, tl.zeros([BLOCK_N], ACC), mask=c < N)
+        for r0 in range(row0, row_end, BLOCK_R):
+            rows = r0 + tl.arange(0, BLOCK_R)
+            r_mask = rows < row_end
+            rs = tl.load(rstd + rows, mask=r_mask, other=0)[:, None]
+            if RMS:
+                mu = tl.zeros([BLOCK_R, 1], ACC)
+            else:
+                mu = tl.load(mean + rows, mask=r_mask, other=0)[:, None]
+            s1 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+            s2 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+            for start in range(0, N, BLOCK_N):
+                c = start + cols
+                c_mask = c < N
+                mask = r_mask[:, None] & c_mask[None, :]
+                if CONTIG:
+                    v = cast_to(tl.load(x + (rows * xr)[:, None] + c[None, :], mask=mask, other=0), ACC)
+                    g = cast_to(tl.load(dy + (rows * gr)[:, None] + c[None, :], mask=mask, other=0), ACC)
+                else:
+                    v = cast_to(tl.load(x + (rows * xr)[:, None] + c[None, :] * xc, mask=mask, other=0), ACC)
+                    g = cast_to(tl.load(dy + (rows * gr)[:, None] + c[None, :] * gc, mask=mask, other=0), ACC)
+                xhat = tl.where(mask, (v - mu) * rs, 0.0)
+                if HAS_W:
+                    g = g * cast_to(tl.load(w + c, mask=c_mask, other=0), ACC)[None, :]
+                s1 += xhat * g
+                s2 += g
+            c1 = (tl.sum(s1, axis=1) / N)[:, None]
+            c2 = (tl.sum(s2, axis=1) / N)[:, None]
+            for start in range(0, N, BLOCK_N):
+                c = start + cols
+                c_mask = c < N
+                mask = r_mask[:, None] & c_mask[None, :]
+                if CONTIG:
+                    v = cast_to(tl.load(x + (rows * xr)[:, None] + c[None, :], mask=mask, other=0), ACC)
+                    g = cast_to(tl.load(dy + (rows * gr)[:, None] + c[None, :], mask=mask, other=0), ACC)
+                else:
+                    v = cast_to(tl.load(x + (rows * xr)[:, None] + c[None, :] * xc, mask=mask, other=0), ACC)
+                    g = cast_to(tl.load(dy + (rows * gr)[:, None] + c[None, :] * gc, mask=mask, other=0), ACC)
+                xhat = tl.where(mask, (v - mu) * rs, 0.0)
+                if HAS_W:
+                    wdy = g * cast_to(tl.load(w + c, mask=c_mask, other=0), ACC)[None, :]
+                else:
+                    wdy = g
+                if RMS:
+                    res = (wdy - xhat * c1) * rs
+                else:
+                    res = (wdy - (xhat * c1 + c2)) * rs
+                if CONTIG:
+                    tl.store(dx + (rows * dr)[:, None] + c[None, :], cast_to(res, dx.dtype.element_ty), mask=mask)
+                else:
+                    tl.store(dx + (rows * dr)[:, None] + c[None, :] * dc, cast_to(res, dx.dtype.element_ty), mask=mask)
+                if W_GRAD:
+                    part = tl.load(pw + prow + c, mask=c_mask, other=0)
+                    tl.store(pw + prow + c, part + tl.sum(g * xhat, axis=0), mask=c_mask)
+                if B_GRAD:
+                    part = tl.load(pb + prow + c, mask=c_mask, other=0)
+                    tl.store(pb + prow + c, part + tl.sum(g, axis=0), mask=c_mask)
+
+
+@triton.jit
+def _column_sum_kernel(p, out, P, N, os, ACC: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
+    """out[c] = sum over the P rows of the (P, N) partials ``p``; zeros when P == 0."""
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    c_mask = cols < N
+    acc = tl.zeros([BLOCK_P, BLOCK_C], ACC)
+    for p0 in range(0, P, BLOCK_P):
+        prows = p0 + tl.arange(0, BLOCK_P)
+        mask = (prows < P)[:, None] & c_mask[None, :]
+        acc += tl.load(p + prows[:, None] * N + cols[None, :], mask=mask, other=0)
+    tl.store(out + cols * os, cast_to(tl.sum(acc, axis=0), out.dtype.element_ty), mask=c_mask)
+
+
+_FWD = Kernel(_norm_fwd_kernel)
+_BWD = Kernel(_norm_bwd_kernel)
+_COLSUM = Kernel(_column_sum_kernel)
+
+
+def _as_rows(bufs: list[BufferLike], what: str) -> tuple[int, int, list[tuple[int, int]], bool]:
+    """(rows, N, [(row stride, column stride)] per buffer, needs int64) of same-shape buffers over the last dim."""
+    shape = tuple(bufs[0].shape)
+    for buf in bufs:
+        if tuple(buf.shape) != shape:
+            raise ValueError(f"{what}: shape mismatch: {tuple(buf.shape)} vs {shape}")
+    if not shape:
+        raise ValueError(f"{what}: expected at least one dim, got a 0-dim buffer")
+    n = shape[-1]
+    rshape, rstrides = collapse(shape[:-1], [tuple(buf.strides[:-1]) for buf in bufs], reorder=False)
+    if len(rshape) > 1:
+        raise ValueError(f"{what}: the leading dims of shape {shape} do not collapse to one row stride")
+    rows = rshape[0] if rshape else (0 if 0 in shape[:-1] else 1)
+    layout = [(rs[0] if rshape else 0, buf.strides[-1]) for buf, rs in zip(bufs, rstrides)]
+    big = max([rows * n] + [extent(tuple(b.shape), tuple(b.strides)) for b in bufs]) >= INT32_LIMIT - 65536
+    return rows, n, layout, big
+
+
+def _check_vector(buf: BufferLike | None, n: int, name: str, strided: bool = False) -> None:
+    """``buf`` is None or of shape (N,); contiguous unless ``strided`` (outputs are written by stride)."""
+    if buf is None:
+        return
+    if tuple(buf.shape) != (n,):
+        raise ValueError(f"{name}: expected shape ({n},), got {tuple(buf.shape)}")
+    if not strided and n > 1 and buf.strides[0] != 1:
+        raise ValueError(f"{name}: expected a contiguous vector, got stride {buf.strides[0]}")
+
+
+def _acc(dtype: str) -> str:
+    return "float64" if dtype == "float64" else "float32"
+
+
+def _aligned(ptrs: dict[str, int], ints: dict[str, int]) -> tuple[str, ...]:
+    """The pointer and integer arguments divisible by 16 (bytes / elements): loads vectorise."""
+    return tuple([k for k, p in ptrs.items() if p % 16 == 0] + [k for k, v in ints.items() if v % 16 == 0])
+
+
+def _warps(block: int) -> int:
+    return 4 if block <= 1024 else 8 if block <= 4096 else 16
+
+
+def norm_forward(
+    x: BufferLike,
+    weight: BufferLike | None,
+    bias: BufferLike | None,
+    out: BufferLike,
+    mean: BufferLike | None,
+    rstd: BufferLike,
+    *,
+    eps: float,
+    rms: bool = False,
+    stream: int = 0,
+) -> None:
+    """LayerNorm (``rms=False``) or RMSNorm of ``x`` over its last dim into ``out``.
+
+    ``mean`` (LayerNorm only) and ``rstd`` receive one value per row, contiguous, in the
+    accumulation dtype (float32; float64 for float64 ``x``). ``weight`` / ``bias`` (shape (N,),
+    any floating dtype) are optional; RMSNorm takes no bias.
+    """
+    rows, n, ((xr, xc), (yr, yc)), big = _as_rows([x, out], "norm_forward")
+    _check_vector(weight, n, "weight")
+    _check_vector(bias, n, "bias")
+    if rms and bias is not None:
+        raise ValueError("norm_forward: rms_norm takes no bias")
+    if rows == 0 or n == 0:
+        return
+    acc = _acc(x.dtype)
+    for name, stat in (("mean", mean), ("rstd", rstd)):
+        if stat is not None and (
+            stat.dtype != acc or numel(stat.shape) != rows or tuple(stat.strides) != contiguous_strides(stat.shape)
+        ):
+            raise ValueError(f"norm_forward: {name} must be a contiguous {acc} buffer of {rows} elements")
+    if not rms and mean is None:
+        raise ValueError("norm_forward: layer norm needs a mean buffer")
+    contig = xc == 1 and yc == 1
+    one_pass = n <= _ONE_PASS_MAX
+    block_n = next_pow2(n) if one_pass else _CHUNK
+    block_r = max(1, min(next_pow2(rows), 2048 // block_n))
+    w_ptr = weight.ptr if weight is not None else rstd.ptr  # never read without HAS_W
+    b_ptr = bias.ptr if bias is not None else rstd.ptr
+    m_ptr = mean.ptr if mean is not None else rstd.ptr
+    aligned = _aligned({"x": x.ptr, "y": out.ptr, "w": w_ptr, "b": b_ptr}, {"N": n, "xr": xr, "yr": yr})
+    wdt = weight.dtype if weight is not None else acc
+    bdt = bias.dtype if bias is not None else acc
+    key = (x.dtype, out.dtype, wdt, bdt, rms, weight is None, bias is None, contig, one_pass, big, block_r, block_n)
+    key = key + (aligned,)
+    fn = _FWD.cache.get(key)
+    if fn is None:
+        it = "i64" if big else "i32"
+        types = {
+            "x": ptr_type(x.dtype),
+            "w": ptr_type(wdt),
+            "b": ptr_type(bdt),
+            "y": ptr_type(out.dtype),
+            "mean": ptr_type(acc),
+            "rstd": ptr_type(acc),
+            **dict.fromkeys(("R", "N", "xr", "xc", "yr", "yc"), it),
+            "eps": dtype_info(acc).triton,
+        }
+        consts = dict(
+            RMS=rms,
+            HAS_W=weight is not None,
+            HAS_B=bias is not None,
+            ACC=_tl(acc),
+            CONTIG=contig,
+            ONE_PASS=one_pass,
+            INT64=big,
+            BLOCK_R=block_r,
+            BLOCK_N=block_n,
+        )
+        fn = _FWD.build(key, types, consts, aligned, num_warps=_warps(block_r * block_n))
+        fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    fn(
+        (cdiv(rows, block_r), 1, 1),
+        stream,
+        (x.ptr, w_ptr, b_ptr, out.ptr, m_ptr, rstd.ptr, rows, n, xr, xc, yr, yc, float(eps), *fn._consts),  # type: ignore[attr-defined]
+    )
+
+
+def _programs(rows: int, block_r: int, block_n: int) -> int:
+    """Backward programs: enough to fill the GPU a few times over, each over a run of rows."""
+    # About as many as fit at once (the registers of the dweight / dbias accumulators bound it).
+    per_sm = 8 if block_n <= 1024 else 4 if block_n <= 2048 else 2 if block_n <= 4096 else 1
+    return max(1, min(cdiv(rows, block_r), sm_count() * per_sm))
+
+
+def norm_backward(
+    x: BufferLike,
+    dy: BufferLike,
+    weight: BufferLike | None,
+    mean: BufferLike | None,
+    rstd: BufferLike,
+    dx: BufferLike,
+    dweight: BufferLike | None = None,
+    dbias: BufferLike | None = None,
+    *,
+    rms: bool = False,
+    stream: int = 0,
+) -> None:
+    """Gradients of :func:`norm_forward` from ``x``, ``dy`` and the saved ``mean`` / ``rstd``.
+
+    Writes ``dx`` (shape of ``x``), and ``dweight`` / ``dbias`` (shape (N,), any floating dtype)
+    when given: per-program partial sums in a (programs, N) scratch, then one column-sum launch.
+    """
+    rows, n, ((xr, xc), (gr, gc), (dr, dc)), big = _as_rows([x, dy, dx], "norm_backward")
+    _check_vector(weight, n, "weight")
+    _check_vector(dweight, n, "dweight", strided=True)
+    _check_vector(dbias, n, "dbias", strided=True)
+    if rms and dbias is not None:
+        raise ValueError("norm_backward: rms_norm has no bias")
+    if not rms and mean is None:
+        raise ValueError("norm_backward: layer norm needs the saved mean")
+    if n == 0:
+        return
+    acc = _acc(x.dtype)
+    one_pass = n <= _ONE_PASS_MAX
+    block_n = next_pow2(n) if one_pass else _CHUNK
+    block_r = max(1, min(next_pow2(max(rows, 1)), 2048 // block_n))
+    programs = _programs(rows, block_r, block_n) if rows else 0
+    rpp = cdiv(rows, programs) if programs else 0
+    programs = cdiv(rows, rpp) if rpp else 0
+    item = dtype_info(acc).itemsize
+    n_parts = (dweight is not None) + (dbias is not None)
+    part = scratch(max(1, n_parts * programs * n * item), stream) if n_parts else rstd.ptr
+    pw = part
+    pb = part + (programs * n * item if dweight is not None else 0)
+    big = big or programs * n >= INT32_LIMIT - 65536
+    if programs:
+        contig = xc == 1 and gc == 1 and dc == 1
+        w_ptr = weight.ptr if weight is not None else rstd.ptr
+        m_ptr = mean.ptr if mean is not None else rstd.ptr
+        aligned = _aligned(
+            {"x": x.ptr, "dy": dy.ptr, "dx": dx.ptr, "w": w_ptr, "pw": pw, "pb": pb},
+            {"N": n, "xr": xr, "gr": gr, "dr": dr},
+        )
+        wdt = weight.dtype if weight is not None else acc
+        flags = (weight is None, dweight is not None, dbias is not None)
+        key = (x.dtype, dy.dtype, dx.dtype, wdt, rms, flags, contig, one_pass, big, block_r, block_n, aligned)
+        fn = _BWD.cache.get(key)
+        if fn is None:
+            it = "i64" if big else "i32"
+            types = {
+                "x": ptr_type(x.dtype),
+                "dy": ptr_type(dy.dtype),
+                "w": ptr_type(wdt),
+                "mean": ptr_type(acc),
+                "rstd": ptr_type(acc),
+                "dx": ptr_type(dx.dtype),
+                "pw": ptr_type(acc),
+                "pb": ptr_type(acc),
+                **dict.fromkeys(("R", "N", "RPP", "xr", "xc", "gr", "gc", "dr", "dc"), it),
+            }
+            consts = dict(
+                RMS=rms,
+                HAS_W=weight is not None,
+                W_GRAD=dweight is not None,
+                B_GRAD=dbias is not None,
+                ACC=_tl(acc),
+                CONTIG=contig,
+                ONE_PASS=one_pass,
+                INT64=big,
+                BLOCK_R=block_r,
+                BLOCK_N=block_n,
+            )
+            fn = _BWD.build(key, types, consts, aligned, num_warps=_warps(block_r * block_n))
+            fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+        args = (x.ptr, dy.ptr, w_ptr, m_ptr, rstd.ptr, dx.ptr, pw, pb, rows, n, rpp, xr, xc, gr, gc, dr, dc)
+        fn((programs, 1, 1), stream, (*args, *fn._consts))  # type: ignore[attr-defined]
+    for target, ptr in ((dweight, pw), (dbias, pb)):
+        if target is not None:
+            _column_sum(ptr, programs, n, target, acc, stream)
+
+
+def _column_sum(ptr: int, programs: int, n: int, out: BufferLike, acc: str, stream: int) -> None:
+    block_p, block_c = 32, 64
+    it = "i64" if programs * n >= INT32_LIMIT - 65536 else "i32"
+    key = (out.dtype, acc, it, ptr % 16 == 0, out.ptr % 16 == 0)
+    fn = _COLSUM.cache.get(key)
+    if fn is None:
+        types = {"p": ptr_type(acc), "out": ptr_type(out.dtype), "P": it, "N": it, "os": it}
+        consts = dict(ACC=_tl(acc), BLOCK_P=block_p, BLOCK_C=block_c)
+        aligned = [name for name, p in (("p", ptr), ("out", out.ptr)) if p % 16 == 0]
+        fn = _COLSUM.build(key, types, consts, aligned, num_warps=4)
+        fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    fn((cdiv(n, block_c), 1, 1), stream, (ptr, out.ptr, programs, n, out.strides[0], *fn._consts))  # type: ignore[attr-defined]
+
+
+def _tl(name: str) -> Any:  # a triton.language dtype (Triton ships no types)
+    return dtype_info(name).tl
