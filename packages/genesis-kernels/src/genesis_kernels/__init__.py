@@ -7,6 +7,7 @@ writes into a caller-allocated ``out`` and launches on the raw CUDA stream ``str
 from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
+from . import optimizer  # multi-tensor optimizer steps: optimizer.adam / sgd / total_norm / clip_by_total_norm
 from .buffer import DTYPES, Buffer, BufferLike
 from .creation import arange, eye, linspace, tril, triu
 from .elementwise import addcdiv, addcmul, binary, clamp, copy, fill, lerp, unary, where
@@ -80,6 +81,7 @@ __all__ = [
     "nonzero_count",
     "norm",
     "normal",
+    "optimizer",
     "rand",
     "randint",
     "randn",
