@@ -5,7 +5,21 @@ importing this package registers every op under the device type "cpu". Each fami
 module registers its own functions through ``common.reg`` and imports no other family.
 """
 
-from . import creation, elementwise, getitem, index, matmul, memory, random, reduce, scan, softmax, sort, views
+from . import (
+    creation,
+    elementwise,
+    getitem,
+    index,
+    matmul,
+    memory,
+    optimizer,
+    random,
+    reduce,
+    scan,
+    softmax,
+    sort,
+    views,
+)
 
 __all__ = [
     "creation",
@@ -14,6 +28,7 @@ __all__ = [
     "index",
     "matmul",
     "memory",
+    "optimizer",
     "random",
     "reduce",
     "scan",

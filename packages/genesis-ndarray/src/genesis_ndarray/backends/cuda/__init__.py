@@ -5,7 +5,21 @@ One module per op family (the same names as ``backends/cpu`` and ``genesis_kerne
 op under the device type "cuda".
 """
 
-from . import creation, elementwise, getitem, index, matmul, memory, random, reduce, scan, softmax, sort, views
+from . import (
+    creation,
+    elementwise,
+    getitem,
+    index,
+    matmul,
+    memory,
+    optimizer,
+    random,
+    reduce,
+    scan,
+    softmax,
+    sort,
+    views,
+)
 
 __all__ = [
     "creation",
@@ -14,6 +28,7 @@ __all__ = [
     "index",
     "matmul",
     "memory",
+    "optimizer",
     "random",
     "reduce",
     "scan",
