@@ -66,6 +66,13 @@ from .factories import (
     zeros_like,
 )
 from .function import Function, Node
+from .functions.optimizer import (
+    multi_tensor_adam_,
+    multi_tensor_clip_,
+    multi_tensor_norm,
+    multi_tensor_norm_supported,
+    multi_tensor_sgd_,
+)
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -137,6 +144,11 @@ __all__ = [
     "int32",
     "int64",
     "is_grad_enabled",
+    "multi_tensor_adam_",
+    "multi_tensor_clip_",
+    "multi_tensor_norm",
+    "multi_tensor_norm_supported",
+    "multi_tensor_sgd_",
     "is_inference_mode_enabled",
     "linspace",
     "manual_seed",
