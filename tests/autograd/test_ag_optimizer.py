@@ -40,7 +40,7 @@ def test_a_step_between_forward_and_backward_is_caught(device: str) -> None:
     w = _t(torch.randn(3, dtype=torch.float64), device, requires_grad=True)
     loss = (w * w).sum()  # saves w
     ga.multi_tensor_sgd_([w], [ga.ones_like(w)], lr=0.1)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation|version"):
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation|version"):
         loss.backward()
 
 
