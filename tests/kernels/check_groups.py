@@ -200,3 +200,29 @@ def cross_entropy(b) -> None:  # type: ignore[no-untyped-def]
     x = b((4, 8, 1000), "bfloat16", (8000, 1, 8))
     gk.cross_entropy(x, b((4, 8), "int64"), None, None, b((4, 8)), b((4, 8)), b((4, 8)), check=False)
     gk.cross_entropy_backward(x, b((4, 8), "int64"), None, None, b((4, 8)), b((1,)), b((1,)), x)
+
+
+def optimizer(b) -> None:  # type: ignore[no-untyped-def]
+    from genesis_kernels import optimizer as opt
+
+    def up(table):  # type: ignore[no-untyped-def]  # nothing runs: any address will do
+        return 1 << 20
+
+    shapes = [(4096,), (33, 7)]
+    mixes = (("float32", "float32", False), ("bfloat16", "float32", True), ("float64", "float64", False))
+    for pdt, sdt, master in mixes:
+        ps = [b(s, pdt) for s in shapes]
+        ss = [b(s, sdt) for s in shapes]
+        ms = [b(s, "float32") for s in shapes] if master else None
+        steps = [b((), "float32") for _ in shapes]
+        for amsgrad, decoupled in ((False, True), (True, False)):
+            opt.adam(ps, ps, ss, ss, ss if amsgrad else None, steps=steps, masters=ms, lr=1e-3, beta1=0.9,
+                     beta2=0.999, eps=1e-8, weight_decay=0.01, decoupled=decoupled, upload=up)  # fmt: skip
+        opt.adam(ps, ps, ss, ss, None, step=3.0, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, maximize=True,
+                 grad_scale=b((), "float32"), found_inf=b((), "float32"), upload=up)  # fmt: skip
+        opt.sgd(ps, ps, ss, first_step=[True, False], masters=ms, lr=0.1, momentum=0.9, weight_decay=0.1,
+                nesterov=True, upload=up)  # fmt: skip
+        opt.sgd(ps, ps, None, lr=0.1, grad_scale=b((), "float32"), found_inf=b((), "float32"), upload=up)
+        for p in (2.0, 1.0, float("inf"), 3.0):
+            opt.total_norm([ps], b((), pdt), norm_type=p, upload=up)
+        opt.clip_by_total_norm(ps, b((), pdt), max_norm=1.0, upload=up)

@@ -32,6 +32,7 @@ HERE = Path(__file__).parent
         "getitem",
         "sort",
         "scan",
+        "optimizer",
     ],
 )
 def test_compiles_for_sm90(group: str) -> None:

@@ -409,3 +409,48 @@ def test_grad_scaler_unscales_and_steps_with_finite_gradients(device):
         for p, tp in zip(model.parameters(), tmodel.parameters()):
             assert_close(p, tp)
     assert scaler.get_scale() == 512.0  # grown after growth_interval good steps
+
+
+MULTI_TENSOR_CONFIGS = [
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.2, weight_decay=0.1)),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True, maximize=True)),
+    ("Adam", dict(lr=0.02, betas=(0.8, 0.99), weight_decay=0.1, amsgrad=True)),
+    ("AdamW", dict(lr=0.02, weight_decay=0.3, eps=1e-6, maximize=True)),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", MULTI_TENSOR_CONFIGS)
+@pytest.mark.parametrize("flag", [dict(fused=True), dict(foreach=True)], ids=["fused", "foreach"])
+def test_multi_tensor_path_matches_torchs_fused_and_foreach(device, name, kwargs, flag, monkeypatch):
+    """The multi-tensor path (taken for fused / foreach) against torch's own fused / foreach step, with a
+    parameter that skips steps; the state keeps torch's layout (step tensors where torch keeps them)."""
+    module = genesis.optim.sgd if name == "SGD" else genesis.optim.adam
+    entry = "multi_tensor_sgd_" if name == "SGD" else "multi_tensor_adam_"
+    calls = []
+    real = getattr(module, entry)
+    monkeypatch.setattr(module, entry, lambda *a, **k: calls.append(1) or real(*a, **k))
+    tps, gps = _pairs(device)
+    topt = getattr(torch.optim, name)(tps, **kwargs, **flag)
+    opt = getattr(genesis.optim, name)(gps, **kwargs, **flag)
+    for step in range(6):
+        _feed(tps, gps, device, skip=1 if step % 3 == 2 else None)
+        topt.step()
+        opt.step()
+        for gp, tp in zip(gps, tps):
+            assert_close(gp, tp, rtol=1e-12, atol=1e-14)
+    assert calls, "the multi-tensor path did not run"
+    tstate, gstate = topt.state_dict()["state"], opt.state_dict()["state"]
+    assert tstate.keys() == gstate.keys()
+    for k in tstate:
+        assert tstate[k].keys() == gstate[k].keys()
+        for key, value in tstate[k].items():
+            if isinstance(value, torch.Tensor):
+                assert_close(gstate[k][key].cpu(), value, rtol=1e-12, atol=1e-14)
+
+
+def test_foreach_false_keeps_the_per_tensor_path(monkeypatch):
+    monkeypatch.setattr(genesis.optim.adam, "multi_tensor_adam_", lambda *a, **k: pytest.fail("multi-tensor ran"))
+    tps, gps = _pairs("cpu")
+    opt = genesis.optim.Adam(gps, lr=0.01, foreach=False)
+    _feed(tps, gps, "cpu")
+    opt.step()

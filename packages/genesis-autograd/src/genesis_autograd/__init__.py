@@ -71,6 +71,13 @@ from .function import Function, Node
 from .functions.cross_entropy import cross_entropy
 from .functions.matmul import linear
 from .functions.normalization import layer_norm, rms_norm
+from .functions.optimizer import (
+    multi_tensor_adam_,
+    multi_tensor_clip_,
+    multi_tensor_norm,
+    multi_tensor_norm_supported,
+    multi_tensor_sgd_,
+)
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -143,6 +150,11 @@ __all__ = [
     "int32",
     "int64",
     "is_grad_enabled",
+    "multi_tensor_adam_",
+    "multi_tensor_clip_",
+    "multi_tensor_norm",
+    "multi_tensor_norm_supported",
+    "multi_tensor_sgd_",
     "is_inference_mode_enabled",
     "layer_norm",
     "linspace",

@@ -7,6 +7,7 @@ writes into a caller-allocated ``out`` and launches on the raw CUDA stream ``str
 from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
+from . import optimizer  # multi-tensor optimizer steps: optimizer.adam / sgd / total_norm / clip_by_total_norm
 from .buffer import DTYPES, Buffer, BufferLike
 from .creation import arange, eye, linspace, tril, triu
 from .cross_entropy import cross_entropy, cross_entropy_backward
@@ -86,6 +87,7 @@ __all__ = [
     "norm_backward",
     "norm_forward",
     "normal",
+    "optimizer",
     "rand",
     "randint",
     "randn",

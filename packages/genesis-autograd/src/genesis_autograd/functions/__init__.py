@@ -16,6 +16,7 @@ scan.py         cumsum, cumprod
 random.py       in-place random fills, bernoulli, the zero gradient of sampling
 creation.py     tril, triu
 views.py        reshape/view/permute/..., diagonal, unfold, as_strided, cat, in-place writes through views
+optimizer.py    multi-tensor optimizer steps, total norm and clip (in place, outside the graph)
 memory.py       dtype casts, device moves, clone, contiguous, fill_, copy_, item/tolist/numpy/DLPack
 """
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from genesis_autograd import Tensor, full_like, zeros_like
+from genesis_autograd import Tensor, full_like, multi_tensor_adam_, zeros_like
 
-from .optimizer import Optimizer, _new_step, _to_float, _use_grad_for_differentiable
+from .optimizer import Optimizer, _multi_tensor, _new_step, _to_float, _use_grad_for_differentiable
 
 
 class Adam(Optimizer):
@@ -20,8 +20,9 @@ class Adam(Optimizer):
         amsgrad: use the maximum of the past squared averages (AMSGrad).
         capturable: keep the step counter on the device, so that a step reads nothing back to the host.
         decoupled_weight_decay: shrink the parameters directly by lr * weight_decay (AdamW).
-        foreach, fused: accepted for torch's signature: one per-tensor implementation serves every choice
-            (fused also keeps a step counter on the device, as capturable).
+        foreach, fused: the multi-tensor path (one fused launch for the whole group on CUDA), taken when
+            either is True or, by default, when every parameter is on a CUDA device; False: per tensor.
+            fused (like capturable) keeps the step counters on the device: no host read per step.
         differentiable: record the step itself in the autograd graph.
         maximize: maximise the objective instead of minimising it.
     """
@@ -99,6 +100,11 @@ class Adam(Optimizer):
             params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
             self._init_group(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps)
             beta1, beta2 = group["betas"]
+            if _multi_tensor(group, [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs]) and all(
+                g.dtype == p.dtype for p, g in zip(params, grads)
+            ):
+                _multi_tensor_adam(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps)
+                continue
             adam(
                 params,
                 grads,
@@ -119,6 +125,40 @@ class Adam(Optimizer):
                 decoupled_weight_decay=group["decoupled_weight_decay"],
             )
         return loss
+
+
+def _multi_tensor_adam(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps) -> None:
+    """A group's step as one multi-tensor update (torch's fused rule). Step counters on the parameters'
+    device are advanced by the kernel; cpu counters (foreach without capturable) are advanced here and
+    the parameters launched by count (one launch when, as usual, they all agree)."""
+    beta1, beta2 = group["betas"]
+    options = dict(
+        lr=_to_float(group["lr"]),
+        beta1=beta1,
+        beta2=beta2,
+        eps=group["eps"],
+        weight_decay=group["weight_decay"],
+        decoupled=group["decoupled_weight_decay"],
+        maximize=group["maximize"],
+    )
+    if all(s.device == params[0].device for s in steps):
+        states = max_exp_avg_sqs if group["amsgrad"] else None
+        multi_tensor_adam_(params, grads, exp_avgs, exp_avg_sqs, states, steps=steps, **options)
+        return
+    by_count: dict[float, list[int]] = {}
+    for i, s in enumerate(steps):
+        s += 1
+        by_count.setdefault(s.item(), []).append(i)  # a cpu scalar: no device synchronisation
+    for count, idx in by_count.items():
+        multi_tensor_adam_(
+            [params[i] for i in idx],
+            [grads[i] for i in idx],
+            [exp_avgs[i] for i in idx],
+            [exp_avg_sqs[i] for i in idx],
+            [max_exp_avg_sqs[i] for i in idx] if group["amsgrad"] else None,
+            step=count,
+            **options,
+        )
 
 
 def adam(

@@ -43,6 +43,25 @@ def _to_float(x) -> float:
     return float(x.item()) if isinstance(x, Tensor) else x
 
 
+def _multi_tensor(group: dict[str, Any], tensor_lists: Iterable[list[Tensor]]) -> bool:
+    """Whether a group's step takes the multi-tensor path (one fused launch per dtype on CUDA).
+
+    As torch picks its foreach / fused implementations: asked for with ``foreach=True`` or
+    ``fused=True``, or by default (both None) when every tensor is on a CUDA device. It also needs
+    what the kernels need: one device, floating point, dense contiguous tensors, gradients in their
+    parameter's dtype, and no ``differentiable`` step. Otherwise the per-tensor path runs.
+    """
+    if group.get("differentiable") or group.get("foreach") is False:
+        return False
+    lists = [lst for lst in tensor_lists if lst]
+    if not lists:
+        return False
+    device = lists[0][0].device
+    if not all(t.device == device and t.is_floating_point() and t.is_contiguous() for lst in lists for t in lst):
+        return False
+    return bool(group.get("fused") or group.get("foreach") or device.type == "cuda")
+
+
 def _new_step(param: Tensor, on_device: bool) -> Tensor:
     """The ``step`` counter of a new state: a float32 scalar on the cpu (no device work per step), or on the
     parameter's device when capturable / fused, as torch keeps it."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from genesis_autograd import Tensor
+from genesis_autograd import Tensor, empty_like, multi_tensor_sgd_
 
-from .optimizer import Optimizer, _to_float, _use_grad_for_differentiable
+from .optimizer import Optimizer, _multi_tensor, _to_float, _use_grad_for_differentiable
 
 
 class SGD(Optimizer):
@@ -19,8 +19,8 @@ class SGD(Optimizer):
         dampening: the dampening of the momentum (1 - dampening weighs the new gradient).
         weight_decay: L2 penalty, added to the gradient.
         nesterov: Nesterov momentum (needs momentum > 0 and dampening 0).
-        foreach, fused: accepted for torch's signature: one per-tensor implementation serves every choice
-            (fused also keeps a step counter on the device, as capturable).
+        foreach, fused: the multi-tensor path (one fused launch for the whole group on CUDA), taken when
+            either is True or, by default, when every parameter is on a CUDA device; False: per tensor.
         differentiable: record the step itself in the autograd graph.
         maximize: maximise the objective instead of minimising it.
     """
@@ -74,19 +74,36 @@ class SGD(Optimizer):
             grads = [p.grad for p in params]
             with_momentum = group["momentum"] != 0
             buffers = [self.state[p].get("momentum_buffer") for p in params] if with_momentum else []
-            sgd(
-                params,
-                grads,
-                buffers,
-                weight_decay=group["weight_decay"],
-                momentum=group["momentum"],
-                lr=group["lr"],
-                dampening=group["dampening"],
-                nesterov=group["nesterov"],
-                maximize=group["maximize"],
-                foreach=group["foreach"],
-                fused=group["fused"],
-            )
+            if _multi_tensor(group, [params, grads]) and all(g.dtype == p.dtype for p, g in zip(params, grads)):
+                first = [b is None for b in buffers]
+                if with_momentum:  # a first step's buffer starts as the gradient, written by the kernel
+                    buffers = [empty_like(p) if b is None else b for p, b in zip(params, buffers)]
+                multi_tensor_sgd_(
+                    params,
+                    grads,
+                    buffers if with_momentum else None,
+                    first_step=first if with_momentum else None,
+                    lr=_to_float(group["lr"]),
+                    momentum=group["momentum"],
+                    dampening=group["dampening"],
+                    weight_decay=group["weight_decay"],
+                    nesterov=group["nesterov"],
+                    maximize=group["maximize"],
+                )
+            else:
+                sgd(
+                    params,
+                    grads,
+                    buffers,
+                    weight_decay=group["weight_decay"],
+                    momentum=group["momentum"],
+                    lr=group["lr"],
+                    dampening=group["dampening"],
+                    nesterov=group["nesterov"],
+                    maximize=group["maximize"],
+                    foreach=group["foreach"],
+                    fused=group["fused"],
+                )
             if with_momentum:  # sgd created the buffers of a first step
                 for p, buf in zip(params, buffers):
                     self.state[p]["momentum_buffer"] = buf

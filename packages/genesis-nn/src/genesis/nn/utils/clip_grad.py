@@ -2,7 +2,9 @@
 
 The total norm stays a device Tensor and the scale factor is a device-side clamp, so
 a training step that clips never waits for the GPU; only ``error_if_nonfinite=True``
-reads the norm back (it has to decide whether to raise).
+reads the norm back (it has to decide whether to raise). Gradients on one device take the
+multi-tensor path (unless ``foreach=False``): on CUDA the norm is one launch of per-program
+partial sums plus a tiny finish, and the scaling one more launch per dtype.
 """
 
 from __future__ import annotations
@@ -10,9 +12,26 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 
-from genesis_autograd import Tensor, full_like, no_grad, stack, tensor
+from genesis_autograd import (
+    Tensor,
+    full_like,
+    multi_tensor_clip_,
+    multi_tensor_norm,
+    multi_tensor_norm_supported,
+    no_grad,
+    stack,
+    tensor,
+)
 
 _tensor_or_tensors = Tensor | Iterable[Tensor]
+
+
+def _multi_tensor(tensors: list[Tensor], foreach: bool | None) -> bool:
+    """Whether the fused multi-tensor kernels can take these tensors: one device, floating, contiguous."""
+    if foreach is False or not tensors:
+        return False
+    device = tensors[0].device
+    return all(t.device == device and t.is_floating_point() and t.is_contiguous() for t in tensors)
 
 
 def _grads(parameters: _tensor_or_tensors) -> list[Tensor]:
@@ -30,9 +49,12 @@ def get_total_norm(
     norm_type = float(norm_type)
     if not tensors:
         return tensor(0.0)
-    first_device = tensors[0].device
-    norms = [t.vector_norm(norm_type).to(device=first_device) for t in tensors]
-    total = stack(norms).vector_norm(norm_type)
+    if _multi_tensor(tensors, foreach) and multi_tensor_norm_supported(norm_type):
+        total = multi_tensor_norm(tensors, norm_type)
+    else:
+        first_device = tensors[0].device
+        norms = [t.vector_norm(norm_type).to(device=first_device) for t in tensors]
+        total = stack(norms).vector_norm(norm_type)
     if error_if_nonfinite and not total.isfinite().item():  # the one documented host read
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
@@ -49,6 +71,9 @@ def clip_grads_with_norm_(
     """Scale the gradients by min(1, max_norm / (total_norm + 1e-6)), on the device."""
     grads = _grads(parameters)
     if not grads:
+        return
+    if _multi_tensor(grads, foreach) and grads[0].device == total_norm.device:
+        multi_tensor_clip_(grads, total_norm, float(max_norm))
         return
     # max_norm enters as a tensor of the norm's dtype: a Python float on the left of a Tensor op would be
     # rounded to float32 first

@@ -1,0 +1,136 @@
+"""Multi-tensor optimizer steps on CUDA: one genesis_kernels.optimizer launch per dtype group.
+
+The launchers need their int64 pointer table on the device. ``_upload`` copies it (an async
+host -> device copy on the current stream: no synchronisation) and keeps the last few tables:
+while a training loop's parameters, gradients and states keep their addresses, the same bytes
+come back every step and the copy is skipped.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+import numpy as np
+
+import genesis_kernels as gk
+import genesis_storage as gs
+
+from .common import View, reg, stream_of
+
+_TABLES: OrderedDict[tuple[int, bytes], View] = OrderedDict()
+_KEEP = 16  # tables kept per process (a few optimizers and clip calls, each with its own table)
+
+
+def _upload(device: int) -> Callable[[np.ndarray], int]:
+    def upload(table: np.ndarray) -> int:
+        key = (device, table.tobytes())
+        view = _TABLES.get(key)
+        if view is None:
+            # Dropping an old table is safe: the allocator reuses its block in stream order.
+            view = _TABLES[key] = gs.from_numpy(table, device)
+            while len(_TABLES) > _KEEP:
+                _TABLES.popitem(last=False)
+        else:
+            _TABLES.move_to_end(key)
+        return int(view.ptr)
+
+    return upload
+
+
+def _by_dtype(*lists: list | None) -> list[list[int]]:
+    """Indices grouped so that every list holds one dtype within a group (a launch specialises on it)."""
+    groups: dict[tuple, list[int]] = {}
+    for i in range(len(lists[0] or [])):
+        key = tuple(None if lst is None else lst[i].dtype for lst in lists)
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+def _pick(lst: list | None, idx: list[int]) -> list | None:
+    return None if lst is None else [lst[i] for i in idx]
+
+
+@reg("multi_tensor_adam_")
+def multi_tensor_adam_(
+    params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, step, masters,
+    lr, beta1, beta2, eps, weight_decay, decoupled, maximize, grad_scale, found_inf,
+) -> None:  # fmt: skip
+    if not params:
+        return
+    device, stream = params[0].device, stream_of(params[0])
+    for idx in _by_dtype(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, masters):
+        gk.optimizer.adam(
+            _pick(params, idx),  # type: ignore[arg-type]
+            _pick(grads, idx),  # type: ignore[arg-type]
+            _pick(exp_avgs, idx),  # type: ignore[arg-type]
+            _pick(exp_avg_sqs, idx),  # type: ignore[arg-type]
+            _pick(max_exp_avg_sqs, idx),
+            steps=_pick(steps, idx),
+            step=step,
+            masters=_pick(masters, idx),
+            lr=lr,
+            beta1=beta1,
+            beta2=beta2,
+            eps=eps,
+            weight_decay=weight_decay,
+            decoupled=decoupled,
+            maximize=maximize,
+            grad_scale=grad_scale,
+            found_inf=found_inf,
+            upload=_upload(device),
+            stream=stream,
+        )
+
+
+@reg("multi_tensor_sgd_")
+def multi_tensor_sgd_(
+    params, grads, momentum_buffers, first_step, masters,
+    lr, momentum, dampening, weight_decay, nesterov, maximize, grad_scale, found_inf,
+) -> None:  # fmt: skip
+    if not params:
+        return
+    device, stream = params[0].device, stream_of(params[0])
+    for idx in _by_dtype(params, grads, momentum_buffers, masters):
+        gk.optimizer.sgd(
+            _pick(params, idx),  # type: ignore[arg-type]
+            _pick(grads, idx),  # type: ignore[arg-type]
+            _pick(momentum_buffers, idx),
+            first_step=_pick(first_step, idx),
+            masters=_pick(masters, idx),
+            lr=lr,
+            momentum=momentum,
+            dampening=dampening,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            maximize=maximize,
+            grad_scale=grad_scale,
+            found_inf=found_inf,
+            upload=_upload(device),
+            stream=stream,
+        )
+
+
+@reg("multi_tensor_norm")
+def multi_tensor_norm(tensors: list[View], norm_type: float, dtype: str) -> View:
+    """The norm of all tensors as one vector: a 0-d array of ``dtype`` on their device."""
+    out = gs.empty((), dtype, tensors[0].device)
+    groups = [[tensors[i] for i in idx] for idx in _by_dtype(tensors)]
+    gk.optimizer.total_norm(
+        groups, out, norm_type=norm_type, upload=_upload(tensors[0].device), stream=stream_of(tensors[0])
+    )
+    return out
+
+
+@reg("multi_tensor_clip_")
+def multi_tensor_clip_(tensors: list[View], total_norm: View, max_norm: float) -> None:
+    if not tensors:
+        return
+    for idx in _by_dtype(tensors):
+        gk.optimizer.clip_by_total_norm(
+            [tensors[i] for i in idx],
+            total_norm,
+            max_norm=max_norm,
+            upload=_upload(tensors[0].device),
+            stream=stream_of(tensors[0]),
+        )
