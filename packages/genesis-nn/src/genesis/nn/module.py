@@ -91,6 +91,10 @@ class Module:
         set_(self, "_forward_hooks_always_called", {})
         set_(self, "_backward_hooks", OrderedDict())
         set_(self, "_backward_pre_hooks", OrderedDict())
+        set_(self, "_state_dict_pre_hooks", OrderedDict())
+        set_(self, "_state_dict_hooks", OrderedDict())
+        set_(self, "_load_state_dict_pre_hooks", OrderedDict())
+        set_(self, "_load_state_dict_post_hooks", OrderedDict())
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """The computation of the module: override it in every subclass.
@@ -480,10 +484,15 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            if hook(self, destination, prefix, {"version": 1}) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
 
     def _local_state(self) -> dict[str, Tensor]:
@@ -495,9 +504,21 @@ class Module:
         return state
 
     def _plan_load(
-        self, state_dict: Mapping, prefix: str, plan: list, missing: list, unexpected: list, errors: list
+        self,
+        state_dict: dict,
+        prefix: str,
+        plan: list,
+        missing: list,
+        unexpected: list,
+        errors: list,
+        strict: bool = True,
     ) -> None:
-        """Check this module's part of ``state_dict`` and list the (module, name, target, value) writes."""
+        """Check this module's part of ``state_dict`` and list the (module, name, target, value) writes.
+
+        ``state_dict`` is this call's own dict (a copy): load pre-hooks may rewrite it.
+        """
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(self, state_dict, prefix, {"version": 1}, strict, missing, unexpected, errors)
         local = self._local_state()
         for name, target in local.items():
             key = prefix + name
@@ -535,6 +556,7 @@ class Module:
                     missing,
                     unexpected,
                     errors,
+                    strict,
                 )
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
@@ -550,7 +572,9 @@ class Module:
         Returns:
             The named tuple (missing_keys, unexpected_keys). Raises RuntimeError, with every problem
             listed, on a shape mismatch or (when ``strict``) a missing or unexpected key; then nothing
-            is changed.
+            is changed. Load post-hooks (``register_load_state_dict_post_hook``) run after the copy
+            and may clear keys from the lists before ``strict`` judges them, as in torch; the copy
+            then happens before that judgement.
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
@@ -558,7 +582,22 @@ class Module:
         missing: list[str] = []
         unexpected: list[str] = []
         errors: list[str] = []
-        self._plan_load(state_dict, "", plan, missing, unexpected, errors)
+        self._plan_load(OrderedDict(state_dict), "", plan, missing, unexpected, errors, strict)
+        post_hooks = [(m, h) for m in self.modules() for h in m._load_state_dict_post_hooks.values()]
+        if not post_hooks:
+            self._raise_load_errors(strict, missing, unexpected, errors)
+        elif errors:  # shape or type mismatches: nothing is copied, hooks or not
+            self._raise_load_errors(False, missing, unexpected, errors)
+        self._apply_load_plan(plan, assign)
+        result = _IncompatibleKeys(missing, unexpected)
+        for module, hook in post_hooks:
+            if hook(module, result) is not None:
+                raise RuntimeError("load_state_dict post hook must return None")
+        self._raise_load_errors(strict, missing, unexpected, errors)
+        return result
+
+    def _raise_load_errors(self, strict: bool, missing: list, unexpected: list, errors: list) -> None:
+        errors = list(errors)
         if strict:
             if unexpected:
                 errors.insert(0, f"Unexpected key(s) in state_dict: {', '.join(_quoted(unexpected))}. ")
@@ -566,6 +605,9 @@ class Module:
                 errors.insert(0, f"Missing key(s) in state_dict: {', '.join(_quoted(missing))}. ")
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
+
+    @staticmethod
+    def _apply_load_plan(plan: list, assign: bool) -> None:
         with no_grad():
             for module, name, target, value in plan:
                 if not assign:
@@ -578,9 +620,28 @@ class Module:
                     module._parameters[name].requires_grad = target.requires_grad
                 else:
                     module.__setattr__(name, value)
-        return _IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------ hooks
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` runs before this module's ``state_dict`` collects anything."""
+        return add_hook(self._state_dict_pre_hooks, hook, False)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata) -> None`` runs after this module (and its
+        children) wrote into ``state_dict``; it may edit ``state_dict`` in place."""
+        return add_hook(self._state_dict_hooks, hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` runs before this module reads its part of ``state_dict`` (which it may rewrite,
+        e.g. to rename old keys)."""
+        return add_hook(self._load_state_dict_pre_hooks, hook, False)
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, incompatible_keys) -> None`` runs after ``load_state_dict`` copied the values;
+        it may remove entries from ``incompatible_keys.missing_keys`` / ``unexpected_keys`` in place."""
+        return add_hook(self._load_state_dict_post_hooks, hook, False)
+
     def register_forward_pre_hook(
         self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
     ) -> RemovableHandle:
