@@ -16,25 +16,26 @@ def _pair():
     return t, g
 
 
-def test_state_dict_pre_and_post_hooks_match_torch():
-    for lib_model in _pair():
-        calls = []
-        layer = lib_model[0]
-        pre = layer.register_state_dict_pre_hook(lambda m, prefix, keep_vars: calls.append(("pre", prefix, keep_vars)))
+@pytest.mark.parametrize("lib", ["torch", "genesis"])
+def test_state_dict_pre_and_post_hooks_match_torch(lib):
+    lib_model = _pair()[lib == "genesis"]
+    calls = []
+    layer = lib_model[0]
+    pre = layer.register_state_dict_pre_hook(lambda m, prefix, keep_vars: calls.append(("pre", prefix, keep_vars)))
 
-        def post(module, state, prefix, local_metadata):
-            calls.append(("post", prefix, sorted(k for k in state if k.startswith(prefix))))
-            state[prefix + "extra"] = state[prefix + "weight"] * 0 + 7
-            del state[prefix + "bias"]
+    def post(module, state, prefix, local_metadata):
+        calls.append(("post", prefix, sorted(k for k in state if k.startswith(prefix))))
+        state[prefix + "extra"] = state[prefix + "weight"] * 0 + 7
+        del state[prefix + "bias"]
 
-        post_handle = layer.register_state_dict_post_hook(post)
-        sd = lib_model.state_dict(keep_vars=True)
-        assert calls == [("pre", "0.", True), ("post", "0.", ["0.bias", "0.weight"])]
-        assert list(sd) == ["0.weight", "0.extra", "1.weight", "1.bias"]
-        assert float(sd["0.extra"].sum().item()) == 7 * 6
-        pre.remove()
-        post_handle.remove()
-        assert list(lib_model.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    post_handle = layer.register_state_dict_post_hook(post)
+    sd = lib_model.state_dict(keep_vars=True)
+    assert calls == [("pre", "0.", True), ("post", "0.", ["0.bias", "0.weight"])]
+    assert list(sd) == ["0.weight", "0.extra", "1.weight", "1.bias"]
+    assert float(sd["0.extra"].sum().item()) == 7 * 6
+    pre.remove()
+    post_handle.remove()
+    assert list(lib_model.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias"]
 
 
 @pytest.mark.parametrize("lib", ["torch", "genesis"])
