@@ -357,8 +357,8 @@ def cross_entropy(
     )
     wdt = weight.dtype if weight is not None else "float32"
     sdt = weight_sum.dtype if weight_sum is not None else "float32"
-    key = (x.dtype, target.dtype, wdt, sdt, loss.dtype, lse.dtype, row_weight.dtype, has_weight, smooth)
-    key += (len(rshape), xc == 1, big, block_r, block_c, aligned)
+    key: tuple[object, ...] = (x.dtype, target.dtype, wdt, sdt, loss.dtype, lse.dtype, row_weight.dtype)
+    key += (has_weight, smooth, len(rshape), xc == 1, big, block_r, block_c, aligned)
     fn = _FWD.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
@@ -492,8 +492,8 @@ def cross_entropy_backward(
     wdt = weight.dtype if weight is not None else "float32"
     sdt = weight_sum.dtype if weight_sum is not None else "float32"
     tdt = total.dtype if total is not None else "float32"
-    key = (x.dtype, target.dtype, wdt, sdt, lse.dtype, grad.dtype, tdt, dx.dtype, has_weight, smooth, mean)
-    key += (len(rshape), xc == 1 and dc == 1, big, block_r, block_c, aligned)
+    key: tuple[object, ...] = (x.dtype, target.dtype, wdt, sdt, lse.dtype, grad.dtype, tdt, dx.dtype)
+    key += (has_weight, smooth, mean, len(rshape), xc == 1 and dc == 1, big, block_r, block_c, aligned)
     fn = _BWD.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"

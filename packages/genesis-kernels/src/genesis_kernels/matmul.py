@@ -342,7 +342,8 @@ def _matmul_tma(
     bm, bn, bk, warps, stages = _tma_config(item, M, N)
     has_bias = bias is not None
     precision = "tf32" if tf32 else "ieee"
-    key = (a.dtype, precision, la[0], lb[0], batched, has_bias, bias.dtype if has_bias else None, act, bm, bn)
+    bias_dtype = bias.dtype if bias is not None else None
+    key = (a.dtype, precision, la[0], lb[0], batched, has_bias, bias_dtype, act, bm, bn)
     fn = _MATMUL_TMA.cache.get(key)
     if fn is None:
         types = {
@@ -421,8 +422,8 @@ def _matmul_pointers(
         [n for n, t in (("a", a), ("b", b), ("out", out)) if t.ptr % 16 == 0]
         + [n for n in ("sab", "sam", "sbb", "sbk", "sob", "som") if strides[n] % 16 == 0]
     )
-    key = (a.dtype, out.dtype, precision, big, a_k, b_n, o_n, bm, bn, bk, aligned, has_bias, act)
-    key += (bias.dtype if has_bias else None,)
+    bias_dtype = bias.dtype if bias is not None else None
+    key = (a.dtype, out.dtype, precision, big, a_k, b_n, o_n, bm, bn, bk, aligned, has_bias, act, bias_dtype)
     fn = _MATMUL.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"

@@ -405,8 +405,8 @@ def norm_forward(
     aligned = _aligned({"x": x.ptr, "y": out.ptr, "w": w_ptr, "b": b_ptr}, {"N": n, "xr": xr, "yr": yr})
     wdt = weight.dtype if weight is not None else acc
     bdt = bias.dtype if bias is not None else acc
-    key = (x.dtype, out.dtype, wdt, bdt, rms, weight is None, bias is None, contig, one_pass, big, block_r, block_n)
-    key = key + (aligned,)
+    key: tuple[object, ...] = (x.dtype, out.dtype, wdt, bdt, rms, weight is None, bias is None, contig, one_pass)
+    key += (big, block_r, block_n, aligned)
     fn = _FWD.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"

@@ -423,7 +423,7 @@ def adam(
     _check("grads", grads, params, pdt)
     _check("exp_avgs", exp_avgs, params, sdt)
     _check("exp_avg_sqs", exp_avg_sqs, params, sdt)
-    if amsgrad:
+    if max_exp_avg_sqs is not None:
         _check("max_exp_avg_sqs", max_exp_avg_sqs, params, sdt)
     if masters is not None:
         _check("masters", masters, params, "float32")
@@ -447,7 +447,7 @@ def adam(
     table, base, programs = pack(rows)
     addr = upload(table)
     if steps is not None:
-        key = (found_inf is not None,)
+        key: tuple[object, ...] = (found_inf is not None,)
         fn = _BUMP.cache.get(key)
         if fn is None:
             fn = _BUMP.build(
@@ -634,7 +634,7 @@ def total_norm(
         if programs == 0:
             continue
         acc = _acc(xdt)
-        key = (xdt, code, _aligned(rows, (1,)))
+        key: tuple[object, ...] = (xdt, code, _aligned(rows, (1,)))
         fn = _NORM_PARTIAL.cache.get(key)
         if fn is None:
             types = {"table": "*i64", "chunk_base": "i64", "partials": "*fp64", "p": _scalar(acc)}
@@ -642,7 +642,7 @@ def total_norm(
             fn = _NORM_PARTIAL.build(key, types, consts, num_warps=8)
             fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
         fn(_grid(programs), stream, (upload(table), base, partials + 8 * first, p, *fn._consts))  # type: ignore[attr-defined]
-    key = (out.dtype, code)
+    key = (out.dtype, code, False)
     fn = _NORM_FINISH.cache.get(key)
     if fn is None:
         types = {"partials": "*fp64", "count": "i32", "out": ptr_type(out.dtype), "p": "fp64"}

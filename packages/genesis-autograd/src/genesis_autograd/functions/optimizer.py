@@ -59,10 +59,10 @@ def multi_tensor_adam_(
     """
     with no_grad():
         nd_optimizer.multi_tensor_adam_(
-            _arrays(params),  # type: ignore[arg-type]
-            _arrays(grads),  # type: ignore[arg-type]
-            _arrays(exp_avgs),  # type: ignore[arg-type]
-            _arrays(exp_avg_sqs),  # type: ignore[arg-type]
+            _arrays(params),
+            _arrays(grads),
+            _arrays(exp_avgs),
+            _arrays(exp_avg_sqs),
             _arrays(max_exp_avg_sqs),
             steps=_arrays(steps),
             step=step,
@@ -100,8 +100,8 @@ def multi_tensor_sgd_(
     parameters whose ``first_step`` is True are set to their gradient (torch's clone)."""
     with no_grad():
         nd_optimizer.multi_tensor_sgd_(
-            _arrays(params),  # type: ignore[arg-type]
-            _arrays(grads),  # type: ignore[arg-type]
+            _arrays(params),
+            _arrays(grads),
             _arrays(momentum_buffers),
             first_step=first_step,
             masters=_arrays(masters),
@@ -121,13 +121,13 @@ def multi_tensor_norm(tensors: Sequence[Tensor], norm_type: float = 2.0) -> Tens
     """The ``norm_type`` norm of all ``tensors`` taken as one vector: a 0-d Tensor on their device (not
     recorded in the graph), in their promoted dtype."""
     with no_grad():
-        return wrap(tensors[0], nd_optimizer.multi_tensor_norm(_arrays(tensors), norm_type))  # type: ignore[arg-type]
+        return wrap(tensors[0], nd_optimizer.multi_tensor_norm(_arrays(tensors), norm_type))
 
 
 def multi_tensor_clip_(tensors: Sequence[Tensor], total_norm: Tensor, max_norm: float) -> None:
     """Scale every tensor in place by min(1, max_norm / (total_norm + 1e-6)), computed on the device."""
     with no_grad():
-        nd_optimizer.multi_tensor_clip_(_arrays(tensors), total_norm.data, max_norm)  # type: ignore[arg-type]
+        nd_optimizer.multi_tensor_clip_(_arrays(tensors), total_norm.data, max_norm)
     _bump(tensors)
 
 
