@@ -18,7 +18,20 @@ HERE = Path(__file__).parent
 
 
 @pytest.mark.parametrize(
-    "group", ["elementwise", "reduce", "softmax", "matmul", "random", "creation", "index", "getitem", "sort", "scan"]
+    "group",
+    [
+        "elementwise",
+        "reduce",
+        "softmax",
+        "attention",
+        "matmul",
+        "random",
+        "creation",
+        "index",
+        "getitem",
+        "sort",
+        "scan",
+    ],
 )
 def test_compiles_for_sm90(group: str) -> None:
     # The child sees this process's import path (PYTHONPATH entries may be relative).

@@ -7,6 +7,7 @@ writes into a caller-allocated ``out`` and launches on the raw CUDA stream ``str
 from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
+from .attention import attention_backward, attention_forward
 from .buffer import DTYPES, Buffer, BufferLike
 from .creation import arange, eye, linspace, tril, triu
 from .elementwise import addcdiv, addcmul, binary, clamp, copy, fill, lerp, unary, where
@@ -55,6 +56,8 @@ __all__ = [
     "arange",
     "arg_reduce",
     "argsort",
+    "attention_backward",
+    "attention_forward",
     "bernoulli",
     "binary",
     "clamp",
