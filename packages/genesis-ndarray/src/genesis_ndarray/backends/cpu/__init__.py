@@ -5,9 +5,24 @@ importing this package registers every op under the device type "cpu". Each fami
 module registers its own functions through ``common.reg`` and imports no other family.
 """
 
-from . import creation, elementwise, getitem, index, matmul, memory, random, reduce, scan, softmax, sort, views
+from . import (
+    attention,
+    creation,
+    elementwise,
+    getitem,
+    index,
+    matmul,
+    memory,
+    random,
+    reduce,
+    scan,
+    softmax,
+    sort,
+    views,
+)
 
 __all__ = [
+    "attention",
     "creation",
     "elementwise",
     "getitem",

@@ -5,9 +5,24 @@ One module per op family (the same names as ``backends/cpu`` and ``genesis_kerne
 op under the device type "cuda".
 """
 
-from . import creation, elementwise, getitem, index, matmul, memory, random, reduce, scan, softmax, sort, views
+from . import (
+    attention,
+    creation,
+    elementwise,
+    getitem,
+    index,
+    matmul,
+    memory,
+    random,
+    reduce,
+    scan,
+    softmax,
+    sort,
+    views,
+)
 
 __all__ = [
+    "attention",
     "creation",
     "elementwise",
     "getitem",
