@@ -66,6 +66,7 @@ from .factories import (
     zeros_like,
 )
 from .function import Function, Node
+from .functions.attention import scaled_dot_product_attention
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -150,6 +151,7 @@ __all__ = [
     "randint",
     "randn",
     "randn_like",
+    "scaled_dot_product_attention",
     "set_default_dtype",
     "set_grad_enabled",
     "stack",

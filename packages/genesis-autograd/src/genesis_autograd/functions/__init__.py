@@ -6,6 +6,7 @@ of the family (its Tensor methods); tensor.py puts the mixins together.
 elementwise.py  unary math (one table of derivative rules), arithmetic, comparisons, ternary ops, clamp
 reduce.py       sum, mean, prod, amax/amin, max/min, var/std, logsumexp, vector norms, any/all
 softmax.py      softmax, log_softmax
+attention.py    scaled_dot_product_attention (fused: flash attention on cuda)
 matmul.py       matmul / @
 index.py        gather, scatter(_add), index_select, index_add, masked_fill, masked_select, take_along_dim
 getitem.py      x[index] and x[index] = value
@@ -17,6 +18,7 @@ views.py        reshape/view/permute/..., diagonal, unfold, as_strided, cat, in-
 memory.py       dtype casts, device moves, clone, contiguous, fill_, copy_, item/tolist/numpy/DLPack
 """
 
+from .attention import ScaledDotProductAttention
 from .creation import Tril, Triu
 from .elementwise import (
     Abs,
@@ -156,6 +158,7 @@ __all__ = [
     "LogSoftmax",
     "Softmax",
     "MatMul",
+    "ScaledDotProductAttention",
     # index.py, getitem.py, sort.py, scan.py, creation.py
     "Gather",
     "IndexAdd",
