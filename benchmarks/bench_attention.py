@@ -90,9 +90,18 @@ def main() -> None:
     reps = 5 if args.quick else 15
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     rows: list[tuple[str, float, float, str]] = []
-    dt = torch.bfloat16
+    training(rows, reps, args.check)
+    torch.cuda.empty_cache()
+    decode(rows, reps, args.check)
+    print(f"\n{'case':<52} {'genesis_us':>10} {'torch_us':>10} {'ratio':>7}  note")
+    for name, g_ms, t_ms, note in rows:
+        print(f"{name:<52} {g_ms * 1e3:10.1f} {t_ms * 1e3:10.1f} {t_ms / g_ms:6.2f}x  {note}")
+    print(f"peak memory (torch allocator, both sides): {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
 
-    # ---- causal training shape: forward + backward, and forward only
+
+def training(rows: list, reps: int, check: bool) -> None:
+    """Causal forward + backward and forward only at the training shape."""
+    dt = torch.bfloat16
     B, H, L, D = 4, 16, 4096, 128
     qs = [torch.randn(B, H, L, D, device="cuda", dtype=dt, requires_grad=True) for _ in range(SETS)]
     ks = [torch.randn(B, H, L, D, device="cuda", dtype=dt, requires_grad=True) for _ in range(SETS)]
@@ -140,7 +149,7 @@ def main() -> None:
         tf = f"{flops / t['genesis'] / 1e9:.0f} vs {flops / t[other] / 1e9:.0f} TFLOP/s"
         rows.append((f"causal fwd bf16 {B}x{H}x{L}x{D} vs {other}", t["genesis"], t[other], tf))
 
-    if args.check:
+    if check:
         i = 0
         for q in (qs[i], ks[i], vs[i]):
             q.grad = None
@@ -151,10 +160,11 @@ def main() -> None:
         torch.cuda.synchronize()
         errs = [rel(gen.out, ref), rel(gen.dq, qs[i].grad), rel(gen.dk, ks[i].grad), rel(gen.dv, vs[i].grad)]
         print("check causal bf16: rel err out / dq / dk / dv = " + " / ".join(f"{e:.2e}" for e in errs))
-    del qs, ks, vs, gs, gen
-    torch.cuda.empty_cache()
 
-    # ---- decode: 1 query against an 8192-key cache
+
+def decode(rows: list, reps: int, check: bool) -> None:
+    """One query against an 8192-key cache (the split-KV path)."""
+    dt = torch.bfloat16
     B, H, Lk, D = 8, 32, 8192, 128
     qs = [torch.randn(B, H, 1, D, device="cuda", dtype=dt) for _ in range(SETS)]
     ks = [torch.randn(B, H, Lk, D, device="cuda", dtype=dt) for _ in range(SETS)]
@@ -167,16 +177,11 @@ def main() -> None:
     t = interleaved({"genesis": lambda i: gen.forward(qs[i], ks[i], vs[i]), "default": t_dec}, reps * 2)
     gbs = 2 * B * H * Lk * D * 2 / (t["genesis"] * 1e-3) / 1e9
     rows.append((f"decode fwd bf16 B{B} H{H} Lq1 Lk{Lk} D{D}", t["genesis"], t["default"], f"{gbs:.0f} GB/s"))
-    if args.check:
+    if check:
         ref = torch.nn.functional.scaled_dot_product_attention(qs[0], ks[0], vs[0])
         gen.forward(qs[0], ks[0], vs[0])
         torch.cuda.synchronize()
         print(f"check decode bf16: rel err out = {rel(gen.out, ref):.2e}")
-
-    print(f"\n{'case':<52} {'genesis_us':>10} {'torch_us':>10} {'ratio':>7}  note")
-    for name, g_ms, t_ms, note in rows:
-        print(f"{name:<52} {g_ms * 1e3:10.1f} {t_ms * 1e3:10.1f} {t_ms / g_ms:6.2f}x  {note}")
-    print(f"peak memory (torch allocator, both sides): {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":
