@@ -78,6 +78,29 @@ def normalization(b) -> None:  # type: ignore[no-untyped-def]
     gk.norm_forward(b((64, 100), "float32", (1, 64)), None, None, b((64, 100)), None, b((64,)), eps=1e-5, rms=True)
 
 
+def attention(b) -> None:  # type: ignore[no-untyped-def]
+    for dt, d in (("bfloat16", 128), ("float16", 64), ("float32", 128)):
+        for _ in (0,):
+            q, o = b((4, 16, 4096, d), dt), b((4, 16, 4096, d), dt)
+            kv = [b((4, 16, 4096, d), dt) for _ in range(2)]
+            grads = [b((4, 16, 4096, d), dt) for _ in range(4)]
+            lse = b((4, 16, 4096), "float32")
+            gk.attention_forward(q, *kv, o, lse, causal=True, scale=0.1)
+            gk.attention_backward(q, *kv, o, grads[0], lse, *grads[1:], causal=True, scale=0.1)
+    # head dim 96 (padded), GQA, a broadcast bool mask, dropout, a transposed (B, L, H, D) layout
+    q = b((2, 8, 300, 96), "bfloat16", (300 * 8 * 96, 96, 8 * 96, 1))
+    kv = [b((2, 2, 300, 96), "bfloat16") for _ in range(2)]
+    grads = [b((2, 8, 300, 96), "bfloat16"), b((2, 8, 300, 96), "bfloat16"), b((2, 8, 300, 96), "bfloat16")]
+    dkv = [b((2, 2, 300, 96), "bfloat16") for _ in range(2)]
+    lse = b((2, 8, 300), "float32")
+    for mask, p in ((b((2, 8, 300, 300), "bool", (0, 0, 300, 1)), 0.1), (b((2, 8, 300, 300), "float32"), 0.0)):
+        gk.attention_forward(q, *kv, grads[0], lse, mask=mask, scale=0.1, dropout_p=p, seed=1)
+        gk.attention_backward(q, *kv, grads[0], grads[1], lse, grads[2], *dkv, mask=mask, scale=0.1, dropout_p=p)
+    # decode: 1 query against 8192 keys (split KV + combine)
+    q, o, lse = b((8, 32, 1, 128), "bfloat16"), b((8, 32, 1, 128), "bfloat16"), b((8, 32, 1), "float32")
+    gk.attention_forward(q, b((8, 32, 8192, 128), "bfloat16"), b((8, 32, 8192, 128), "bfloat16"), o, lse, scale=0.1)
+
+
 def matmul(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "bfloat16", "float16", "float64"):
         gk.matmul(b((2, 512, 512), dt), b((2, 512, 512), dt), b((2, 512, 512), dt))

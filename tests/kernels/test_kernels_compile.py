@@ -25,6 +25,7 @@ HERE = Path(__file__).parent
         "softmax",
         "cross_entropy",
         "normalization",
+        "attention",
         "matmul",
         "random",
         "creation",

@@ -8,6 +8,7 @@ from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
 from . import optimizer  # multi-tensor optimizer steps: optimizer.adam / sgd / total_norm / clip_by_total_norm
+from .attention import attention_backward, attention_forward
 from .buffer import DTYPES, Buffer, BufferLike
 from .creation import arange, eye, linspace, tril, triu
 from .cross_entropy import cross_entropy, cross_entropy_backward
@@ -58,6 +59,8 @@ __all__ = [
     "arange",
     "arg_reduce",
     "argsort",
+    "attention_backward",
+    "attention_forward",
     "bernoulli",
     "binary",
     "clamp",

@@ -511,6 +511,28 @@ class NDArray:
         dx, dw = self._ops["rms_norm_backward"](*self._natives(grad_output, self, weight, rstd), bool(grad_weight))
         return self._wrap(dx), None if dw is None else self._wrap(dw)
 
+    def attention(
+        self, key: NDArray, value: NDArray, mask: NDArray | None, dropout_p: float, is_causal: bool, scale: float
+    ) -> tuple[NDArray, NDArray | None, object]:
+        """Fused scaled dot-product attention with this array as the (B, Hq, Lq, D) query; key / value
+        (B, Hkv, Lk, D) with Hkv dividing Hq; ``mask`` bool (True = may attend) or additive, broadcastable
+        to (B, Hq, Lq, Lk). Returns (output, the per-row logsumexp (cuda; None on cpu), the dropout
+        stream's state for :meth:`attention_backward`)."""
+        q, k, v, m = self._natives(self, key, value, mask)
+        out, lse, rng = self._ops["attention"](q, k, v, m, float(dropout_p), bool(is_causal), float(scale))
+        return self._wrap(out), None if lse is None else self._wrap(lse), rng
+
+    def attention_backward(
+        self, query, key, value, output, lse, mask, dropout_p: float, is_causal: bool, scale: float, rng
+    ) -> tuple[NDArray, NDArray, NDArray]:
+        """(dq, dk, dv) of :meth:`attention`, given this array as the gradient of its output."""
+        g, q, k, v, o, lse_, m = self._natives(self, query, key, value, output, lse, mask)
+        grads = self._ops["attention_backward"](
+            g, q, k, v, o, lse_, m, float(dropout_p), bool(is_causal), float(scale), rng
+        )
+        dq, dk, dv = (self._wrap(x) for x in grads)
+        return dq, dk, dv
+
     # ------------------------------------------------------------------ math
     # More elementwise math and the ternary ops (backends/*/elementwise.py: unary and binary
     # names go through the backends' "unary" / "binary"), scans (scan.py), triangles (creation.py).

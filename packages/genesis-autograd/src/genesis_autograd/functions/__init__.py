@@ -8,6 +8,7 @@ reduce.py       sum, mean, prod, amax/amin, max/min, var/std, logsumexp, vector 
 softmax.py      softmax, log_softmax
 cross_entropy.py  fused cross-entropy over logits with class-index targets
 normalization.py  layer_norm, rms_norm (fused forward and backward)
+attention.py    scaled_dot_product_attention (fused: flash attention on cuda)
 matmul.py       matmul / @
 index.py        gather, scatter(_add), index_select, index_add, masked_fill, masked_select, take_along_dim
 getitem.py      x[index] and x[index] = value
@@ -20,6 +21,7 @@ optimizer.py    multi-tensor optimizer steps, total norm and clip (in place, out
 memory.py       dtype casts, device moves, clone, contiguous, fill_, copy_, item/tolist/numpy/DLPack
 """
 
+from .attention import ScaledDotProductAttention
 from .creation import Tril, Triu
 from .cross_entropy import CrossEntropy
 from .elementwise import (
@@ -165,6 +167,7 @@ __all__ = [
     "LayerNorm",
     "RMSNorm",
     "MatMul",
+    "ScaledDotProductAttention",
     # index.py, getitem.py, sort.py, scan.py, creation.py
     "Gather",
     "IndexAdd",

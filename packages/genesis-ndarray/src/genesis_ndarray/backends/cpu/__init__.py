@@ -6,6 +6,7 @@ module registers its own functions through ``common.reg`` and imports no other f
 """
 
 from . import (
+    attention,
     creation,
     cross_entropy,
     elementwise,
@@ -24,6 +25,7 @@ from . import (
 )
 
 __all__ = [
+    "attention",
     "creation",
     "cross_entropy",
     "elementwise",

@@ -6,6 +6,7 @@ op under the device type "cuda".
 """
 
 from . import (
+    attention,
     creation,
     cross_entropy,
     elementwise,
@@ -24,6 +25,7 @@ from . import (
 )
 
 __all__ = [
+    "attention",
     "creation",
     "cross_entropy",
     "elementwise",

@@ -1,5 +1,13 @@
 """Attention: scaled_dot_product_attention, and multi_head_attention_forward (what nn.MultiheadAttention
-computes), both composed from matmul and softmax.
+computes).
+
+scaled_dot_product_attention runs the fused op (genesis_autograd.scaled_dot_product_attention: flash
+attention on cuda, torch's sdpa on cpu) whenever its inputs fit it: 3-D or 4-D query / key / value of one
+dtype and device, equal batch sizes, key and value of one shape, a mask that needs no gradient; on cuda
+float16 / bfloat16 / float32 (IEEE fp32 dots, no tf32) and head dims up to 256. Anything else (float64 on
+cuda, a value head dim unlike the query's, broadcast batches, a mask that requires grad) takes the path
+composed from matmul and softmax, with the same results. multi_head_attention_forward goes through
+scaled_dot_product_attention when no weights are asked for (need_weights=False), as torch's does.
 
 Mask conventions differ, as in torch: for scaled_dot_product_attention a boolean mask is True where
 attention is ALLOWED; for multi-head attention (attn_mask, key_padding_mask) True marks what is
@@ -12,6 +20,7 @@ import math
 import warnings
 
 from genesis_autograd import Tensor, autocast_policy, cat, ones, zeros
+from genesis_autograd import scaled_dot_product_attention as fused_attention
 
 from .dropout import dropout
 from .linear import linear
@@ -58,6 +67,11 @@ def scaled_dot_product_attention(
                 f"number of heads in key/value must divide the number of heads in query: query heads "
                 f"{hq}, key heads {hk}, value heads {value.shape[-3]}"
             )
+    fused = _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if fused is not None:
+        return fused
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        hq, hk = query.shape[-3], key.shape[-3]
         key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hk)
     length, source = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -76,6 +90,38 @@ def scaled_dot_product_attention(
     if dropout_p > 0.0:
         probs = dropout(probs, dropout_p)
     return probs.matmul(value.to(dtype=probs.dtype))
+
+
+_FUSED_CUDA_DTYPES = ("float16", "bfloat16", "float32")
+
+
+def _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa) -> Tensor | None:
+    """The fused op's result when the inputs fit it (see the module's docstring), else None."""
+    nd = query.ndim
+    if nd not in (3, 4) or key.ndim != nd or value.ndim != nd or tuple(key.shape) != tuple(value.shape):
+        return None
+    if not (query.dtype == key.dtype == value.dtype) or not query.dtype.is_floating_point:
+        return None
+    if not (query.device == key.device == value.device) or query.shape[-1] != key.shape[-1]:
+        return None
+    if query.device.type == "cuda" and (query.dtype.name not in _FUSED_CUDA_DTYPES or query.shape[-1] > 256):
+        return None
+    hq, hk = query.shape[-3], key.shape[-3]
+    if query.shape[:-3] != key.shape[:-3] or (hq != hk and not (enable_gqa and hq % hk == 0)):
+        return None
+    mask = None
+    if attn_mask is not None:
+        if attn_mask.requires_grad or attn_mask.ndim > 4 or attn_mask.device != query.device:
+            return None
+        if attn_mask.dtype.name != "bool":
+            attn_mask = attn_mask.to(dtype=query.dtype)
+        # broadcast to (B, Hq, Lq, Lk) as a view: a mask that does not broadcast raises here, as torch's
+        mask = attn_mask.reshape(*(1,) * (4 - attn_mask.ndim), *attn_mask.shape)
+        mask = mask.expand(query.shape[0] if nd == 4 else 1, hq, query.shape[-2], key.shape[-2])
+    if nd == 3:  # (H, L, E): one batch
+        query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+    out = fused_attention(query, key, value, mask, dropout_p, is_causal, scale)
+    return out.squeeze(0) if nd == 3 else out
 
 
 def float_mask(mask: Tensor | None, name: str, dtype) -> Tensor | None:
@@ -228,6 +274,22 @@ def multi_head_attention_forward(
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
     if not training:
         dropout_p = 0.0
+    if not need_weights:  # as torch: the attention itself through scaled_dot_product_attention
+        # the float mask is (1 or N * H, 1 or L, S): split batch and heads back apart
+        if attn_mask is None or attn_mask.shape[0] == 1:
+            mask4 = None if attn_mask is None else attn_mask.unsqueeze(0)
+        else:
+            mask4 = attn_mask.reshape(bsz, num_heads, *attn_mask.shape[1:])
+        out = scaled_dot_product_attention(
+            q.reshape(bsz, num_heads, tgt_len, head_dim),
+            k.reshape(bsz, num_heads, src_len, head_dim),
+            v.reshape(bsz, num_heads, src_len, head_dim),
+            attn_mask=mask4,
+            dropout_p=dropout_p,
+        )
+        out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+        return (out if batched else out.squeeze(1)), None
     scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))
     if attn_mask is not None:
         scores = scores + attn_mask.to(dtype=scores.dtype)

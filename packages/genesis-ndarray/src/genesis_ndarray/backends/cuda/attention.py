@@ -1,0 +1,65 @@
+"""Scaled dot-product attention on CUDA: the flash-attention kernels of genesis_kernels.attention.
+
+Inputs are (B, H, L, D) views with any strides (key / value heads may divide the query heads: GQA);
+the mask is broadcast to (B, Hq, Lq, Lk) as a 0-stride view, never copied. The forward also returns
+the per-row logsumexp (fp32) and the dropout stream's (seed, offset), which the backward reuses to
+regenerate the same dropout mask.
+"""
+
+from __future__ import annotations
+
+import math
+
+import genesis_kernels as gk
+import genesis_storage as gs
+
+from ...device import Device
+from .common import View, expand_to, reg, stream_of
+from .random import _take
+
+
+def _check(q: View, k: View, v: View) -> None:
+    if q.dtype not in ("float32", "float16", "bfloat16"):
+        raise RuntimeError(f"scaled_dot_product_attention (cuda kernel): unsupported dtype {q.dtype}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise RuntimeError(
+            f"Expected query, key, and value to have the same dtype, but got query.dtype: {q.dtype}, "
+            f"key.dtype: {k.dtype} and value.dtype: {v.dtype} instead."
+        )
+
+
+def _mask(mask: View | None, q: View, k: View) -> View | None:
+    return None if mask is None else expand_to(mask, (*q.shape[:3], k.shape[2]))
+
+
+@reg("attention")
+def attention(q: View, k: View, v: View, mask: View | None, dropout_p: float, is_causal: bool, scale: float):
+    _check(q, k, v)
+    out = gs.empty(tuple(q.shape), q.dtype, q.device)
+    lse = gs.empty(tuple(q.shape[:3]), "float32", q.device)
+    seed = offset = 0
+    if dropout_p > 0.0:
+        seed, offset = _take(Device("cuda", q.device), math.prod(q.shape[:3]) * k.shape[2])
+    gk.attention_forward(
+        q, k, v, out, lse, mask=_mask(mask, q, k), causal=is_causal, scale=scale,
+        dropout_p=dropout_p, seed=seed, offset=offset, stream=stream_of(q),
+    )  # fmt: skip
+    return out, lse, (seed, offset)
+
+
+@reg("attention_backward")
+def attention_backward(
+    grad: View, q: View, k: View, v: View, out: View, lse: View, mask: View | None,
+    dropout_p: float, is_causal: bool, scale: float, rng: tuple[int, int],
+):  # fmt: skip
+    _check(q, k, v)
+    dq = gs.empty(tuple(q.shape), q.dtype, q.device)
+    dk = gs.empty(tuple(k.shape), k.dtype, k.device)
+    dv = gs.empty(tuple(v.shape), v.dtype, v.device)
+    if grad.dtype != q.dtype:
+        raise RuntimeError(f"attention_backward: gradient of dtype {grad.dtype} for a {q.dtype} output")
+    gk.attention_backward(
+        q, k, v, out, grad, lse, dq, dk, dv, mask=_mask(mask, q, k), causal=is_causal, scale=scale,
+        dropout_p=dropout_p, seed=rng[0], offset=rng[1], stream=stream_of(q),
+    )  # fmt: skip
+    return dq, dk, dv

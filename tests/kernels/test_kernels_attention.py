@@ -1,0 +1,157 @@
+"""Flash attention forward / backward (and the split-KV decode path) against a float64 torch reference."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from kernels_helpers import buf, make, sync
+
+import genesis_kernels as gk
+
+TD = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+TOL = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 1e-2}
+
+
+def _reference(q, k, v, mask, causal, scale, keep, p):
+    """softmax(q k^T scale + mask) (dropped by ``keep``) v in float64; fully masked rows give zeros."""
+    group = q.shape[1] // k.shape[1]
+    kk, vv = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    s = q @ kk.transpose(-2, -1) * scale
+    if causal:
+        lq, lk = s.shape[-2:]
+        s = s.masked_fill(~torch.ones(lq, lk, dtype=torch.bool, device=s.device).tril(), float("-inf"))
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.double()
+    dead = (s == float("-inf")).all(-1, keepdim=True)
+    w = torch.softmax(s.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
+    if keep is not None:
+        w = w * keep / (1 - p)
+    return w @ vv
+
+
+def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
+    a, ref = a.double().cpu(), ref.double().cpu()
+    assert not a.isnan().any(), "NaN in the result (an element left unwritten?)"
+    return ((a - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def _check(device, b, hq, hkv, lq, lk, d, dtype="float32", *, causal=False, mask=None, p=0.0, layout="bhld"):
+    dt = TD[dtype]
+
+    def t(h, length):
+        if layout == "blhd":  # (B, L, H, D) memory seen as (B, H, L, D), as torch's sdpa accepts it
+            return make((b, length, h, d), dtype, device, low=-2, high=2).transpose(1, 2)
+        return make((b, h, length, d), dtype, device, low=-2, high=2)
+
+    q, k, v = t(hq, lq), t(hkv, lk), t(hkv, lk)
+    scale = 1 / math.sqrt(d)
+    full_mask = None if mask is None else mask.to(device).expand(b, hq, lq, lk)
+    mbuf = None if full_mask is None else buf(full_mask)
+    out = torch.full((b, hq, lq, d), float("nan"), dtype=dt, device=device)
+    lse = torch.full((b, hq, lq), float("nan"), device=device)
+    gk.attention_forward(buf(q), buf(k), buf(v), buf(out), buf(lse), mask=mbuf, causal=causal, scale=scale,
+                         dropout_p=p, seed=7, offset=12)  # fmt: skip
+    keep = None
+    if p > 0:  # the keep mask from the random family's stream: counter offset + flat (b, h, i, j) index
+        u = torch.empty((b, hq, lq, lk), device=device)
+        gk.rand(buf(u), 7, 12)
+        keep = (u >= p).double()
+    dout = make((b, hq, lq, d), dtype, device, low=-1, high=1)
+    grads = [torch.full(x.shape, float("nan"), dtype=dt, device=device) for x in (q, k, v)]
+    gk.attention_backward(buf(q), buf(k), buf(v), buf(out), buf(dout), buf(lse), *map(buf, grads), mask=mbuf,
+                          causal=causal, scale=scale, dropout_p=p, seed=7, offset=12)  # fmt: skip
+    sync(device)
+    qd, kd, vd = (x.double().detach().requires_grad_() for x in (q, k, v))
+    ref = _reference(qd, kd, vd, full_mask, causal, scale, keep, p)
+    if lq * d:
+        assert _rel(out, ref) < TOL[dtype]
+    if ref.numel():
+        ref.backward(dout.double())
+        for got, want in zip(grads, (qd.grad, kd.grad, vd.grad)):
+            if want.numel() and want.norm() > 0:
+                assert _rel(got, want) < TOL[dtype]
+            elif want.numel():
+                assert got.abs().max().item() == 0
+    return out, lse
+
+
+@pytest.mark.parametrize(
+    "b,hq,hkv,lq,lk,d,causal",
+    [
+        (1, 2, 2, 20, 24, 16, False),
+        (1, 2, 1, 33, 17, 32, True),  # GQA, causal with Lq > Lk (top-left alignment)
+        (1, 1, 1, 17, 40, 20, True),  # head dim 20 padded to 32, causal with Lq < Lk
+        (2, 3, 3, 1, 5, 16, False),
+    ],
+)
+def test_attention_forward_backward(device, b, hq, hkv, lq, lk, d, causal):
+    _check(device, b, hq, hkv, lq, lk, d, causal=causal)
+
+
+def test_attention_bool_mask_with_fully_masked_row(device):
+    mask = torch.rand(7, 19) < 0.6
+    mask[3] = False  # nothing visible: zeros out, zero gradients
+    out, lse = _check(device, 1, 2, 2, 7, 19, 16, mask=mask)
+    assert out[:, :, 3].abs().max().item() == 0 and torch.isinf(lse[:, :, 3]).all()
+
+
+def test_attention_float_mask_broadcast_and_transposed_layout(device):
+    mask = torch.randn(2, 1, 9, 21)
+    mask[..., :3] = float("-inf")
+    _check(device, 2, 2, 1, 9, 21, 32, mask=mask, layout="blhd")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_attention_half_precision(device, dtype):
+    _check(device, 1, 2, 2, 24, 24, 32, dtype, causal=True)
+
+
+def test_attention_dropout_regenerates_the_mask(device):
+    _check(device, 1, 2, 1, 12, 20, 16, p=0.3)
+
+
+def test_attention_decode_split_kv(device):
+    # 3 queries against 600 keys: the split-KV path (partials combined), causal and a bool mask
+    mask = torch.rand(3, 600) < 0.7
+    _check(device, 1, 2, 1, 3, 600, 16, mask=mask)
+    _check(device, 1, 1, 1, 2, 520, 16, causal=True)
+
+
+def test_attention_empty(device):
+    _check(device, 1, 2, 2, 0, 5, 16)
+    out, _ = _check(device, 1, 2, 2, 4, 0, 16)  # no keys: zeros, as torch's math path
+    assert out.abs().max().item() == 0
+
+
+def test_attention_bad_shapes(device):
+    q = torch.zeros(1, 3, 4, 16, device=device)
+    kv = torch.zeros(1, 2, 4, 16, device=device)
+    lse = torch.zeros(1, 3, 4, device=device)
+    with pytest.raises(ValueError, match="not a multiple"):
+        gk.attention_forward(buf(q), buf(kv), buf(kv), buf(q), buf(lse), scale=1.0)
+
+
+@pytest.mark.gpu_tier
+@pytest.mark.parametrize(
+    "b,hq,hkv,lq,lk,d,dtype,causal",
+    [
+        (2, 4, 2, 300, 300, 96, "bfloat16", True),
+        (1, 4, 4, 1000, 777, 128, "bfloat16", False),
+        (1, 2, 1, 513, 1024, 64, "float16", True),
+        (1, 2, 2, 200, 333, 128, "float32", False),
+        (1, 2, 2, 130, 130, 256, "bfloat16", True),
+        (1, 2, 2, 100, 90, 40, "bfloat16", False),
+    ],
+)
+def test_attention_gpu_shapes(device, b, hq, hkv, lq, lk, d, dtype, causal):
+    _check(device, b, hq, hkv, lq, lk, d, dtype, causal=causal, layout="blhd" if d == 128 else "bhld")
+
+
+@pytest.mark.gpu_tier
+def test_attention_gpu_masks_dropout_decode(device):
+    _check(device, 2, 4, 4, 200, 300, 64, "bfloat16", mask=torch.rand(200, 300) < 0.5, p=0.1)
+    _check(device, 2, 4, 2, 200, 300, 128, "bfloat16", mask=torch.randn(2, 4, 200, 300))
+    _check(device, 2, 8, 2, 1, 4096, 128, "bfloat16")
+    _check(device, 2, 8, 8, 16, 3000, 64, "float16", causal=True)
