@@ -538,9 +538,7 @@ class ViewsMixin(TensorBase):
             if split_size < 0:
                 raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size}")
             if split_size == 0 and size:
-                raise RuntimeError(
-                    f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
-                )
+                raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
             sizes = [min(split_size, size - i) for i in range(0, size, split_size or 1)] or [0]
         else:
             sizes = list(split_size)
