@@ -126,11 +126,11 @@ def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
     tensors = list(operands[0]) if len(operands) == 1 and not isinstance(operands[0], Tensor) else list(operands)
     inputs, output = _parse_einsum(equation.replace(" ", ""), tensors)
     sizes: dict[str, int] = {}
-    for subs, t in zip(inputs, tensors):
-        for i, (c, n) in enumerate(zip(subs, t.shape)):
+    for k, (subs, t) in enumerate(zip(inputs, tensors)):
+        for c, n in zip(subs, t.shape):
             if sizes.setdefault(c, n) != n and n != 1 and sizes[c] != 1:
                 raise RuntimeError(
-                    f"einsum(): subscript {c} has size {n} for operand {tensors.index(t)} which does not "
+                    f"einsum(): subscript {c} has size {n} for operand {k} which does not "
                     f"broadcast with previously seen size {sizes[c]}"
                 )
             sizes[c] = max(sizes[c], n)
