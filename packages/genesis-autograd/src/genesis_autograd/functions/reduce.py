@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from genesis_ndarray import arange
+from genesis_ndarray import arange, get_default_dtype
 from genesis_ndarray.shape import normalize_dims
 
 from ..tensor_base import TensorBase
@@ -382,7 +382,9 @@ class ReduceMixin(TensorBase):
         return self.vector_norm(p, dim, keepdim, dtype=dtype)
 
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
-        """log(sum(exp(x))) over ``dim``, computed without overflow."""
+        """log(sum(exp(x))) over ``dim``, computed without overflow; integers in the default float dtype."""
+        if not self.dtype.is_floating_point:  # torch computes integer input in the default dtype
+            return Logsumexp.apply(self.to(get_default_dtype()), dim, keepdim)
         return Logsumexp.apply(self, dim, keepdim)
 
     def all(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
