@@ -192,10 +192,7 @@ class NDArray:
     def __cuda_array_interface__(self) -> dict:
         """The CUDA Array Interface (version 3, zero-copy) of a GPU array. An AttributeError on a
         device without one, so that ``hasattr(array, "__cuda_array_interface__")`` answers False there."""
-        describe = self._ops.get("cuda_array_interface")
-        if describe is None:
-            raise AttributeError(f"Can't get __cuda_array_interface__ of an array on device '{self.device}'")
-        return describe(self._data)
+        return self._ops["cuda_array_interface"](self._data)
 
     def item(self):
         if self.numel() != 1:
