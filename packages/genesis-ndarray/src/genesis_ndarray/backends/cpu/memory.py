@@ -40,6 +40,8 @@ reg("dlpack_device")(lambda input: input.__dlpack_device__())
 def cuda_array_interface(input: torch.Tensor) -> dict:
     # An AttributeError, so that hasattr(cpu_array, "__cuda_array_interface__") is False, as torch's.
     raise AttributeError("Can't get __cuda_array_interface__ of an array in host memory")
+
+
 reg("from_dlpack")(lambda obj: (torch.from_dlpack(obj), Device("cpu")))
 
 reg("contiguous")(lambda input: input.contiguous())
