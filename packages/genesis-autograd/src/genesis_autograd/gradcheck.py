@@ -20,7 +20,7 @@ def _flat_outputs(out) -> list[Tensor]:
 def _numerical_jacobian(fn, inputs, i, eps):
     """d outputs / d inputs[i] by central differences, one column per input element."""
     x = inputs[i]
-    base = x.detach().numpy().copy()
+    base = x.detach().cpu().numpy().copy()
     flat = base.reshape(-1)
     columns = []
     for k in range(flat.size):
@@ -33,7 +33,7 @@ def _numerical_jacobian(fn, inputs, i, eps):
                 perturbed.reshape(base.shape), dtype=x.dtype, device=x.device, requires_grad=x.requires_grad
             )
             outs = _flat_outputs(fn(*args))
-            values.append(np.concatenate([o.detach().numpy().reshape(-1).astype(np.float64) for o in outs]))
+            values.append(np.concatenate([o.detach().cpu().numpy().reshape(-1).astype(np.float64) for o in outs]))
         columns.append((values[0] - values[1]) / (2 * eps))
     return np.stack(columns, axis=1) if columns else np.zeros((0, 0))
 
@@ -48,7 +48,7 @@ def _analytical_jacobian(fn, inputs, i, create_graph=False):
                 rows.append(np.zeros(inputs[i].numel()))
                 continue
             (g,) = grad(flat[k], [inputs[i]], retain_graph=True, allow_unused=True)
-            rows.append(np.zeros(inputs[i].numel()) if g is None else g.detach().numpy().reshape(-1))
+            rows.append(np.zeros(inputs[i].numel()) if g is None else g.detach().cpu().numpy().reshape(-1))
     return np.stack(rows, axis=0) if rows else np.zeros((0, inputs[i].numel()))
 
 

@@ -17,7 +17,7 @@ from . import grad_mode
 from .engine import run_backward
 from .function import AccumulateGrad, Node
 from .functions.creation import CreationMixin
-from .functions.elementwise import ElementwiseMixin
+from .functions.elementwise import ElementwiseMixin, refuse_narrowing
 from .functions.getitem import GetitemMixin
 from .functions.index import IndexMixin
 from .functions.matmul import MatmulMixin
@@ -172,11 +172,16 @@ class Tensor(
             raise RuntimeError(f"Boolean value of Tensor with {self.numel()} values is ambiguous")
         return bool(self.item())
 
+    def _scalar(self) -> int | float | bool:
+        if self.numel() != 1:  # torch: ValueError here, where item() raises RuntimeError
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
 
     def __index__(self) -> int:
         if self.dtype.is_floating_point or self.numel() != 1:
@@ -364,11 +369,7 @@ class Tensor(
 
         def run(x: Tensor) -> Tensor:
             out = getattr(x, method)(*args, **kwargs)
-            if out.dtype.category > self.dtype.category:
-                raise RuntimeError(
-                    f"result type {out.dtype.name.capitalize()} can't be cast to the desired output "
-                    f"type {self.dtype.name.capitalize()}"
-                )
+            refuse_narrowing(self.dtype, out.dtype)
             if tuple(out.shape) != tuple(self.shape):
                 raise RuntimeError(
                     f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}"

@@ -1,10 +1,11 @@
-"""The CUDA runtime as the layers above see it: devices, synchronisation, streams
-and the caching allocator's statistics, all from genesis_storage."""
+"""The CUDA runtime as the layers above see it: devices, synchronisation, streams,
+the caching allocator's statistics and its out-of-memory error, all from genesis_storage."""
 
 from __future__ import annotations
 
 from genesis_storage import (
     Event,
+    OutOfMemoryError,
     Stream,
     current_device,
     current_stream,
@@ -30,6 +31,7 @@ from genesis_storage import device as device_guard
 
 __all__ = [
     "Event",
+    "OutOfMemoryError",
     "Stream",
     "current_device",
     "current_stream",

@@ -188,6 +188,12 @@ class NDArray:
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._ops["dlpack_device"](self._data)
 
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA Array Interface (version 3, zero-copy) of a GPU array. An AttributeError on a
+        device without one, so that ``hasattr(array, "__cuda_array_interface__")`` answers False there."""
+        return self._ops["cuda_array_interface"](self._data)
+
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")

@@ -68,7 +68,8 @@ from genesis_autograd import float64 as double
 from genesis_autograd import int32 as int
 from genesis_autograd import int64 as long
 
-from . import _torch_functions, amp, autograd, cuda, linalg, nn, optim, utils
+from . import _torch_composites, _torch_functions, amp, autograd, cuda, linalg, nn, optim, utils
+from ._torch_composites import *  # noqa: F403  (torch.X functions composed of other ops)
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
 from .random import normal, rand, randint, randn, randperm
 from .serialization import load, save
@@ -163,3 +164,4 @@ __all__ = [
     "save",
     "Generator",
 ] + _torch_functions.__all__
+__all__ += _torch_composites.__all__

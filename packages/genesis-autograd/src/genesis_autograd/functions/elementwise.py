@@ -43,7 +43,7 @@ def _torch_dtype_name(dtype: DType) -> str:
     return _TORCH_DTYPE_NAMES.get(dtype.name, dtype.name.capitalize())
 
 
-def _refuse_narrowing(target: DType, result: DType) -> None:
+def refuse_narrowing(target: DType, result: DType) -> None:
     """Raise torch's RuntimeError when an in-place op's ``result`` dtype is of a higher category
     (bool < integer < floating) than the tensor written to; checked before anything is written,
     so the same check holds on every device."""
@@ -248,6 +248,9 @@ class Div(Primitive):
 class Pow(Primitive):
     @staticmethod
     def forward(ctx, a, b):
+        if isinstance(b, int) and not isinstance(b, bool) and b < 0 and isinstance(a, TensorBase):
+            if a.dtype.category < 2:  # checked before any backend: cuda's kernel would compute 1 // a^-b
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
         ctx.metas = (meta(a), meta(b))
         out = data(a) ** data(b)
         ctx.save_for_backward(a if ctx.metas[0] is not None else None, b if ctx.metas[1] is not None else None)
@@ -953,7 +956,7 @@ class ElementwiseMixin(TensorBase):
     def _binary_inplace(self, fn, op: str, other) -> Tensor:
         if isinstance(other, NDArray):
             other = self._result_type(other)
-        _refuse_narrowing(self.dtype, _inplace_result_dtype(self.dtype, other, true_division=op == "div"))
+        refuse_narrowing(self.dtype, _inplace_result_dtype(self.dtype, other, true_division=op == "div"))
         needs = isinstance(other, self._result_type) and other.requires_grad
         return self._inplace(
             lambda: fn(self._snapshot(), other),
@@ -980,7 +983,7 @@ class ElementwiseMixin(TensorBase):
 
     def _unary_inplace(self, method: str) -> Tensor:
         if method in _FLOAT_RESULT_UNARY and self.dtype.category < 2:
-            _refuse_narrowing(self.dtype, get_default_dtype())
+            refuse_narrowing(self.dtype, get_default_dtype())
         return self._inplace(
             lambda: getattr(self._snapshot(), method)(), lambda: self.data.copy_(getattr(self.data, method)())
         )
@@ -1089,5 +1092,8 @@ class ElementwiseMixin(TensorBase):
 
     def clamp_max_(self, max) -> Tensor:
         return self._math_inplace("clamp", None, max)
+
+    def pow_(self, exponent) -> Tensor:
+        return self._math_inplace("pow", exponent)
 
     clip_ = clamp_

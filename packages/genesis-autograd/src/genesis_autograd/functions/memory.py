@@ -1,6 +1,6 @@
 """Memory: dtype casts and device moves (the gradient goes back the same way), clone, contiguous,
 fill and copy; and MemoryMixin, their Tensor methods with the ways out of genesis (item, tolist,
-numpy, DLPack)."""
+numpy, DLPack, the CUDA Array Interface)."""
 
 from __future__ import annotations
 
@@ -185,8 +185,14 @@ class MemoryMixin(TensorBase):
     def numpy(self) -> np.ndarray:
         """The values as a numpy array: sharing memory on cpu, a copy from the GPU.
 
-        Refused for a tensor that requires grad (call ``detach()`` first) and for bfloat16, which numpy lacks.
+        Refused for a GPU tensor (TypeError, as torch: call ``cpu()`` first, so the copy is explicit), for
+        a tensor that requires grad (call ``detach()`` first) and for bfloat16, which numpy lacks.
         """
+        if self.device.type != "cpu":
+            raise TypeError(
+                f"can't convert {self.device} device type tensor to numpy. "
+                "Use Tensor.cpu() to copy the tensor to host memory first."
+            )
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         return self.data.numpy()
@@ -209,6 +215,23 @@ class MemoryMixin(TensorBase):
 
     def __dlpack_device__(self) -> tuple[builtins.int, builtins.int]:
         return self.data.__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA Array Interface, version 3 (zero-copy; ``stream`` is the stream the tensor's work was
+        queued on), for CuPy, Numba and friends. Only cuda tensors have it: on a cpu tensor it raises
+        AttributeError, so ``hasattr`` answers False, as torch's."""
+        if self.device.type != "cuda":
+            raise AttributeError(
+                f"Can't get __cuda_array_interface__ on non-CUDA tensor (device '{self.device}'). "
+                "If CUDA data is required use tensor.cuda() to copy tensor to device memory."
+            )
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't get __cuda_array_interface__ on Variable that requires grad. "
+                "If gradients aren't required, use var.detach() to get Variable that doesn't require grad."
+            )
+        return self.data.__cuda_array_interface__
 
     # ------------------------------------------------------------- copies and writes
     def clone(self) -> Tensor:

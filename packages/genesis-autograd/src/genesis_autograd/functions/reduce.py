@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from genesis_ndarray import arange
+from genesis_ndarray import arange, get_default_dtype
 from genesis_ndarray.shape import normalize_dims
 
 from ..tensor_base import TensorBase
@@ -25,6 +25,21 @@ if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
 
 def _dims(a, dim) -> tuple[int, ...]:
     return normalize_dims(dim, a.ndim) if a.ndim else ()
+
+
+def _refuse_empty(op: str, a, dim) -> None:
+    """torch's errors for a reduction without an identity (max, argmax, ...) over nothing: a
+    RuntimeError for the whole of an empty tensor (an IndexError for the arg- forms, as torch), an
+    IndexError for an empty reduced dim. Checked here, before any backend, so every device agrees."""
+    if dim is None:
+        if a.numel() == 0:
+            hint = "" if op.startswith("arg") else " Specify the reduction dim with the 'dim' argument."
+            error = IndexError if op.startswith("arg") else RuntimeError
+            raise error(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.{hint}")
+        return
+    for d in _dims(a, dim):
+        if a.shape[d] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
 def _expand_back(g, shape, dims, keepdim):
@@ -269,10 +284,12 @@ class ReduceMixin(TensorBase):
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         """The largest element over ``dim`` (all by default); the gradient is shared evenly among ties."""
+        _refuse_empty("amax", self, dim)
         return Amax.apply(self, dim, keepdim)
 
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         """The smallest element over ``dim`` (all by default); the gradient is shared evenly among ties."""
+        _refuse_empty("amin", self, dim)
         return Amin.apply(self, dim, keepdim)
 
     def max(self, dim: int | Tensor | None = None, keepdim: bool = False) -> Any:
@@ -281,6 +298,7 @@ class ReduceMixin(TensorBase):
         """
         if isinstance(dim, self._result_type):
             return self.maximum(dim)
+        _refuse_empty("max", self, dim)
         if dim is None:
             return Amax.apply(self, None, False)
         return ValuesIndices(*MaxDim.apply(self, dim, keepdim))
@@ -291,16 +309,19 @@ class ReduceMixin(TensorBase):
         """
         if isinstance(dim, self._result_type):
             return self.minimum(dim)
+        _refuse_empty("min", self, dim)
         if dim is None:
             return Amin.apply(self, None, False)
         return ValuesIndices(*MinDim.apply(self, dim, keepdim))
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """The int64 index of the largest element along ``dim``, or in the flattened tensor without it."""
+        _refuse_empty("argmax", self, dim)
         return self._result_type(self.data.argmax(dim, keepdim))
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """The int64 index of the smallest element along ``dim``, or in the flattened tensor without it."""
+        _refuse_empty("argmin", self, dim)
         return self._result_type(self.data.argmin(dim, keepdim))
 
     def var(
@@ -361,7 +382,9 @@ class ReduceMixin(TensorBase):
         return self.vector_norm(p, dim, keepdim, dtype=dtype)
 
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
-        """log(sum(exp(x))) over ``dim``, computed without overflow."""
+        """log(sum(exp(x))) over ``dim``, computed without overflow; integers in the default float dtype."""
+        if not self.dtype.is_floating_point:  # torch computes integer input in the default dtype
+            return Logsumexp.apply(self.to(get_default_dtype()), dim, keepdim)
         return Logsumexp.apply(self, dim, keepdim)
 
     def all(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:

@@ -535,7 +535,11 @@ class ViewsMixin(TensorBase):
         """
         size = self.shape[dim]
         if isinstance(split_size, int):
-            sizes = [min(split_size, size - i) for i in range(0, size, split_size)] or [0]
+            if split_size < 0:
+                raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size}")
+            if split_size == 0 and size:
+                raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+            sizes = [min(split_size, size - i) for i in range(0, size, split_size or 1)] or [0]
         else:
             sizes = list(split_size)
             if sum(sizes) != size:
@@ -581,6 +585,58 @@ class ViewsMixin(TensorBase):
         """
         rel = 0 if storage_offset is None else storage_offset - self.data.storage_offset()
         return AsStrided.apply(self, (tuple(size), tuple(stride), rel))
+
+    # ------------------------------------------------------------- copies that rearrange (composed of the above)
+    def flip(self, dims: int | Sequence[int]) -> Tensor:
+        """A copy with the elements in reverse order along each of ``dims`` (index_select with a reversed
+        arange: its gradient is the same flip)."""
+        dims = [normalize_dim(d, self.ndim) for d in ((dims,) if isinstance(dims, int) else dims)]
+        for d in dims:
+            if dims.count(d) > 1:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out = self.clone() if not dims else self
+        for d in dims:
+            reverse = arange(self.shape[d] - 1, -1, -1, device=self.device)
+            out = out.index_select(d, self._result_type(reverse))
+        return out
+
+    def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+        """A copy with the elements shifted ``shifts`` places along ``dims`` (those pushed past the end come
+        back at the start); without dims, along the flattened tensor."""
+        if dims is None:
+            return self.flatten().roll(shifts, 0).reshape(tuple(self.shape))
+        shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        if len(shifts) != len(dims):
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+        out = self.clone()
+        for shift, d in zip(shifts, dims):
+            n = out.shape[d]
+            if n and shift % n:
+                k = shift % n
+                out = Cat.apply(d, out.narrow(d, n - k, k), out.narrow(d, 0, n - k))
+        return out
+
+    def repeat(self, *sizes: int | Sequence[int]) -> Tensor:
+        """A copy tiled ``sizes[i]`` times along dim i (more sizes than dims add leading dims): expand
+        then reshape, so the gradient sums over the repeats."""
+        reps = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else tuple(sizes)
+        if len(reps) < self.ndim:
+            raise RuntimeError(
+                "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+            )
+        shape = (1,) * (len(reps) - self.ndim) + tuple(self.shape)
+        result = [r * n for r, n in zip(reps, shape)]
+        if any(r < 0 for r in reps):
+            raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: {result}")
+        interleaved = [x for n in shape for x in (1, n)]
+        expanded = [x for r, n in zip(reps, shape) for x in (r, n)]
+        return self.reshape(interleaved).expand(*expanded).reshape(result)
+
+    def tile(self, dims: Sequence[int]) -> Tensor:
+        """``repeat`` with ``dims`` padded with leading ones when it is shorter than the tensor's dims."""
+        dims = tuple(dims)
+        return self.repeat((1,) * (self.ndim - len(dims)) + dims)
 
     # ------------------------------------------------------------- views and in-place writes
     # Tensor._inplace calls these for a tensor that is a view (``_base`` set).

@@ -34,6 +34,14 @@ def to_dlpack(input: torch.Tensor, stream, max_version, dl_device, copy):
 
 
 reg("dlpack_device")(lambda input: input.__dlpack_device__())
+
+
+@reg("cuda_array_interface")
+def cuda_array_interface(input: torch.Tensor) -> dict:
+    # An AttributeError, so that hasattr(cpu_array, "__cuda_array_interface__") is False, as torch's.
+    raise AttributeError("Can't get __cuda_array_interface__ of an array in host memory")
+
+
 reg("from_dlpack")(lambda obj: (torch.from_dlpack(obj), Device("cpu")))
 
 reg("contiguous")(lambda input: input.contiguous())

@@ -1,5 +1,5 @@
 """Memory ops on CUDA: metadata, casts and copies, clone / contiguous / fill_, transfers between host and
-device, item / tolist / numpy, DLPack."""
+device, item / tolist / numpy, DLPack and the CUDA Array Interface."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ reg("data_ptr")(lambda input: input.ptr)
 
 
 reg("dlpack_device")(lambda input: input.__dlpack_device__())
+# Version 3 of the CUDA Array Interface, with the current stream: genesis_storage's view describes itself.
+reg("cuda_array_interface")(lambda input: input.__cuda_array_interface__)
 
 
 @reg("to_dlpack")

@@ -147,9 +147,31 @@ def narrow(input: View, dim: int, start: int, length: int) -> View:
     return input.as_strided(shape, strides, offset)
 
 
+def _check_geometry(input: View, size: tuple[int, ...], stride: tuple[int, ...], offset: int) -> None:
+    """torch's checks of an as_strided geometry, as RuntimeErrors naming the sizes: the storage layer
+    refuses the same views with its own IndexError / ValueError, which a torch user does not expect."""
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(n < 0 for n in size):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {list(stride)}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    needed = 0 if 0 in size else offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    if needed * input.itemsize > input.storage.nbytes:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and itemsize "
+            f"{input.itemsize} requiring a storage size of {needed * input.itemsize} are out of bounds for "
+            f"storage of size {input.storage.nbytes}"
+        )
+
+
 @reg("as_strided")
 def as_strided(input: View, size, stride, storage_offset) -> View:
-    return input.as_strided(tuple(size), tuple(stride), input.offset if storage_offset is None else storage_offset)
+    offset = input.offset if storage_offset is None else storage_offset
+    _check_geometry(input, tuple(size), tuple(stride), offset)
+    return input.as_strided(tuple(size), tuple(stride), offset)
 
 
 @reg("diagonal")
