@@ -9,6 +9,7 @@ the matmul family's own methods.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from genesis_autograd import Tensor, cat
 
@@ -107,14 +108,18 @@ def diff(
 
 
 def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """A copy of ``input`` with the elements in reverse order along each of ``dims``."""
     return input.flip(dims)
 
 
 def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    """A copy of ``input`` shifted ``shifts`` places along ``dims`` (wrapping around); without ``dims``,
+    along the flattened tensor."""
     return input.roll(shifts, dims)
 
 
 def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """``input`` repeated ``dims[i]`` times along each dim (``dims`` padded with leading ones)."""
     return input.tile(dims)
 
 
@@ -123,7 +128,8 @@ def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
     supported; a subscript repeated within one operand is not). Each operand is lined up on the union
     of the subscripts (permute + unsqueeze), the product is reduced pairwise: a contraction of two
     operands runs as one batched matmul, so the memory is that of the operands and the result."""
-    tensors = list(operands[0]) if len(operands) == 1 and not isinstance(operands[0], Tensor) else list(operands)
+    first = operands[0] if len(operands) == 1 else None
+    tensors = list(first) if first is not None and not isinstance(first, Tensor) else cast(list[Tensor], list(operands))
     inputs, output = _parse_einsum(equation.replace(" ", ""), tensors)
     sizes: dict[str, int] = {}
     for k, (subs, t) in enumerate(zip(inputs, tensors)):
@@ -155,7 +161,7 @@ def _parse_einsum(equation: str, tensors: list[Tensor]) -> tuple[list[str], str]
     letters = [c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in equation]
     ell = max((t.ndim - len(s) + 3 for s, t in zip(inputs, tensors) if "..." in s), default=0)
     ellipsis = "".join(letters[:ell])
-    expanded = []
+    expanded: list[str] = []
     for s, t in zip(inputs, tensors):
         if "..." in s:
             s = s.replace("...", ellipsis[ell - (t.ndim - len(s) + 3) :])

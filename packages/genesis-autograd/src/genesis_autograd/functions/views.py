@@ -594,8 +594,10 @@ class ViewsMixin(TensorBase):
         for d in dims:
             if dims.count(d) > 1:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        out = self.clone() if not dims else self
-        for d in dims:
+        if not dims:
+            return self.clone()
+        out = self.index_select(dims[0], self._result_type(arange(self.shape[dims[0]] - 1, -1, -1, device=self.device)))
+        for d in dims[1:]:
             reverse = arange(self.shape[d] - 1, -1, -1, device=self.device)
             out = out.index_select(d, self._result_type(reverse))
         return out
@@ -620,7 +622,8 @@ class ViewsMixin(TensorBase):
     def repeat(self, *sizes: int | Sequence[int]) -> Tensor:
         """A copy tiled ``sizes[i]`` times along dim i (more sizes than dims add leading dims): expand
         then reshape, so the gradient sums over the repeats."""
-        reps = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else tuple(sizes)
+        first = sizes[0] if len(sizes) == 1 else None
+        reps = tuple(int(r) for r in first) if isinstance(first, Sequence) else tuple(int(r) for r in sizes)  # type: ignore[arg-type]
         if len(reps) < self.ndim:
             raise RuntimeError(
                 "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
