@@ -42,6 +42,14 @@ def _view(tensor: Tensor) -> torch.Tensor:
     return torch.from_dlpack(tensor)
 
 
+def _flat(tensor: Tensor) -> torch.Tensor:
+    """A one-dimensional torch view of a contiguous tensor: gloo's single-tensor collectives take the
+    stacked form (output of shape (world, *input.shape)) only as a flat concatenation."""
+    if not tensor.is_contiguous():
+        raise ValueError("Tensors must be contiguous")
+    return _view(tensor).view(-1)
+
+
 def _wrap(work: Any) -> Work:
     return Work(work.wait, work.is_completed)
 
@@ -63,7 +71,7 @@ class GlooBackend:
         return _wrap(tdist.all_gather(outputs, _view(tensor), group=self.group, async_op=True))
 
     def all_gather_into_tensor(self, output: Tensor, input: Tensor) -> Work:
-        return _wrap(_all_gather_single(_view(output), _view(input), group=self.group, async_op=True))
+        return _wrap(_all_gather_single(_flat(output), _flat(input), group=self.group, async_op=True))
 
     def reduce_scatter_tensor(self, output: Tensor, input: Tensor, op: ReduceOp) -> Work:
         work = _reduce_scatter_single(_view(output), _view(input), op=_TORCH_OPS[op], group=self.group, async_op=True)
