@@ -116,7 +116,7 @@ def collectives(rank: int, world: int, init_method: str) -> None:
     _equal(t, np.full(3, 2.0), "subgroup")
     assert dist.get_rank(solo) == (0 if rank == world - 1 else -1)
     assert dist.get_world_size(pair) == 2
-    dist.barrier()
+    dist.barrier()  # nobody tears down the group while another rank still uses it
     dist.destroy_process_group()
     assert not dist.is_initialized()
 
@@ -206,6 +206,7 @@ def ddp(rank: int, world: int, port: int) -> None:
         _loss(reference, x, y).backward()
     assert any(not np.allclose(a, b) for a, b in zip(local, _grads(reference)) if a is not None)
     _close(_grads(model), _grads(reference), "no_sync")
+    dist.barrier()  # nobody tears down the group while another rank still uses it
     dist.destroy_process_group()
 
 
@@ -239,6 +240,7 @@ def ddp_unused(rank: int, world: int, init_method: str) -> None:
         assert "find_unused_parameters=True" in str(e), e
     else:
         raise AssertionError("an unused parameter without find_unused_parameters must be reported")
+    dist.barrier()  # nobody tears down the group while another rank still uses it
     dist.destroy_process_group()
 
 
