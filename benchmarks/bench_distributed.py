@@ -17,14 +17,14 @@ import os
 
 os.environ["NCCL_NVLS_ENABLE"] = "0"  # before NCCL loads, in both frameworks
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
+import argparse
+import statistics
 
-import torch  # noqa: E402
-import torch.distributed as tdist  # noqa: E402
+import torch
+import torch.distributed as tdist
 
-import genesis  # noqa: E402
-import genesis.distributed as dist  # noqa: E402
+import genesis
+import genesis.distributed as dist
 
 
 def bus_gbps(nbytes: int, seconds: float, world: int) -> float:
