@@ -12,7 +12,6 @@ import genesis_ndarray as nd
 from . import grad_mode
 from .function import AccumulateGrad, Node
 
-
 # One list of final callbacks per backward pass running in this thread (a hook may start a nested one).
 _callbacks = threading.local()
 
