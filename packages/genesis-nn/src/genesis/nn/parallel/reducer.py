@@ -141,7 +141,8 @@ class Reducer:
         self.unfinished = self._next < len(self.buckets)
         self.missing = [i for i in range(len(self.params)) if i not in self._ready]
         used = self._used_anywhere() if self.find_unused else None
-        for b, flat, work in self._works:
+        works, self._works = self._works, []  # no finished Work (nor its buffer) outlives the backward
+        for b, flat, work in works:
             work.wait()
             self._unflatten(b, flat, used)
 
