@@ -3,6 +3,7 @@
     ./dev gpt                                   # cpu: a small model, about three minutes on two cores
     ./dev gpt --device cuda                     # (the default when a GPU is present) larger, bf16 autocast
     ./dev gpt --steps 2000 --resume             # go on from out/gpt/ckpt.safetensors
+    torchrun --nproc_per_node=2 examples/train_gpt.py   # data-parallel: one process per GPU
 
 A nanoGPT-shaped model: token and position embeddings, pre-norm blocks of causal
 self-attention (scaled_dot_product_attention) and a GELU MLP, a final LayerNorm, and a
@@ -10,6 +11,10 @@ head tied to the token embedding. AdamW with decoupled weight decay on matrices 
 linear warm-up then cosine decay, gradient clipping. Every --eval-interval steps it
 reports the validation loss and writes a checkpoint (genesis.save: safetensors) and a
 loss-curve PNG next to it; at the end it prints a text sample.
+
+Under torchrun (WORLD_SIZE > 1) each process takes one GPU (LOCAL_RANK), the model is wrapped in
+DistributedDataParallel, each rank draws its own batches (--batch-size per rank), and rank 0 alone
+reports, evaluates, writes the checkpoint and samples.
 
 The script uses torch's names only: replace its genesis imports by torch's and it runs
 under PyTorch unchanged (tests/e2e/test_e2e_gpt.py does exactly that).
@@ -252,10 +257,25 @@ def parse_args(argv=None):
     return args
 
 
+def init_distributed(args):
+    """Under torchrun: join the process group, one GPU per process; returns (rank, world size)."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size == 1:
+        return 0, 1
+    dist = genesis.distributed
+    if args.device.startswith("cuda"):
+        local_rank = int(os.environ["LOCAL_RANK"])
+        args.device = f"cuda:{local_rank}"
+        genesis.cuda.set_device(local_rank)
+    dist.init_process_group("nccl" if args.device.startswith("cuda") else "gloo")
+    return dist.get_rank(), world_size
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    rank, world_size = init_distributed(args)
     genesis.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(args.seed if world_size == 1 else [args.seed, rank])  # each rank its own batches
     data = CharData()
     config = GPTConfig(
         vocab_size=len(data.chars),
@@ -265,7 +285,7 @@ def main(argv=None) -> dict:
         n_embd=args.n_embd,
         dropout=args.dropout,
     )
-    model = GPT(config).to(args.device)
+    model = raw_model = GPT(config).to(args.device)
     optimizer = configure_optimizer(model, args.lr, args.weight_decay)
     scheduler = genesis.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, args.warmup, args.steps))
     low = None if args.dtype == "float32" else getattr(genesis, args.dtype)
@@ -284,23 +304,28 @@ def main(argv=None) -> dict:
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start_step, history = state["step"], state["history"]
-        rng = np.random.default_rng([args.seed, start_step])
-        print(f"resumed from {ckpt_path} at step {start_step}")
+        rng = np.random.default_rng([args.seed, start_step] if world_size == 1 else [args.seed, start_step, rank])
+        if rank == 0:
+            print(f"resumed from {ckpt_path} at step {start_step}")
+    if world_size > 1:  # after loading: rank 0's weights are broadcast to the others
+        model = nn.parallel.DistributedDataParallel(raw_model)
 
     n_params = sum(p.numel() for p in model.parameters())
-    print(
+    print_ = print if rank == 0 else (lambda *a, **k: None)
+    print_(
         f"GPT: {n_params / 1e6:.2f} M parameters, {config.n_layer} layers, {config.n_embd} wide, "
         f"{len(data.chars)} characters, context {config.block_size}; {args.device}, "
         f"{args.dtype}; {args.steps} steps of {args.batch_size} x {args.block_size} tokens"
+        + (f" on each of {world_size} processes" if world_size > 1 else "")
     )
 
     try:
         from tqdm import tqdm
     except ImportError:  # the examples extra brings it; without it, no bar
         tqdm = None
-    show_bar = tqdm is not None and not args.quiet
+    show_bar = tqdm is not None and not args.quiet and rank == 0
     bar = tqdm(total=args.steps, initial=start_step, unit="step", disable=None) if show_bar else None
-    smoothed, tokens_per_step = None, args.batch_size * args.block_size
+    smoothed, tokens_per_step = None, args.batch_size * args.block_size * world_size
     last_time = time.perf_counter()
     model.train()
     for step in range(start_step, args.steps):
@@ -325,8 +350,8 @@ def main(argv=None) -> dict:
                 bar.set_postfix(loss=f"{smoothed:.3f}", tok_s=f"{rate:,.0f}")
         if bar is not None:
             bar.update()
-        if (step + 1) % args.eval_interval == 0 or step == args.steps - 1:
-            val = estimate_loss(model, data, args, autocast, np.random.default_rng(0))
+        if rank == 0 and ((step + 1) % args.eval_interval == 0 or step == args.steps - 1):
+            val = estimate_loss(raw_model, data, args, autocast, np.random.default_rng(0))
             history["eval_step"].append(step + 1)
             history["val"].append(val)
             message = f"step {step + 1:5d}  train {smoothed:.4f}  val {val:.4f}"
@@ -336,7 +361,7 @@ def main(argv=None) -> dict:
                 print(message)
             genesis.save(
                 {
-                    "model": model.state_dict(),
+                    "model": raw_model.state_dict(),
                     "optimizer": optimizer.state_dict(),
                     "scheduler": scheduler.state_dict(),
                     "step": step + 1,
@@ -348,7 +373,11 @@ def main(argv=None) -> dict:
             save_plot(history, args.out_dir / "loss.png")
     if bar is not None:
         bar.close()
-    text = sample(model, data, args, "And God said", args.sample_tokens, np.random.default_rng(args.seed))
+    if world_size > 1:
+        genesis.distributed.destroy_process_group()
+        if rank != 0:
+            return {"final_val": None, "first_train": history["train"][0] if history["train"] else None}
+    text = sample(raw_model, data, args, "And God said", args.sample_tokens, np.random.default_rng(args.seed))
     print("\n--- sample ---\n" + text + "\n--------------")
     summary = {
         "final_val": history["val"][-1] if history["val"] else None,

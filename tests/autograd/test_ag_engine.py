@@ -10,6 +10,7 @@ import torch
 from ag_helpers import assert_close, leaf, to_genesis, values
 
 import genesis
+import genesis_autograd
 from device_support import requires_cuda
 
 
@@ -698,3 +699,58 @@ def test_deepcopy_copies_memory_grad_and_sharing(device):
     assert (copied["x"] == a).all().item() and (copied["x"].grad == a.grad).all().item()
     with pytest.raises(RuntimeError, match="graph leaves"):
         copy.deepcopy(a * 2)
+
+
+# ---------------------------------------------------------------- post-accumulate-grad hooks, final callbacks
+def test_post_accumulate_grad_hook_sees_the_accumulated_grad_as_torch(device):
+    tx, x = leaf((3, 2), device)
+    seen, tseen = [], []
+    x.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.detach().clone()))
+    tx.register_post_accumulate_grad_hook(lambda p: tseen.append(p.grad.detach().clone()))
+    for _ in range(2):  # the second call sees the sum of both passes
+        (x.exp() * x).sum().backward()
+        (tx.exp() * tx).sum().backward()
+    assert len(seen) == len(tseen) == 2
+    for got, expected in zip(seen, tseen):
+        assert_close(got, expected)
+
+
+def test_post_accumulate_grad_hook_may_replace_grad_and_is_removable(device):
+    _, x = leaf((4,), device)
+    handle = x.register_post_accumulate_grad_hook(lambda p: setattr(p, "grad", p.grad * 0))
+    x.sum().backward()
+    assert float(x.grad.abs().sum().item()) == 0.0
+    handle.remove()
+    x.sum().backward()
+    assert float(x.grad.sum().item()) == 4.0
+
+
+def test_post_accumulate_grad_hook_rules_as_torch(device):
+    _, x = leaf((2,), device)
+    y = x * 2
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        y.register_post_accumulate_grad_hook(lambda p: None)
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        genesis.ones(2, device=device).register_post_accumulate_grad_hook(lambda p: None)
+    calls = []
+    x.register_post_accumulate_grad_hook(calls.append)
+    genesis.autograd.grad((x * x).sum(), x)  # accumulates nothing: no call, as torch
+    assert calls == []
+
+
+def test_queue_callback_runs_after_every_grad_is_accumulated(device):
+    _, x = leaf((3,), device)
+    _, w = leaf((3,), device)
+    order = []
+
+    def hook(p):
+        order.append("hook")
+        if len(order) == 1:
+            genesis_autograd.queue_callback(lambda: order.append(("callback", x.grad is not None, w.grad is not None)))
+
+    x.register_post_accumulate_grad_hook(hook)
+    w.register_post_accumulate_grad_hook(hook)
+    (x * w).sum().backward()
+    assert order == ["hook", "hook", ("callback", True, True)]
+    with pytest.raises(RuntimeError, match="only be installed during backward"):
+        genesis_autograd.queue_callback(lambda: None)

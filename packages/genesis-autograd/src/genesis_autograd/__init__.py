@@ -34,6 +34,7 @@ from genesis_ndarray import (
 from . import cuda, functions
 from .autocast import autocast, autocast_policy, get_autocast_dtype, is_autocast_enabled
 from .autograd_api import backward, grad
+from .engine import queue_callback
 from .factories import (
     arange,
     as_tensor,
@@ -165,6 +166,7 @@ __all__ = [
     "ones",
     "ones_like",
     "promote_types",
+    "queue_callback",
     "rand",
     "rand_like",
     "randint",

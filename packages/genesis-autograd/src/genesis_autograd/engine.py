@@ -4,12 +4,48 @@ requested inputs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 import genesis_ndarray as nd
 
 from . import grad_mode
 from .function import AccumulateGrad, Node
+
+# One list of final callbacks per backward pass running in this thread (a hook may start a nested one).
+_callbacks = threading.local()
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Run ``callback()`` once the backward pass now running has finished (torch's
+    ``Variable._execution_engine.queue_callback``).
+
+    Only from inside a backward pass (a hook); callbacks run in the order queued, after every gradient
+    of the pass is accumulated, and may queue more. DistributedDataParallel waits for its gradient
+    all-reduces in one.
+    """
+    stack = getattr(_callbacks, "stack", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    stack[-1].append(callback)
+
+
+def run_backward(*args, **kwargs):
+    """Shared by Tensor.backward and autograd.grad: the engine's walk, then the callbacks its hooks queued.
+
+    With ``inputs`` and ``accumulate=False`` (autograd.grad) the gradients of those
+    inputs are returned and no ``.grad`` is touched.
+    """
+    stack = _callbacks.__dict__.setdefault("stack", [])
+    queued: list[Callable[[], None]] = []
+    stack.append(queued)
+    try:
+        results = _walk(*args, **kwargs)
+        while queued:  # a callback may queue another
+            queued.pop(0)()
+    finally:
+        stack.pop()
+    return results
 
 
 def _roots(tensors, grad_tensors):
@@ -61,7 +97,7 @@ def _topological_order(starts) -> list:
     return order
 
 
-def run_backward(
+def _walk(
     tensors: Sequence,
     grad_tensors: Sequence,
     retain_graph: bool,
@@ -70,11 +106,7 @@ def run_backward(
     allow_unused: bool = False,
     accumulate: bool = True,
 ):
-    """Shared by Tensor.backward and autograd.grad.
-
-    With ``inputs`` and ``accumulate=False`` (autograd.grad) the gradients of those
-    inputs are returned and no ``.grad`` is touched.
-    """
+    """Deliver the gradients of ``tensors`` through the graph, in reverse topological order."""
     roots = _roots(tensors, grad_tensors)
     pending: dict = {}  # node -> one gradient slot per output of the node
     for (node, nr), g in roots:

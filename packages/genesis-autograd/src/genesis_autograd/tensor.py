@@ -69,6 +69,7 @@ class Tensor(
         self._version = [0]
         self._accumulator = None
         self._hooks = None
+        self._post_accumulate_grad_hooks = None
         self._retains_grad = False
         self._base = None  # for a view: the tensor whose memory it shows
         self._view_version = 0  # for a view: the version its grad_fn was recorded at (see _refresh_view)
@@ -264,6 +265,23 @@ class Tensor(
             hooks.append(hook)
         return RemovableHandle(hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Register ``hook(tensor) -> None``, called on this leaf after backward has added to its ``.grad``.
+
+        It sees the tensor itself, not the gradient, so it reads (or replaces) the accumulated ``.grad``;
+        it cannot change the gradient that flows. As torch's: leaves only, and only backward (not
+        ``autograd.grad``, which accumulates nothing) runs it. DistributedDataParallel starts each
+        gradient bucket's all-reduce from one.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_accumulate_grad_hooks is None:
+            self._post_accumulate_grad_hooks = []
+        self._post_accumulate_grad_hooks.append(hook)
+        return RemovableHandle(self._post_accumulate_grad_hooks, hook)
+
     def _grad_edge(self) -> tuple[Node | AccumulateGrad, int]:
         if self._base is not None and self._view_version != self._version[0]:
             self._refresh_view()
@@ -288,6 +306,9 @@ class Tensor(
             self.grad = self.grad + grad
         else:
             self.grad.data.add_(grad.data)
+        if self._post_accumulate_grad_hooks:
+            for post_hook in list(self._post_accumulate_grad_hooks):
+                post_hook(self)
 
     def backward(
         self,

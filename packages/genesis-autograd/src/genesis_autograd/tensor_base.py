@@ -31,6 +31,7 @@ class TensorBase:
         "_base": "For a view: the tensor whose memory it shows.",
         "_hooks": "A leaf's gradient hooks (register_hook).",
         "_output_nr": "Which output of grad_fn this tensor is.",
+        "_post_accumulate_grad_hooks": "Hooks run after a leaf's .grad is updated (post-accumulate).",
         "_retains_grad": "Whether a non-leaf keeps its .grad (retain_grad).",
         "_version": "The version counter, a one-element list shared with the views of the same memory.",
         "_view_version": "For a view: the version its grad_fn was recorded at (see ViewsMixin._refresh_view).",
@@ -47,6 +48,7 @@ class TensorBase:
     _accumulator: AccumulateGrad | None
     _base: Tensor | None
     _hooks: list[Callable[[Tensor], Tensor | None]] | None
+    _post_accumulate_grad_hooks: list[Callable[[Tensor], None]] | None
     _output_nr: int
     _retains_grad: bool
     _version: list[int]

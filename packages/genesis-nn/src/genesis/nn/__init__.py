@@ -1,7 +1,7 @@
 """genesis.nn: Module and Parameter, layers, losses, initialisation (nn.init) and the functional
 forms (nn.functional), with torch.nn's names, signatures and behaviour."""
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import GELU, LeakyReLU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -22,6 +22,7 @@ from .loss import (
 )
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .parallel import DistributedDataParallel
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sampling import Upsample
@@ -38,6 +39,7 @@ __all__ = [
     "Conv1d",
     "Conv2d",
     "CrossEntropyLoss",
+    "DistributedDataParallel",
     "Dropout",
     "Embedding",
     "EmbeddingBag",
@@ -80,5 +82,6 @@ __all__ = [
     "Upsample",
     "functional",
     "init",
+    "parallel",
     "utils",
 ]

@@ -11,6 +11,7 @@ from .dataset import (
     TensorDataset,
     random_split,
 )
+from .distributed import DistributedSampler
 from .generator import Generator
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler
 from .worker import WorkerInfo, get_worker_info
@@ -21,6 +22,7 @@ __all__ = [
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "DistributedSampler",
     "Generator",
     "IterableDataset",
     "RandomSampler",

@@ -1,0 +1,83 @@
+"""genesis.distributed: process groups and collectives with torch.distributed's API.
+
+    import genesis.distributed as dist
+    dist.init_process_group("nccl")            # under torchrun: RANK, WORLD_SIZE, MASTER_ADDR/PORT
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)   # in place on every rank
+
+Backends: ``gloo`` runs collectives on genesis cpu tensors through torch.distributed's gloo group
+(zero-copy, through DLPack); ``nccl`` runs them on genesis cuda tensors through CuPy's NCCL binding,
+on a stream of its own ordered by events against genesis' current stream. The rendezvous and the
+stores are torch.distributed's (env://, tcp://, file://).
+
+This is the one package of ``genesis`` that imports torch: torch.distributed is its transport and
+store (pyproject.toml narrows the import contract for it).
+"""
+
+from .collectives import (
+    all_gather,
+    all_gather_into_tensor,
+    all_gather_single,
+    all_reduce,
+    all_to_all_single,
+    barrier,
+    broadcast,
+    irecv,
+    isend,
+    recv,
+    reduce_scatter_single,
+    reduce_scatter_tensor,
+    send,
+)
+from .process_group import (
+    GroupMember,
+    ProcessGroup,
+    destroy_process_group,
+    get_backend,
+    get_local_rank,
+    get_node_local_rank,
+    get_rank,
+    get_world_size,
+    init_process_group,
+    is_available,
+    is_gloo_available,
+    is_initialized,
+    is_nccl_available,
+    new_group,
+)
+from .reduce_op import ReduceOp
+from .work import Work
+
+group = GroupMember  # torch.distributed.group.WORLD
+
+__all__ = [
+    "GroupMember",
+    "ProcessGroup",
+    "ReduceOp",
+    "Work",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_single",
+    "all_reduce",
+    "all_to_all_single",
+    "barrier",
+    "broadcast",
+    "destroy_process_group",
+    "get_backend",
+    "get_local_rank",
+    "get_node_local_rank",
+    "get_rank",
+    "get_world_size",
+    "group",
+    "init_process_group",
+    "irecv",
+    "is_available",
+    "is_gloo_available",
+    "is_initialized",
+    "is_nccl_available",
+    "isend",
+    "new_group",
+    "recv",
+    "reduce_scatter_single",
+    "reduce_scatter_tensor",
+    "send",
+]

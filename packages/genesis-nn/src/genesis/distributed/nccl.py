@@ -1,0 +1,204 @@
+"""The NCCL backend: collectives on genesis cuda tensors through CuPy's NCCL binding (cupy.cuda.nccl).
+
+Each process group gets one communicator, made on first use on the device of the first tensor: rank 0
+of the group draws NCCL's unique id, the others read it from torch.distributed's store (the same
+TCPStore / FileStore the rendezvous made). Every collective runs on the communicator's own stream:
+it first waits for an event recorded on genesis' current stream (so it reads finished inputs), and
+records an event when it is done, which Work.wait() makes the current stream wait for (the host does
+not block, as with torch's NCCL). The Work keeps the tensors alive until then.
+
+Runs only on a machine with GPUs and CuPy (tests/nn/test_nn_distributed_nccl.py, the 2-GPU machine).
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from genesis_autograd import Tensor
+from genesis_autograd.cuda import Event, Stream, current_stream, device_guard
+
+from .reduce_op import ReduceOp
+from .work import Work
+
+# NCCL's ABI values (nccl.h: ncclRedOp_t, ncclDataType_t), stable since NCCL 2.10 (AVG: 2.10, bfloat16: 2.10).
+_OPS = {ReduceOp.SUM: 0, ReduceOp.PRODUCT: 1, ReduceOp.MAX: 2, ReduceOp.MIN: 3, ReduceOp.AVG: 4}
+_DTYPES = {
+    "int8": 0,
+    "uint8": 1,
+    "bool": 1,  # one byte each; SUM / MAX / MIN of 0/1 bytes
+    "int32": 2,
+    "int64": 4,
+    "float16": 6,
+    "float32": 7,
+    "float64": 8,
+    "bfloat16": 9,
+}
+
+
+def nccl_module() -> Any:
+    """cupy.cuda.nccl, or torch's error when it is not there."""
+    try:
+        from cupy.cuda import nccl
+    except ImportError as e:  # torch's message for a build without NCCL
+        raise RuntimeError(
+            "Distributed package doesn't have NCCL built in (genesis uses CuPy's NCCL binding: "
+            "pip install cupy-cuda12x)"
+        ) from e
+    return nccl
+
+
+def _index(tensor: Tensor) -> int:
+    """A cuda tensor's device index (always set for cuda; typed optional because cpu has none)."""
+    index = tensor.device.index
+    if index is None:
+        raise RuntimeError(f"NCCL needs cuda tensors, got one on {tensor.device}")
+    return index
+
+
+def _buffer(tensor: Tensor, device: int) -> tuple[int, int, int]:
+    """(pointer, element count, NCCL dtype) of a contiguous cuda tensor on ``device``."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"expected a genesis Tensor, got {type(tensor).__name__}")
+    if tensor.device.type != "cuda":
+        raise RuntimeError(f"the nccl backend works on cuda tensors, got one on {tensor.device}")
+    if _index(tensor) != device:
+        raise RuntimeError(f"this process group's communicator is on cuda:{device}, the tensor on {tensor.device}")
+    if not tensor.is_contiguous():
+        raise ValueError("Tensors must be contiguous")
+    code = _DTYPES.get(tensor.dtype.name)
+    if code is None:
+        raise TypeError(f"NCCL has no type for {tensor.dtype}")
+    return tensor.data_ptr(), tensor.numel(), code
+
+
+class NcclBackend:
+    """One NCCL communicator over a process group's ranks; ``src`` / ``dst`` are global ranks."""
+
+    def __init__(self, store: Any, key: str, ranks: list[int], rank: int) -> None:
+        self._store, self._key = store, key  # a torch.distributed Store, and this group's key in it
+        self.ranks, self.rank = ranks, rank  # the group's global ranks; this process' global rank
+        self._comm: Any = None
+        self._device = -1
+        self._stream: Stream | None = None
+
+    # ------------------------------------------------------------- communicator
+    def _connect(self, device: int) -> None:
+        nccl = nccl_module()
+        import cupy
+
+        if rank_in_group := self.ranks.index(self.rank):
+            uid = pickle.loads(self._store.get(self._key))  # blocks until rank 0 has set it (store timeout)
+        else:
+            uid = nccl.get_unique_id()
+            self._store.set(self._key, pickle.dumps(uid))
+        with cupy.cuda.Device(device):
+            self._comm = nccl.NcclCommunicator(len(self.ranks), uid, rank_in_group)
+        self._device = device
+        with device_guard(device):
+            self._stream = Stream(device)
+
+    def _launch(self, tensors: list[Tensor], issue: Any) -> Work:
+        """Run ``issue(stream_handle)`` on the communicator's stream, ordered after the current stream."""
+        device = _index(tensors[0])
+        if self._comm is None:
+            self._connect(device)
+        assert self._stream is not None
+        with device_guard(self._device):
+            ready = Event()
+            ready.record(current_stream(self._device))
+            self._stream.wait_event(ready)
+            issue(self._stream.handle)
+            done = Event()
+            done.record(self._stream)
+        keep = list(tensors)  # alive until the current stream is ordered after the transfer
+
+        def wait() -> None:
+            current_stream(self._device).wait_event(done)
+            keep.clear()
+
+        return Work(wait, done.query)
+
+    def _peer(self, rank: int) -> int:
+        return self.ranks.index(rank)
+
+    def destroy(self) -> None:
+        if self._comm is not None:
+            self._comm.destroy()
+            self._comm = None
+
+    # ------------------------------------------------------------- collectives
+    def all_reduce(self, tensor: Tensor, op: ReduceOp) -> Work:
+        ptr, n, dt = _buffer(tensor, _index(tensor))
+        return self._launch([tensor], lambda s: self._comm.allReduce(ptr, ptr, n, dt, _OPS[op], s))
+
+    def broadcast(self, tensor: Tensor, src: int) -> Work:
+        ptr, n, dt = _buffer(tensor, _index(tensor))
+        root = self._peer(src)
+        return self._launch([tensor], lambda s: self._comm.broadcast(ptr, ptr, n, dt, root, s))
+
+    def all_gather_into_tensor(self, output: Tensor, input: Tensor) -> Work:
+        dev = _index(input)
+        (src, n, dt), (dst, total, _) = _buffer(input, dev), _buffer(output, dev)
+        if total != n * len(self.ranks):
+            raise ValueError("output tensor size must be equal to world_size times input tensor size")
+        return self._launch([output, input], lambda s: self._comm.allGather(src, dst, n, dt, s))
+
+    def all_gather(self, tensor_list: list[Tensor], tensor: Tensor) -> Work:
+        # NCCL gathers into one buffer; one grouped broadcast per rank writes straight into the list instead.
+        nccl = nccl_module()
+        dev = _index(tensor)
+        src, n, dt = _buffer(tensor, dev)
+        outs = [_buffer(t, dev) for t in tensor_list]
+        if any(m != n for _, m, _ in outs):
+            raise ValueError("all_gather needs every tensor of tensor_list the size of the input")
+
+        def issue(s: int) -> None:
+            nccl.groupStart()
+            for root, (dst, _, _) in enumerate(outs):
+                self._comm.broadcast(src, dst, n, dt, root, s)
+            nccl.groupEnd()
+
+        return self._launch([tensor, *tensor_list], issue)
+
+    def reduce_scatter_tensor(self, output: Tensor, input: Tensor, op: ReduceOp) -> Work:
+        dev = _index(input)
+        (dst, n, dt), (src, total, _) = _buffer(output, dev), _buffer(input, dev)
+        if total != n * len(self.ranks):
+            raise ValueError("input tensor must be the same size as output size times world size")
+        return self._launch([output, input], lambda s: self._comm.reduceScatter(src, dst, n, dt, _OPS[op], s))
+
+    def all_to_all_single(
+        self, output: Tensor, input: Tensor, output_split_sizes: list[int] | None, input_split_sizes: list[int] | None
+    ) -> Work:
+        nccl = nccl_module()
+        dev, size = _index(input), len(self.ranks)
+        (src, n_in, dt), (dst, n_out, _) = _buffer(input, dev), _buffer(output, dev)
+        row_in = n_in // max(input.shape[0], 1) if input.dim() else 1  # elements per index of dim 0
+        row_out = n_out // max(output.shape[0], 1) if output.dim() else 1
+        sends = input_split_sizes or [input.shape[0] // size] * size
+        recvs = output_split_sizes or [output.shape[0] // size] * size
+        item = input.dtype.itemsize
+
+        def issue(s: int) -> None:
+            nccl.groupStart()
+            send_at = recv_at = 0
+            for peer in range(size):
+                self._comm.send(src + send_at * row_in * item, sends[peer] * row_in, dt, peer, s)
+                self._comm.recv(dst + recv_at * row_out * item, recvs[peer] * row_out, dt, peer, s)
+                send_at, recv_at = send_at + sends[peer], recv_at + recvs[peer]
+            nccl.groupEnd()
+
+        return self._launch([output, input], issue)
+
+    def send(self, tensor: Tensor, dst: int, tag: int) -> Work:
+        ptr, n, dt = _buffer(tensor, _index(tensor))
+        peer = self._peer(dst)
+        return self._launch([tensor], lambda s: self._comm.send(ptr, n, dt, peer, s))
+
+    def recv(self, tensor: Tensor, src: int | None, tag: int) -> Work:
+        if src is None:
+            raise RuntimeError("the nccl backend cannot receive from any source: give src")
+        ptr, n, dt = _buffer(tensor, _index(tensor))
+        peer = self._peer(src)
+        return self._launch([tensor], lambda s: self._comm.recv(ptr, n, dt, peer, s))

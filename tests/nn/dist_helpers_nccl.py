@@ -1,0 +1,113 @@
+"""Workers of tests/nn/test_nn_distributed_nccl.py: one process per GPU, NCCL through CuPy."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+import genesis
+import genesis.distributed as dist
+import genesis.nn as nn
+
+DTYPES = ["float32", "float64", "bfloat16", "float16", "int32", "int64"]
+SIZES = [1, 7, 1000, 1 << 20]
+
+
+def _init(rank: int, world: int, port: int) -> str:
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast off, as the device notes require
+    genesis.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    return f"cuda:{rank}"
+
+
+def _data(rank: int, n: int, salt: int = 0) -> np.ndarray:
+    return np.random.default_rng([rank, n, salt]).integers(-4, 5, size=n).astype(np.float64)
+
+
+def _tensor(values: np.ndarray, dtype: str, device: str) -> genesis.Tensor:
+    return genesis.tensor(values, dtype=genesis.float64, device=device).to(getattr(genesis, dtype))
+
+
+def _equal(t: genesis.Tensor, expected: np.ndarray, what) -> None:
+    got = t.to(genesis.float64).cpu().numpy()
+    assert np.array_equal(got, expected), (what, got[:8], expected[:8])
+
+
+def collectives(rank: int, world: int, port: int) -> None:
+    device = _init(rank, world, port)
+    ranks = range(world)
+    for dtype in DTYPES:
+        for n in SIZES:
+            mine, every = _data(rank, n), [_data(r, n) for r in ranks]
+            ops = {dist.ReduceOp.SUM: np.sum(every, 0), dist.ReduceOp.MAX: np.max(every, 0)}
+            ops[dist.ReduceOp.MIN], ops[dist.ReduceOp.PRODUCT] = np.min(every, 0), np.prod(every, 0)
+            if not dtype.startswith("int"):
+                ops[dist.ReduceOp.AVG] = np.sum(every, 0) / world
+            for op, expected in ops.items():
+                t = _tensor(mine, dtype, device)
+                dist.all_reduce(t, op=op)
+                _equal(t, expected, (dtype, n, op))
+            t = _tensor(mine, dtype, device)
+            dist.broadcast(t, src=1)
+            _equal(t, every[1], (dtype, n, "broadcast"))
+            out = genesis.zeros(world * n, dtype=getattr(genesis, dtype), device=device)
+            dist.all_gather_into_tensor(out, _tensor(mine, dtype, device))
+            _equal(out, np.concatenate(every), (dtype, n, "all_gather_into_tensor"))
+            outs = [genesis.zeros(n, dtype=getattr(genesis, dtype), device=device) for _ in ranks]
+            dist.all_gather(outs, _tensor(mine, dtype, device))
+            for r in ranks:
+                _equal(outs[r], every[r], (dtype, n, "all_gather", r))
+            big = [_data(r, n * world, salt=1) for r in ranks]
+            out = genesis.zeros(n, dtype=getattr(genesis, dtype), device=device)
+            dist.reduce_scatter_tensor(out, _tensor(big[rank], dtype, device))
+            _equal(out, np.sum(big, 0)[rank * n : (rank + 1) * n], (dtype, n, "reduce_scatter_tensor"))
+            out = genesis.zeros(world * n, dtype=getattr(genesis, dtype), device=device)
+            dist.all_to_all_single(out, _tensor(big[rank], dtype, device))
+            _equal(out, np.concatenate([b[rank * n : (rank + 1) * n] for b in big]), (dtype, n, "all_to_all"))
+    # async ordering: the result is read on the current stream right after wait(), with no host sync
+    for _ in range(3):
+        t = genesis.full((1 << 22,), float(rank + 1), device=device)
+        t.mul_(2.0)  # queued on the current stream before the all-reduce: the NCCL stream must wait for it
+        work = dist.all_reduce(t, async_op=True)
+        work.wait()
+        t.add_(1.0)  # queued after: the current stream must wait for NCCL
+        _equal(t[:4], np.full(4, 2.0 * sum(r + 1 for r in ranks) + 1), "async ordering")
+    t = genesis.full((5,), float(rank), device=device)
+    got = genesis.zeros(5, device=device)
+    if rank == 0:
+        dist.send(t, 1)
+        dist.recv(got, 1)
+    else:
+        dist.recv(got, 0)
+        dist.send(t, 0)
+    _equal(got, np.full(5, float(1 - rank)), "send/recv")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def ddp(rank: int, world: int, port: int) -> None:
+    device = _init(rank, world, port)
+    genesis.manual_seed(0)
+    reference = nn.Sequential(nn.Linear(32, 256), nn.GELU(), nn.Linear(256, 8)).to(device)
+    genesis.manual_seed(1 + rank)
+    model = nn.Sequential(nn.Linear(32, 256), nn.GELU(), nn.Linear(256, 8)).to(device)
+    wrapped = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.01)
+    weights = [p.detach().cpu().numpy() for p in model.parameters()]
+    every = [np.zeros_like(w) for w in weights]
+    for w, e in zip(weights, every):  # rank 0's weights everywhere: compare through a broadcast of our own
+        t = genesis.tensor(w, device=device)
+        dist.broadcast(t, 0)
+        e[...] = t.cpu().numpy()
+        assert np.array_equal(w, e)
+    reference.load_state_dict(model.state_dict())
+    rng = np.random.default_rng(0)
+    x = genesis.tensor(rng.normal(size=(16, 32)), dtype=genesis.float32, device=device)
+    y = genesis.tensor(rng.normal(size=(16, 8)), dtype=genesis.float32, device=device)
+    shard = slice(rank * 8, rank * 8 + 8)
+    ((wrapped(x[shard]) - y[shard]) ** 2).mean().backward()
+    ((reference(x) - y) ** 2).mean().backward()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), rtol=1e-4, atol=1e-6)
+    dist.barrier()
+    dist.destroy_process_group()

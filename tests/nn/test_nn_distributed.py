@@ -1,0 +1,164 @@
+"""genesis.distributed and DistributedDataParallel on cpu: world size 1 in this process, world size 2
+with gloo in spawned processes (tcp://, env:// and file:// rendezvous), against references computed
+in the same processes; the NCCL path is tests/nn/test_nn_distributed_nccl.py (GPU machine)."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+
+import dist_helpers
+import numpy as np
+import pytest
+import torch
+import torch.multiprocessing as mp
+from torch.utils.data import DistributedSampler as TorchDistributedSampler
+
+import genesis
+import genesis.distributed as dist
+import genesis.nn as nn
+from genesis.utils.data import DistributedSampler
+
+WORLD = 2
+
+
+def _file_url() -> str:
+    return "file://" + tempfile.mktemp(prefix="genesis-dist-")
+
+
+@pytest.fixture
+def world_of_one():
+    dist.init_process_group("gloo", init_method=_file_url(), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+# ----------------------------------------------------------------------------- world size 1, in process
+def test_errors_before_init_and_on_bad_arguments_as_torch():
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        dist.all_reduce(genesis.ones(2))
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        dist.get_rank()
+    with pytest.raises(ValueError, match="Invalid backend"):
+        dist.init_process_group("mpi", init_method=_file_url(), rank=0, world_size=1)
+    if not genesis.cuda.is_available():
+        with pytest.raises(RuntimeError, match="no GPUs found"):
+            dist.init_process_group("nccl", init_method=_file_url(), rank=0, world_size=1)
+    assert not dist.is_initialized()
+
+
+def test_collectives_are_identities_at_world_size_one(world_of_one):
+    with pytest.raises(ValueError, match="twice"):
+        dist.init_process_group("gloo", init_method=_file_url(), rank=0, world_size=1)
+    assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "gloo")
+    x = genesis.randn(3, 5)
+    expected = x.numpy().copy()
+    for op in dist.ReduceOp:
+        dist.all_reduce(x, op=op)
+        assert np.array_equal(x.numpy(), expected), op
+    work = dist.broadcast(x, 0, async_op=True)
+    assert work.wait() and work.is_completed()
+    out = genesis.zeros(3, 5)
+    dist.all_gather_into_tensor(out, x)
+    dist.reduce_scatter_tensor(x, out)
+    outs = [genesis.zeros(3, 5)]
+    dist.all_gather(outs, x)
+    dist.all_to_all_single(out, x)
+    for t in (x, out, outs[0]):
+        assert np.array_equal(t.numpy(), expected)
+    dist.barrier()
+
+
+def test_gloo_refuses_a_cuda_tensor_clearly(world_of_one):
+    class FakeCuda:  # only the device is looked at before refusing
+        device = genesis.device("cuda") if hasattr(genesis, "device") else None
+
+    with pytest.raises(RuntimeError, match="No backend type associated with device type cuda"):
+        dist.process_group.default_group().backend_for(FakeCuda())
+
+
+def test_ddp_at_world_size_one_trains_as_the_bare_module(world_of_one):
+    genesis.manual_seed(0)
+    bare = nn.Sequential(nn.Linear(5, 32), nn.GELU(), nn.Linear(32, 32), nn.GELU(), nn.Linear(32, 2))
+    twin = nn.Sequential(nn.Linear(5, 32), nn.GELU(), nn.Linear(32, 32), nn.GELU(), nn.Linear(32, 2))
+    twin.load_state_dict(bare.state_dict())
+    wrapped = nn.DistributedDataParallel(twin, bucket_cap_mb=0.002)
+    assert wrapped.module is twin and nn.DistributedDataParallel is nn.parallel.DistributedDataParallel
+    assert list(wrapped.state_dict()) == ["module." + k for k in bare.state_dict()]
+    assert len(wrapped.reducer.buckets) > 1
+    opts = [genesis.optim.AdamW(m.parameters(), lr=1e-2) for m in (bare, wrapped)]
+    for step in range(5):
+        x, y = genesis.randn(16, 5), genesis.randn(16, 2)
+        for model, opt in zip((bare, wrapped), opts):
+            opt.zero_grad()
+            ((model(x) - y) ** 2).mean().backward()
+            opt.step()
+        for p, q in zip(bare.parameters(), twin.parameters()):
+            assert np.array_equal(p.detach().numpy(), q.detach().numpy()), step
+
+
+def test_buckets_follow_reverse_parameter_order_and_the_cap(world_of_one):
+    model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64), nn.Linear(64, 8))
+    sizes = [p.numel() * 4 for p in model.parameters()]  # 16384, 256, 16384, 256, 2048, 32 bytes
+    wrapped = nn.DistributedDataParallel(model, bucket_cap_mb=17000 / 2**20)
+    assert wrapped.reducer.buckets == [[5, 4, 3, 2], [1, 0]], sizes
+    assert nn.DistributedDataParallel(model).reducer.buckets == [[5, 4, 3, 2, 1, 0]]  # 25 MiB: one
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 10, 17])
+@pytest.mark.parametrize("replicas", [1, 3, 4])
+@pytest.mark.parametrize("shuffle", [True, False])
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_distributed_sampler_gives_torchs_indices(n, replicas, shuffle, drop_last):
+    for rank in range(replicas):
+        ours = DistributedSampler(range(n), replicas, rank, shuffle=shuffle, seed=7, drop_last=drop_last)
+        theirs = TorchDistributedSampler(range(n), replicas, rank, shuffle=shuffle, seed=7, drop_last=drop_last)
+        for epoch in (0, 4):
+            ours.set_epoch(epoch)
+            theirs.set_epoch(epoch)
+            assert list(ours) == list(theirs) and len(ours) == len(theirs)
+
+
+def test_distributed_sampler_partitions_and_checks_its_rank(world_of_one):
+    assert list(DistributedSampler(range(6), shuffle=False)) == list(range(6))  # rank, replicas from the group
+    shares = [list(DistributedSampler(range(10), 3, r, seed=1)) for r in range(3)]
+    assert sorted(i for share in shares for i in share) == sorted([*range(10), *_padding(10, 3)])
+    with pytest.raises(ValueError, match="Invalid rank 3"):
+        DistributedSampler(range(4), 3, 3)
+
+
+def _padding(n: int, replicas: int) -> list[int]:
+    """The indices torch's padding repeats: the permutation's first total - n."""
+    sampler = TorchDistributedSampler(range(n), replicas, 0, seed=1)
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(1)).tolist()
+    return order[: sampler.total_size - n]
+
+
+# ----------------------------------------------------------------------------- world size 2, gloo, spawned
+def test_every_collective_at_world_size_two_over_tcp():
+    mp.spawn(dist_helpers.collectives, args=(WORLD, f"tcp://127.0.0.1:{dist_helpers.free_port()}"), nprocs=WORLD)
+
+
+def test_ddp_gradients_equal_the_whole_batch_and_no_sync_accumulates_under_env_rendezvous():
+    mp.spawn(dist_helpers.ddp, args=(WORLD, dist_helpers.free_port()), nprocs=WORLD)
+
+
+def test_ddp_find_unused_parameters_and_the_error_without_it():
+    mp.spawn(dist_helpers.ddp_unused, args=(WORLD, _file_url()), nprocs=WORLD)
+
+
+def test_a_rank_that_dies_makes_the_other_fail_within_the_timeout():
+    ctx = mp.get_context("spawn")
+    queue, url = ctx.Queue(), _file_url()
+    procs = [ctx.Process(target=dist_helpers.failing, args=(r, WORLD, url, queue)) for r in range(WORLD)]
+    start = time.monotonic()
+    for p in procs:
+        p.start()
+    kind, message, waited = queue.get(timeout=60)  # rank 0's outcome; a hang fails here
+    for p in procs:
+        p.join(timeout=30)
+    assert kind == "RuntimeError" and message, (kind, message)  # gloo's: the peer closed the connection
+    assert waited < 30, waited
+    assert procs[1].exitcode == 3
+    assert time.monotonic() - start < 60
