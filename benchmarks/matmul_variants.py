@@ -18,18 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from genesis_kernels.matmul import _matmul_kernel
-
-
-@triton.jit
-def _grouped(tile, num_m, num_n, GROUP_M: tl.constexpr):
-    per_group = GROUP_M * num_n
-    group = tile // per_group
-    first_m = group * GROUP_M
-    size_m = tl.minimum(num_m - first_m, GROUP_M)
-    pid_m = first_m + (tile % per_group) % size_m
-    pid_n = (tile % per_group) // size_m
-    return pid_m, pid_n
+from genesis_kernels.matmul import _grouped, _matmul_kernel
 
 
 @triton.jit

@@ -108,11 +108,13 @@ def check(got: dict[str, torch.Tensor], ref: dict[str, torch.Tensor], dtype: str
 SHAPES = [(1, 1), (7, 13), (3, 37), (2, 3, 129), (5, 1000), (1, 2053)]
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("rms", [False, True])
+# One-element RMS rows are left out here: dx ~ eps / (x^2 + eps) there is mostly cancellation, beyond
+# fp32's bound; test_rms_norm_one_element checks them in float64.
+FP32_CASES = [(shape, rms) for shape in SHAPES for rms in (False, True) if not (rms and shape[-1] == 1)]
+
+
+@pytest.mark.parametrize("shape,rms", FP32_CASES)
 def test_norm_fp32(device: str, shape: tuple[int, ...], rms: bool) -> None:
-    if rms and shape[-1] == 1:
-        pytest.skip("one-element RMS rows: dx ~ eps / (x^2 + eps), cancellation beyond fp32; test_rms_norm_one_element")
     x, dy = make(shape, "float32", device), make(shape, "float32", device)
     w = make(shape[-1:], "float32", device)
     b = None if rms else make(shape[-1:], "float32", device)

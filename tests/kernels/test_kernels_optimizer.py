@@ -125,8 +125,6 @@ def test_adam_float64_agrees_to_rounding(device: str) -> None:
 
 @pytest.mark.gpu_tier
 def test_adam_large_mixed_sizes_gpu(device: str) -> None:
-    if device != "cuda":
-        pytest.skip("large shapes run on the GPU tier only")
     params, ref, _, _ = _adam_run(device, GPU_SHAPES, torch.float32, ADAM_CASES[2], True)
     for got, want in zip(params, ref):
         assert _rel(got, want) < 1e-5

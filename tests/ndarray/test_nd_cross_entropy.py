@@ -64,7 +64,7 @@ def test_cross_entropy_backward_mean_in_place_bfloat16(device):
     grad = from_torch(torch.ones((), dtype=F32), device)
     got = a.cross_entropy_backward(from_torch(target, device), None, lse, grad, total, -100, 0.0, out=a)
     assert got.dtype.name == "bfloat16"
-    assert_same(a, x.grad.to(BF16), rtol=1e-2, atol=1e-3)  # written in place of the logits
+    assert_same(a, x.grad.to(BF16), rtol=1e-2, atol=1e-5)  # written in place of the logits: one bf16 rounding
 
 
 def test_cross_entropy_out_of_range_target_is_index_error(device):

@@ -69,7 +69,7 @@ from .factories import (
     zeros_like,
 )
 from .function import Function, Node
-from .functions.attention import scaled_dot_product_attention
+from .functions.attention import fused_attention_supported, scaled_dot_product_attention
 from .functions.cross_entropy import cross_entropy
 from .functions.matmul import linear
 from .functions.normalization import layer_norm, rms_norm
@@ -174,6 +174,7 @@ __all__ = [
     "randn_like",
     "linear",
     "rms_norm",
+    "fused_attention_supported",
     "scaled_dot_product_attention",
     "set_default_dtype",
     "set_float32_matmul_precision",

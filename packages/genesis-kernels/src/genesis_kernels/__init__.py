@@ -8,6 +8,7 @@ from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
 from . import optimizer  # multi-tensor optimizer steps: optimizer.adam / sgd / total_norm / clip_by_total_norm
+from .attention import MAX_HEAD_DIM as ATTENTION_MAX_HEAD_DIM
 from .attention import attention_backward, attention_forward
 from .buffer import DTYPES, Buffer, BufferLike
 from .creation import arange, eye, linspace, tril, triu
@@ -59,6 +60,7 @@ __all__ = [
     "arange",
     "arg_reduce",
     "argsort",
+    "ATTENTION_MAX_HEAD_DIM",
     "attention_backward",
     "attention_forward",
     "bernoulli",

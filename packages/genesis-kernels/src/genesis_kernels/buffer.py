@@ -93,6 +93,16 @@ def dtype_info(name: str) -> DType:
         raise TypeError(f"unsupported dtype {name!r}; expected one of {sorted(DTYPES)}") from None
 
 
+def tl_dtype(name: str) -> Any:
+    """The triton.language dtype of a dtype name (a constexpr value for kernels; Triton ships no types)."""
+    return dtype_info(name).tl
+
+
+def pad_dims(t: tuple[int, ...], value: int, rank: int = MAX_RANK) -> tuple[int, ...]:
+    """``t`` filled up to ``rank`` entries with ``value`` (the fixed-rank argument lists of strided kernels)."""
+    return tuple(t) + (value,) * (rank - len(t))
+
+
 def accumulate_dtype(name: str) -> str:
     """The dtype reductions and half-precision arithmetic accumulate in."""
     if name in ("float16", "bfloat16", "float32"):

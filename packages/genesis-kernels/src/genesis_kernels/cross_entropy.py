@@ -23,7 +23,6 @@ synchronisation, taken before the forward is queued so that the GPU does not idl
 from __future__ import annotations
 
 import ctypes
-from typing import Any
 
 import numpy as np
 import triton
@@ -31,7 +30,18 @@ import triton.language as tl
 
 from . import indexed
 from . import runtime as rt
-from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel
+from .buffer import (
+    INT32_LIMIT,
+    MAX_RANK,
+    BufferLike,
+    accumulate_dtype,
+    collapse,
+    dtype_info,
+    extent,
+    numel,
+    pad_dims,
+    tl_dtype,
+)
 from .elementwise import cast_to
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type
@@ -304,14 +314,6 @@ def _blocks(rows: int, n: int, itemsize: int) -> tuple[int, int, int]:
     return block_r, block_c, 4 if block_r * block_c <= 1024 else 8
 
 
-def _pad(t: tuple[int, ...], v: int, k: int = MAX_RANK) -> tuple[int, ...]:
-    return tuple(t) + (v,) * (k - len(t))
-
-
-def _acc(dtype: str) -> str:
-    return "float64" if dtype == "float64" else "float32"
-
-
 def cross_entropy(
     x: BufferLike,
     target: BufferLike,
@@ -341,13 +343,13 @@ def cross_entropy(
         _check_vector("weight", weight, n)
     if rows == 0:
         return
-    acc = _acc(x.dtype)
+    acc = accumulate_dtype(x.dtype)
     has_weight, smooth = weight is not None, label_smoothing > 0.0
     if has_weight and smooth and weight_sum is None:
         raise ValueError("cross_entropy: label smoothing with class weights needs weight_sum")
     xc = x.strides[-1]
     block_r, block_c, warps = _blocks(rows, n, dtype_info(x.dtype).itemsize)
-    xs = _pad(rstrides[0], 0)
+    xs = pad_dims(rstrides[0], 0)
     wptr = weight.ptr if weight is not None else x.ptr  # never read without HAS_WEIGHT
     sptr = weight_sum.ptr if weight_sum is not None and has_weight and smooth else x.ptr
     aligned = tuple(
@@ -381,7 +383,7 @@ def cross_entropy(
         consts = dict(
             HAS_WEIGHT=has_weight,
             SMOOTH=smooth,
-            ACC=_tl(acc),
+            ACC=tl_dtype(acc),
             ROW_RANK=len(rshape),
             C_CONTIG=xc == 1,
             INT64=big,
@@ -408,7 +410,7 @@ def cross_entropy(
             xc,
             ignore_index,
             label_smoothing,
-            *_pad(rshape[1:], 1, 7),
+            *pad_dims(rshape[1:], 1, 7),
             *xs,
             *fn._consts,  # type: ignore[attr-defined]
         ),
@@ -473,13 +475,13 @@ def cross_entropy_backward(
     if gn not in (1, rows):
         raise ValueError(f"cross_entropy_backward: grad must have 1 or {rows} elements, got {tuple(grad.shape)}")
     gs = 0 if gn == 1 and rows != 1 else 1
-    acc = _acc(x.dtype)
+    acc = accumulate_dtype(x.dtype)
     has_weight, smooth, mean = weight is not None, label_smoothing > 0.0, total is not None
     if has_weight and smooth and weight_sum is None:
         raise ValueError("cross_entropy_backward: label smoothing with class weights needs weight_sum")
     xc, dc = x.strides[-1], dx.strides[-1]
     block_r, block_c, warps = _blocks(rows, n, dtype_info(x.dtype).itemsize)
-    xs_p, ds_p = _pad(xs, 0), _pad(ds, 0)
+    xs_p, ds_p = pad_dims(xs, 0), pad_dims(ds, 0)
     wptr = weight.ptr if weight is not None else x.ptr
     sptr = weight_sum.ptr if weight_sum is not None and has_weight and smooth else x.ptr
     tptr = total.ptr if total is not None else x.ptr
@@ -521,7 +523,7 @@ def cross_entropy_backward(
             HAS_WEIGHT=has_weight,
             SMOOTH=smooth,
             MEAN=mean,
-            ACC=_tl(acc),
+            ACC=tl_dtype(acc),
             ROW_RANK=len(rshape),
             C_CONTIG=xc == 1 and dc == 1,
             INT64=big,
@@ -549,13 +551,9 @@ def cross_entropy_backward(
             gs,
             ignore_index,
             label_smoothing,
-            *_pad(rshape[1:], 1, 7),
+            *pad_dims(rshape[1:], 1, 7),
             *xs_p,
             *ds_p,
             *fn._consts,  # type: ignore[attr-defined]
         ),
     )
-
-
-def _tl(name: str) -> Any:  # a triton.language dtype (Triton ships no types)
-    return dtype_info(name).tl

@@ -21,14 +21,12 @@ and a deterministic result.
 
 from __future__ import annotations
 
-from typing import Any
-
 import triton
 import triton.language as tl
 
 from genesis_storage import contiguous_strides
 
-from .buffer import INT32_LIMIT, BufferLike, collapse, dtype_info, extent, numel
+from .buffer import INT32_LIMIT, BufferLike, accumulate_dtype, collapse, dtype_info, extent, numel, tl_dtype
 from .elementwise import cast_to
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch, sm_count
@@ -349,10 +347,6 @@ def _check_vector(buf: BufferLike | None, n: int, name: str, strided: bool = Fal
         raise ValueError(f"{name}: expected a contiguous vector, got stride {buf.strides[0]}")
 
 
-def _acc(dtype: str) -> str:
-    return "float64" if dtype == "float64" else "float32"
-
-
 def _aligned(ptrs: dict[str, int], ints: dict[str, int]) -> tuple[str, ...]:
     """The pointer and integer arguments divisible by 16 (bytes / elements): loads vectorise."""
     return tuple([k for k, p in ptrs.items() if p % 16 == 0] + [k for k, v in ints.items() if v % 16 == 0])
@@ -387,7 +381,7 @@ def norm_forward(
         raise ValueError("norm_forward: rms_norm takes no bias")
     if rows == 0 or n == 0:
         return
-    acc = _acc(x.dtype)
+    acc = accumulate_dtype(x.dtype)
     for name, stat in (("mean", mean), ("rstd", rstd)):
         if stat is not None and (
             stat.dtype != acc or numel(stat.shape) != rows or tuple(stat.strides) != contiguous_strides(stat.shape)
@@ -424,7 +418,7 @@ def norm_forward(
             RMS=rms,
             HAS_W=weight is not None,
             HAS_B=bias is not None,
-            ACC=_tl(acc),
+            ACC=tl_dtype(acc),
             CONTIG=contig,
             ONE_PASS=one_pass,
             INT64=big,
@@ -475,7 +469,7 @@ def norm_backward(
         raise ValueError("norm_backward: layer norm needs the saved mean")
     if n == 0:
         return
-    acc = _acc(x.dtype)
+    acc = accumulate_dtype(x.dtype)
     one_pass = n <= _ONE_PASS_MAX
     block_n = next_pow2(n) if one_pass else _CHUNK
     block_r = max(1, min(next_pow2(max(rows, 1)), 2048 // block_n))
@@ -518,7 +512,7 @@ def norm_backward(
                 HAS_W=weight is not None,
                 W_GRAD=dweight is not None,
                 B_GRAD=dbias is not None,
-                ACC=_tl(acc),
+                ACC=tl_dtype(acc),
                 CONTIG=contig,
                 ONE_PASS=one_pass,
                 INT64=big,
@@ -541,12 +535,8 @@ def _column_sum(ptr: int, programs: int, n: int, out: BufferLike, acc: str, stre
     fn = _COLSUM.cache.get(key)
     if fn is None:
         types = {"p": ptr_type(acc), "out": ptr_type(out.dtype), "P": it, "N": it, "os": it}
-        consts = dict(ACC=_tl(acc), BLOCK_P=block_p, BLOCK_C=block_c)
+        consts = dict(ACC=tl_dtype(acc), BLOCK_P=block_p, BLOCK_C=block_c)
         aligned = [name for name, p in (("p", ptr), ("out", out.ptr)) if p % 16 == 0]
         fn = _COLSUM.build(key, types, consts, aligned, num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     fn((cdiv(n, block_c), 1, 1), stream, (ptr, out.ptr, programs, n, out.strides[0], *fn._consts))  # type: ignore[attr-defined]
-
-
-def _tl(name: str) -> Any:  # a triton.language dtype (Triton ships no types)
-    return dtype_info(name).tl

@@ -25,7 +25,7 @@ import triton
 import triton.language as tl
 
 from . import runtime
-from .buffer import BufferLike, dtype_info
+from .buffer import BufferLike, accumulate_dtype, tl_dtype
 from .elementwise import cast_to, div_rn
 from .mathlib import lib
 from .runtime import Kernel, cdiv, ptr_type
@@ -375,10 +375,6 @@ def _scalar(dtype: str) -> str:
     return "fp64" if dtype == "float64" else "fp32"
 
 
-def _acc(dtype: str) -> str:
-    return "float64" if dtype == "float64" else "float32"
-
-
 def _opt_ptr(b: BufferLike | None) -> int:
     return 0 if b is None else b.ptr
 
@@ -481,7 +477,7 @@ def adam(
             "grad_scale": "*fp32",
             "found_inf": "*fp32",
         }
-        consts = dict(P=_tl(pdt), S=_tl(sdt), ACC=_tl(acc), **flags, BLOCK=BLOCK, CHUNK=CHUNK)
+        consts = dict(P=tl_dtype(pdt), S=tl_dtype(sdt), ACC=tl_dtype(acc), **flags, BLOCK=BLOCK, CHUNK=CHUNK)
         fn = _ADAM.build(key, types, consts, num_warps=8)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     fn(
@@ -581,7 +577,7 @@ def sgd(
             "grad_scale": "*fp32",
             "found_inf": "*fp32",
         }
-        consts = dict(P=_tl(pdt), S=_tl(sdt), ACC=_tl(acc), **flags, BLOCK=BLOCK, CHUNK=CHUNK)
+        consts = dict(P=tl_dtype(pdt), S=tl_dtype(sdt), ACC=tl_dtype(acc), **flags, BLOCK=BLOCK, CHUNK=CHUNK)
         fn = _SGD.build(key, types, consts, num_warps=8)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     fn(
@@ -633,12 +629,12 @@ def total_norm(
     for xdt, rows, table, base, programs, first in plans:
         if programs == 0:
             continue
-        acc = _acc(xdt)
+        acc = accumulate_dtype(xdt)
         key: tuple[object, ...] = (xdt, code, _aligned(rows, (1,)))
         fn = _NORM_PARTIAL.cache.get(key)
         if fn is None:
             types = {"table": "*i64", "chunk_base": "i64", "partials": "*fp64", "p": _scalar(acc)}
-            consts = dict(X=_tl(xdt), ACC=_tl(acc), NORM=code, ALIGNED=key[2], BLOCK=BLOCK, CHUNK=CHUNK)
+            consts = dict(X=tl_dtype(xdt), ACC=tl_dtype(acc), NORM=code, ALIGNED=key[2], BLOCK=BLOCK, CHUNK=CHUNK)
             fn = _NORM_PARTIAL.build(key, types, consts, num_warps=8)
             fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
         fn(_grid(programs), stream, (upload(table), base, partials + 8 * first, p, *fn._consts))  # type: ignore[attr-defined]
@@ -668,11 +664,9 @@ def clip_by_total_norm(
     fn = _CLIP.cache.get(key)
     if fn is None:
         types = {"table": "*i64", "chunk_base": "i64", "total_norm": ptr_type(total_norm.dtype), "max_norm": "fp64"}
-        consts = dict(X=_tl(xdt), N=_tl(total_norm.dtype), ACC=_tl(acc), ALIGNED=key[3], BLOCK=BLOCK, CHUNK=CHUNK)
+        consts = dict(
+            X=tl_dtype(xdt), N=tl_dtype(total_norm.dtype), ACC=tl_dtype(acc), ALIGNED=key[3], BLOCK=BLOCK, CHUNK=CHUNK
+        )
         fn = _CLIP.build(key, types, consts, num_warps=8)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     fn(_grid(programs), stream, (upload(table), base, total_norm.ptr, float(max_norm), *fn._consts))  # type: ignore[attr-defined]
-
-
-def _tl(name: str):  # a triton.language dtype (Triton ships no types)
-    return dtype_info(name).tl

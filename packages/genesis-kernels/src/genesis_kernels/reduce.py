@@ -26,7 +26,7 @@ import triton.language as tl
 
 from genesis_storage import contiguous_strides
 
-from .buffer import INT32_LIMIT, MAX_RANK, Buffer, BufferLike, collapse, dtype_info, extent, numel
+from .buffer import INT32_LIMIT, MAX_RANK, Buffer, BufferLike, collapse, dtype_info, extent, numel, pad_dims
 from .elementwise import cast_to, div_rn, fill, unary
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch, sm_count
@@ -265,10 +265,6 @@ def _acc_dtype(op: str, dtype: str) -> str:
     return "int64"
 
 
-def _pad(t: tuple[int, ...], fill_value: int) -> tuple[int, ...]:
-    return tuple(t) + (fill_value,) * (MAX_RANK - len(t))
-
-
 def _sizes(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Sizes of dims 1..7 as the kernel takes them."""
     return tuple(shape[1:]) + (1,) * (MAX_RANK - len(shape))
@@ -338,7 +334,7 @@ def _run(
     final_op = _FINAL_OP.get(op, op)
     it = "i64" if big else "i32"
     ints = (M, K, k_per)
-    kernel_args = (*_sizes(kshape), *_pad(kx, 0), *_pad(ko, 0), *_sizes(rshape), *_pad(rx, 0))
+    kernel_args = (*_sizes(kshape), *pad_dims(kx, 0), *pad_dims(ko, 0), *_sizes(rshape), *pad_dims(rx, 0))
 
     def launch(
         xp: int,
@@ -465,7 +461,7 @@ def _run(
     flat = contiguous_strides(kshape)
     bk2 = min(next_pow2(split), 64)
     bm2 = max(1, min(next_pow2(M), _TILE // bk2))
-    args2 = (*_sizes(kshape), *_pad(flat, 0), *_pad(ko, 0), *_sizes((split,)), *_pad((M,), 0))
+    args2 = (*_sizes(kshape), *pad_dims(flat, 0), *pad_dims(ko, 0), *_sizes((split,)), *pad_dims((M,), 0))
     kc2 = len(kshape) == 1 and ko[0] == 1
     launch(
         part,
@@ -809,9 +805,9 @@ def arg_reduce(
             K,
             xk,
             *_sizes(kshape),
-            *_pad(xs, 0),
-            *_pad(vs, 0),
-            *_pad(is_, 0),
+            *pad_dims(xs, 0),
+            *pad_dims(vs, 0),
+            *pad_dims(is_, 0),
             *fn._consts,  # type: ignore[attr-defined]
         ),
     )

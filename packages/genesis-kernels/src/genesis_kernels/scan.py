@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from . import runtime as rt
-from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel
+from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, accumulate_dtype, collapse, dtype_info, extent, numel, pad_dims
 from .elementwise import cast_to
 from .runtime import Kernel, cdiv, next_pow2, ptr_type
 from .strided import offset_of, stride_types
@@ -120,16 +120,6 @@ def _scan_kernel(
 _SCAN = Kernel(_scan_kernel)
 
 
-def _acc(dtype: str) -> str:
-    if dtype in ("float16", "bfloat16", "float32"):
-        return "float32"
-    return "float64" if dtype == "float64" else "int64"
-
-
-def _pad(t: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(t) + (0,) * (MAX_RANK - len(t))
-
-
 def _sizes(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(shape[1:]) + (1,) * (MAX_RANK - len(shape))
 
@@ -187,7 +177,7 @@ def _launch(
     fn(
         (cdiv(M, block_m), split, 1),
         stream,
-        (xptr, optr, aux, M, L, k_per, *_sizes(kshape), *_pad(xk), *_pad(ok), xd, od, *fn._consts),  # type: ignore[attr-defined]
+        (xptr, optr, aux, M, L, k_per, *_sizes(kshape), *pad_dims(xk, 0), *pad_dims(ok, 0), xd, od, *fn._consts),  # type: ignore[attr-defined]
     )
 
 
@@ -209,7 +199,7 @@ def _scan(op: str, x: BufferLike, out: BufferLike, dim: int, stream: int) -> Non
     kshape, (ok, xk) = collapse(kfull, [tuple(ost[d] for d in kept), tuple(xst[d] for d in kept)])
     if not kshape:
         kshape, ok, xk = (1,), (0,), (0,)
-    acc = _acc(x.dtype)
+    acc = accumulate_dtype(x.dtype)
     big = max(M * L, extent(xs, xst), extent(xs, ost)) >= INT32_LIMIT - 65536
     want = 4 * rt.sm_count()
     seg = SPLIT_SEGMENT

@@ -9,12 +9,10 @@ one read, one write. Longer rows stream in chunks with the online max/sum rescal
 
 from __future__ import annotations
 
-from typing import Any
-
 import triton
 import triton.language as tl
 
-from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel
+from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, extent, numel, pad_dims, tl_dtype
 from .elementwise import cast_to, div_rn
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type
@@ -250,10 +248,6 @@ def _rows(bufs: list[BufferLike]) -> tuple[int, int, tuple[int, ...], list[tuple
     return rows, n, rshape, rstrides, big
 
 
-def _pad(t: tuple[int, ...], v: int, k: int = MAX_RANK) -> tuple[int, ...]:
-    return tuple(t) + (v,) * (k - len(t))
-
-
 def _inner_stride(b: BufferLike) -> int:
     return b.strides[-1] if b.shape else 1
 
@@ -269,7 +263,7 @@ def softmax(x: BufferLike, out: BufferLike, *, log: bool = False, stream: int = 
     one_pass = n <= _ONE_PASS_MAX
     block_n = next_pow2(n) if one_pass else 2048
     block_r = max(1, min(next_pow2(rows), 2048 // block_n)) if one_pass else 1
-    xs_p, os_p = _pad(xs, 0), _pad(os_, 0)
+    xs_p, os_p = pad_dims(xs, 0), pad_dims(os_, 0)
     # With N divisible by 16 the edge mask is uniform over 16 elements, so loads vectorise.
     aligned = tuple(
         [n for n, p in (("x", x.ptr), ("out", out.ptr)) if p % 16 == 0]
@@ -294,7 +288,7 @@ def softmax(x: BufferLike, out: BufferLike, *, log: bool = False, stream: int = 
         }
         consts = dict(
             LOG=log,
-            ACC=_tl(acc),
+            ACC=tl_dtype(acc),
             ROW_RANK=len(rshape),
             N_CONTIG=contig,
             ONE_PASS=one_pass,
@@ -308,7 +302,7 @@ def softmax(x: BufferLike, out: BufferLike, *, log: bool = False, stream: int = 
     fn(
         (cdiv(rows, block_r), 1, 1),
         stream,
-        (x.ptr, out.ptr, rows, n, xn, on, *_pad(rshape[1:], 1, 7), *xs_p, *os_p, *fn._consts),  # type: ignore[attr-defined]
+        (x.ptr, out.ptr, rows, n, xn, on, *pad_dims(rshape[1:], 1, 7), *xs_p, *os_p, *fn._consts),  # type: ignore[attr-defined]
     )
 
 
@@ -322,7 +316,7 @@ def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool
     contig = yn == 1 and gn == 1 and dn == 1
     block_n = min(next_pow2(n), 2048)
     block_r = max(1, min(next_pow2(rows), 2048 // block_n))
-    padded = (_pad(ys, 0), _pad(gs, 0), _pad(ds, 0))
+    padded = (pad_dims(ys, 0), pad_dims(gs, 0), pad_dims(ds, 0))
     aligned = tuple(
         [n for n, p in (("y", y.ptr), ("dy", dy.ptr), ("dx", dx.ptr)) if p % 16 == 0]
         + ["N"] * (n % 16 == 0)
@@ -347,7 +341,13 @@ def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool
             **stride_types("d", it),
         }
         consts = dict(
-            LOG=log, ACC=_tl(acc), ROW_RANK=len(rshape), N_CONTIG=contig, INT64=big, BLOCK_R=block_r, BLOCK_N=block_n
+            LOG=log,
+            ACC=tl_dtype(acc),
+            ROW_RANK=len(rshape),
+            N_CONTIG=contig,
+            INT64=big,
+            BLOCK_R=block_r,
+            BLOCK_N=block_n,
         )
         fn = _SOFTMAX_BWD.build(key, types, consts, aligned, num_warps=4 if block_r * block_n <= 1024 else 8)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
@@ -363,14 +363,10 @@ def softmax_backward(y: BufferLike, dy: BufferLike, dx: BufferLike, *, log: bool
             yn,
             gn,
             dn,
-            *_pad(rshape[1:], 1, 7),
-            *_pad(ys, 0),
-            *_pad(gs, 0),
-            *_pad(ds, 0),
+            *pad_dims(rshape[1:], 1, 7),
+            *pad_dims(ys, 0),
+            *pad_dims(gs, 0),
+            *pad_dims(ds, 0),
             *fn._consts,  # type: ignore[attr-defined]
         ),
     )
-
-
-def _tl(name: str) -> Any:  # a triton.language dtype (Triton ships no types)
-    return dtype_info(name).tl

@@ -29,7 +29,7 @@ from triton.language.standard import _indicator, xor_sum
 from genesis_storage import contiguous_strides
 
 from . import runtime as rt
-from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel
+from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel, pad_dims
 from .runtime import Kernel, cdiv, next_pow2, ptr_type
 from .strided import offset_of, stride_types
 
@@ -264,10 +264,6 @@ _CHUNK = Kernel(_chunk_sort_kernel)
 _MERGE = Kernel(_merge_kernel)
 
 
-def _pad(t: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(t) + (0,) * (MAX_RANK - len(t))
-
-
 def _sizes(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(shape[1:]) + (1,) * (MAX_RANK - len(shape))
 
@@ -331,9 +327,9 @@ def _chunk_sort(
             L,
             K,
             *_sizes(kshape),
-            *_pad(xk),
-            *_pad(dst.vk),
-            *_pad(dst.ik),
+            *pad_dims(xk, 0),
+            *pad_dims(dst.vk, 0),
+            *pad_dims(dst.ik, 0),
             xd,
             dst.vd,
             dst.id,
@@ -396,10 +392,10 @@ def _merge(
             R,
             steps,
             *_sizes(kshape),
-            *_pad(src.vk),
-            *_pad(src.ik),
-            *_pad(dst.vk),
-            *_pad(dst.ik),
+            *pad_dims(src.vk, 0),
+            *pad_dims(src.ik, 0),
+            *pad_dims(dst.vk, 0),
+            *pad_dims(dst.ik, 0),
             src.vd,
             src.id,
             dst.vd,

@@ -517,6 +517,10 @@ class NDArray:
         dx, dw = self._ops["rms_norm_backward"](*self._natives(grad_output, self, weight, rstd), bool(grad_weight))
         return self._wrap(dx), None if dw is None else self._wrap(dw)
 
+    def attention_supported(self) -> bool:
+        """Whether :meth:`attention` takes this array as its query on this device (dtype, head dim)."""
+        return bool(self._ops["attention_supported"](self.dtype.name, self.shape[-1]))
+
     def attention(
         self, key: NDArray, value: NDArray, mask: NDArray | None, dropout_p: float, is_causal: bool, scale: float
     ) -> tuple[NDArray, NDArray | None, object]:

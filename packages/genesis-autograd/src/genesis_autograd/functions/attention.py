@@ -74,6 +74,12 @@ def _composed_backward(q, k, v, g, mask, is_causal: bool, scale: float):
     return dq, dk, dv
 
 
+def fused_attention_supported(query: Tensor) -> bool:
+    """Whether :func:`scaled_dot_product_attention` runs fused for a query of this dtype and head dim on
+    its device (the backend's answer: on cuda, the flash kernels' dtypes and head dims)."""
+    return query.data.attention_supported()
+
+
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,

@@ -38,6 +38,12 @@ def _forward(q, k, v, mask, dropout_p: float, is_causal: bool, scale: float, see
     return (w * keep / (1.0 - dropout_p)).to(v.dtype) @ v
 
 
+@reg("attention_supported")
+def attention_supported(dtype: str, head_dim: int) -> bool:
+    """torch's sdpa takes every floating dtype and head dim."""
+    return True
+
+
 @reg("attention")
 def attention(q, k, v, mask, dropout_p: float, is_causal: bool, scale: float):
     seed = None

@@ -17,9 +17,17 @@ from ...device import Device
 from .common import View, expand_to, reg, stream_of
 from .random import _take
 
+_DTYPES = ("float32", "float16", "bfloat16")  # what the flash kernels compute in (float64: the composed path)
+
+
+@reg("attention_supported")
+def attention_supported(dtype: str, head_dim: int) -> bool:
+    """Whether the flash kernels take a query of this dtype and head dim."""
+    return dtype in _DTYPES and head_dim <= gk.ATTENTION_MAX_HEAD_DIM
+
 
 def _check(q: View, k: View, v: View) -> None:
-    if q.dtype not in ("float32", "float16", "bfloat16"):
+    if q.dtype not in _DTYPES:
         raise RuntimeError(f"scaled_dot_product_attention (cuda kernel): unsupported dtype {q.dtype}")
     if not (q.dtype == k.dtype == v.dtype):
         raise RuntimeError(

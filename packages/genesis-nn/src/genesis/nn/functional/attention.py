@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from genesis_autograd import Tensor, autocast_policy, cat, ones, zeros
+from genesis_autograd import Tensor, autocast_policy, cat, fused_attention_supported, ones, zeros
 from genesis_autograd import scaled_dot_product_attention as fused_attention
 
 from .dropout import dropout
@@ -92,9 +92,6 @@ def scaled_dot_product_attention(
     return probs.matmul(value.to(dtype=probs.dtype))
 
 
-_FUSED_CUDA_DTYPES = ("float16", "bfloat16", "float32")
-
-
 def _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa) -> Tensor | None:
     """The fused op's result when the inputs fit it (see the module's docstring), else None."""
     nd = query.ndim
@@ -104,7 +101,7 @@ def _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
         return None
     if not (query.device == key.device == value.device) or query.shape[-1] != key.shape[-1]:
         return None
-    if query.device.type == "cuda" and (query.dtype.name not in _FUSED_CUDA_DTYPES or query.shape[-1] > 256):
+    if not fused_attention_supported(query):  # the device's own limits (dtypes, head dims)
         return None
     hq, hk = query.shape[-3], key.shape[-3]
     if query.shape[:-3] != key.shape[:-3] or (hq != hk and not (enable_gqa and hq % hk == 0)):

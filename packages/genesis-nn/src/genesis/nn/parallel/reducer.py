@@ -166,8 +166,7 @@ class Reducer:
     def _used_anywhere(self) -> list[bool]:
         """Which parameters had a gradient on some rank: one all-reduce (MAX) of this rank's use flags."""
         unused = set(self._unused)
-        used = ag.tensor([0 if i in unused else 1 for i in range(len(self.params))], dtype=ag.int32)
-        if self.params and self.params[0].device.type == "cuda":
-            used = used.to(self.params[0].device)
+        device = self.params[0].device if self.params else None  # where the group's backend reduces
+        used = ag.tensor([0 if i in unused else 1 for i in range(len(self.params))], dtype=ag.int32, device=device)
         dist.all_reduce(used, dist.ReduceOp.MAX, group=self.group)
         return [bool(v) for v in used.tolist()]
