@@ -166,7 +166,7 @@ def test_nonzero_has_no_grad(device):
     x = genesis.randn(4, 5, dtype="float64", device=device, requires_grad=True)
     assert not x.nonzero().requires_grad
     assert all(not t.requires_grad for t in x.nonzero(as_tuple=True))
-    xt = torch.tensor(x.detach().numpy())
+    xt = torch.tensor(x.detach().cpu().numpy())
     assert_close(x.nonzero(), xt.nonzero())
 
 

@@ -43,7 +43,7 @@ def test_indices_and_argsort_have_no_grad(device):
     top = x.topk(2)
     assert top.values.requires_grad and not top.indices.requires_grad
     assert not x.argsort(0).requires_grad
-    xt = torch.tensor(x.detach().numpy())
+    xt = torch.tensor(x.detach().cpu().numpy())
     assert_close(x.argsort(0), xt.argsort(0))
 
 

@@ -108,9 +108,10 @@ def check(got: dict[str, torch.Tensor], ref: dict[str, torch.Tensor], dtype: str
 SHAPES = [(1, 1), (7, 13), (3, 37), (2, 3, 129), (5, 1000), (1, 2053)]
 
 
-# One-element RMS rows are left out here: dx ~ eps / (x^2 + eps) there is mostly cancellation, beyond
-# fp32's bound; test_rms_norm_one_element checks them in float64.
-FP32_CASES = [(shape, rms) for shape in SHAPES for rms in (False, True) if not (rms and shape[-1] == 1)]
+# One-element rows are left out here: their dx is all cancellation (RMS: eps / (x^2 + eps) of its terms;
+# LayerNorm: exactly 0, the difference of two equal terms), beyond a relative bound;
+# test_rms_norm_one_element and test_layer_norm_one_element check them.
+FP32_CASES = [(shape, rms) for shape in SHAPES for rms in (False, True) if shape[-1] != 1]
 
 
 @pytest.mark.parametrize("shape,rms", FP32_CASES)
@@ -161,6 +162,20 @@ def test_rms_norm_one_element(device: str) -> None:
     got, ref = run(x, w, None, dy, rms=True), reference(x, w, None, dy, rms=True)
     for name in ("y", "rstd", "dx", "dw"):
         assert rel_err(got[name], ref[name]) <= 1e-9, name
+
+
+def test_layer_norm_one_element(device: str) -> None:
+    """Rows of one element: y = bias and dx = 0 exactly, as w*dy*rstd minus its own mean. The kernel may
+    compute that difference with one fused multiply-add (one operand unrounded), so dx is held to fp32's
+    unit roundoff of the terms it cancels, |w*dy|*rstd (rstd = 1/sqrt(eps) here), not to a relative bound
+    against 0; everything else to the usual fp32 bound."""
+    x, dy, w, b = (make(s, "float32", device) for s in ((5, 1), (5, 1), (1,), (1,)))
+    got, ref = run(x, w, b, dy, rms=False), reference(x, w, b, dy, rms=False)
+    for name in ("y", "mean", "rstd", "dw", "db"):
+        assert rel_err(got[name], ref[name]) <= REL["float32"], name
+    terms = (w.double() * dy.double()).abs().cpu() * ref["rstd"][:, None]
+    assert ref["dx"].abs().max() == 0
+    assert (got["dx"].double().cpu().abs() <= 2.0**-24 * 2 * terms).all(), (got["dx"], terms)
 
 
 @pytest.mark.parametrize("rms", [False, True])

@@ -136,7 +136,8 @@ OPS = [
     ("backward-no-grad", lambda m, d: _z(m, 2, d=d).sum().backward(), "does not require grad"),
     ("inplace-on-leaf", lambda m, d: _t(m, [1.0], d).requires_grad_().add_(1), "leaf Variable that requires grad"),
     ("int-requires-grad", lambda m, d: _z(m, 2, d=d, dtype="int64").requires_grad_(), "floating point dtype"),
-    ("numpy-requires-grad", lambda m, d: _t(m, [1.0], d).requires_grad_().numpy(), "requires grad"),
+    # (through cpu(): a GPU tensor's numpy() is refused for its device first, as torch's)
+    ("numpy-requires-grad", lambda m, d: _t(m, [1.0], d).requires_grad_().cpu().numpy(), "requires grad"),
     # composed names
     ("mm-vector", lambda m, d: m.mm(_z(m, 3, d=d), _z(m, 3, 2, d=d)), "self must be a matrix"),
     ("mm-shapes", lambda m, d: m.mm(_z(m, 2, 3, d=d), _z(m, 2, 2, d=d)), r"\(2x3 and 2x2\)"),

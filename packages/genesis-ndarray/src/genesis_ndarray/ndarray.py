@@ -424,7 +424,7 @@ class NDArray:
                 names = _TORCH_SCALAR_NAMES[self.dtype.name], _TORCH_SCALAR_NAMES[other.dtype.name]
                 raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {names[0]} and {names[1]}")
         if not self.dtype.is_floating_point:
-            raise RuntimeError(f"\"addmm\" not implemented for '{_TORCH_SCALAR_NAMES[self.dtype.name]}'")
+            raise NotImplementedError(f"\"addmm\" not implemented for '{_TORCH_SCALAR_NAMES[self.dtype.name]}'")
         if bias is not None and tuple(bias.shape) != (weight.shape[0],):
             raise RuntimeError(f"linear: bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}")
         if activation not in ("none", "relu", "gelu", "gelu_tanh", "silu"):

@@ -156,7 +156,7 @@ def _check_param(input: Tensor, p: Tensor | None, name: str, n: int) -> None:
 
 def _check_input(input: Tensor, op: str) -> None:
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"{op}\" not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{input.dtype.name}'")
 
 
 def layer_norm(

@@ -19,7 +19,7 @@ def _acc(logits: View) -> str:
 
 def _check(logits: View, target: View) -> None:
     if not dtype_of(logits).is_floating_point:
-        raise RuntimeError(f"\"cross_entropy_cuda\" not implemented for '{logits.dtype}'")
+        raise NotImplementedError(f"\"cross_entropy_cuda\" not implemented for '{logits.dtype}'")
     if not logits.shape or tuple(target.shape) != tuple(logits.shape[:-1]):
         raise ValueError(
             f"cross_entropy: target of shape {list(target.shape)} does not match logits of shape "

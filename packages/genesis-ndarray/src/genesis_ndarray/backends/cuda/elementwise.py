@@ -89,7 +89,7 @@ def _binary_types(op: str, a, b) -> tuple[DType, DType]:
     if op in _FLOAT_RESULT_BINARY and not compute.is_floating_point:
         compute = get_default_dtype()
     if op in _BITWISE and compute.is_floating_point:
-        raise RuntimeError(f"\"{op}_cuda\" not implemented for '{compute.name}'")
+        raise NotImplementedError(f"\"{op}_cuda\" not implemented for '{compute.name}'")
     out = bool_ if op in _PREDICATES else compute
     return compute, out
 
@@ -197,7 +197,7 @@ def unary(op: str, input: View) -> View:
                 "to invert a mask, use the `~` or `logical_not()` operator instead."
             )
         if op == "bitwise_not" and dtype.is_floating_point:
-            raise RuntimeError(f"\"bitwise_not_cuda\" not implemented for '{dtype.name}'")
+            raise NotImplementedError(f"\"bitwise_not_cuda\" not implemented for '{dtype.name}'")
         out_dtype = dtype
     src = cast(input, out_dtype) if out_dtype is not dtype and out_dtype is not bool_ else input
     out = gs.empty(input.shape, out_dtype.name, input.device)

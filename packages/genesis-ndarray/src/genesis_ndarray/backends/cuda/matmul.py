@@ -34,7 +34,7 @@ def matmul(input: View, other: View) -> View:
     if input.dtype != other.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {input.dtype} != {other.dtype}")
     if not dtype_of(input).is_floating_point:
-        raise RuntimeError(f"\"addmm_cuda\" not implemented for '{input.dtype}'")
+        raise NotImplementedError(f"\"addmm_cuda\" not implemented for '{input.dtype}'")
     a2 = input if len(input.shape) > 1 else input.as_strided((1,) + input.shape, (0,) + input.strides, input.offset)
     b2 = other if len(other.shape) > 1 else other.as_strided(other.shape + (1,), other.strides + (0,), other.offset)
     m, k = a2.shape[-2:]

@@ -36,7 +36,7 @@ def _vec(v: View | None) -> View | None:
 
 def _check_float(input: View, what: str) -> None:
     if not dtype_of(input).is_floating_point:
-        raise RuntimeError(f"\"{what}_cuda\" not implemented for '{input.dtype}'")
+        raise NotImplementedError(f"\"{what}_cuda\" not implemented for '{input.dtype}'")
 
 
 def _forward(input: View, weight: View | None, bias: View | None, eps: float, rms: bool):

@@ -19,7 +19,7 @@ def _to_last(v: View, dim: int) -> tuple[View, list[int]]:
 @reg("softmax")
 def softmax(input: View, dim: int, log: bool) -> View:
     if not dtype_of(input).is_floating_point:
-        raise RuntimeError(f"\"softmax_cuda\" not implemented for '{input.dtype}'")
+        raise NotImplementedError(f"\"softmax_cuda\" not implemented for '{input.dtype}'")
     src = input if len(input.shape) else input.as_strided((1,), (1,), input.offset)
     dim = normalize_dim(dim, len(src.shape))
     out = gs.empty(src.shape, input.dtype, input.device)

@@ -135,7 +135,7 @@ def cross_entropy(
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing)
     _check_class_target(input, target, weight)
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"log_softmax\" not implemented for '{torch_type_name(input.dtype)}'")
+        raise NotImplementedError(f"\"log_softmax\" not implemented for '{torch_type_name(input.dtype)}'")
     dtype = input.dtype
     if is_autocast_enabled(input.device.type):
         dtype = float32
