@@ -20,6 +20,7 @@ import torch
 
 import genesis
 import genesis.nn.functional as GF
+import genesis_kernels as gk
 
 SHAPE = (8192, 4096)
 SETS = 4
@@ -82,6 +83,38 @@ class Case:
         self.genesis_fwd(i).backward(self.g_dy[i])
 
 
+def buf(t: torch.Tensor) -> gk.Buffer:
+    return gk.Buffer(t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype).removeprefix("torch."))
+
+
+class KernelOnly:
+    """The two kernels launched straight on torch's memory, outputs preallocated: the GPU time alone,
+    so the full-stack rows minus these are genesis's host cost per call (where the GPU waited on it)."""
+
+    def __init__(self, case: Case) -> None:
+        rows, n = SHAPE
+        rms = case.op == "rms_norm"
+        self.rms, self.eps = rms, 1e-6 if rms else 1e-5
+        self.x = [buf(t.detach()) for t in case.t_x]
+        self.dy = [buf(t) for t in case.t_dy]
+        self.w = buf(case.t_w.detach())
+        self.b = None if rms else buf(case.t_b.detach())
+        keep = [torch.empty(SHAPE, device="cuda", dtype=case.dtype) for _ in range(2)]
+        keep += [torch.empty(rows, device="cuda") for _ in range(2)]
+        keep += [torch.empty(n, device="cuda", dtype=case.dtype) for _ in range(2)]
+        self._keep = keep  # the buffers below point into these
+        self.y, self.dx, self.mean, self.rstd, self.dw, self.db = (buf(t) for t in keep)
+
+    def fwd(self, i: int) -> None:
+        mean = None if self.rms else self.mean
+        gk.norm_forward(self.x[i], self.w, self.b, self.y, mean, self.rstd, eps=self.eps, rms=self.rms)
+
+    def bwd(self, i: int) -> None:
+        mean = None if self.rms else self.mean
+        db = None if self.rms else self.db
+        gk.norm_backward(self.x[i], self.dy[i], self.w, mean, self.rstd, self.dx, self.dw, db, rms=self.rms)
+
+
 def rel(a: torch.Tensor, ref: torch.Tensor) -> float:
     return float((a.double() - ref).norm() / ref.norm())
 
@@ -128,14 +161,19 @@ def main() -> None:
                 print(f"check {name}: {check(case)}", flush=True)
             fwd = interleaved({"genesis": case.genesis_fwd, "torch": case.torch_fwd}, reps)
             step = interleaved({"genesis": case.genesis_step, "torch": case.torch_step}, reps)
+            kernels = KernelOnly(case)
+            bare = interleaved({"fwd": kernels.fwd, "bwd": kernels.bwd}, reps)
             rows.append((f"{name} fwd", fwd["genesis"], fwd["torch"]))
             rows.append((f"{name} fwd+bwd", step["genesis"], step["torch"]))
-            print(f"{rows[-2]}\n{rows[-1]}", flush=True)
+            rows.append((f"{name} kernels only: fwd", bare["fwd"], fwd["torch"]))
+            rows.append((f"{name} kernels only: fwd+bwd", bare["fwd"] + bare["bwd"], step["torch"]))
+            print("\n".join(str(r) for r in rows[-4:]), flush=True)
             del case
             torch.cuda.empty_cache()
-    print(f"\n{'case':<30} {'genesis_us':>11} {'torch_us':>10} {'ratio(torch/genesis)':>21}")
+    print(f"\n{'case':<42} {'genesis_us':>11} {'torch_us':>10} {'ratio(torch/genesis)':>21}")
     for name, g, t in rows:
-        print(f"{name:<30} {g:11.1f} {t:10.1f} {t / g:21.2f}")
+        print(f"{name:<42} {g:11.1f} {t:10.1f} {t / g:21.2f}")
+    print("kernels only: genesis's kernels on preallocated buffers, against torch's full call")
 
 
 if __name__ == "__main__":

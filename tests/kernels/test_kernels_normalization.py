@@ -165,7 +165,7 @@ def test_rms_norm_one_element(device: str) -> None:
 
 
 def test_layer_norm_one_element(device: str) -> None:
-    """Rows of one element: y = bias and dx = 0 exactly, as w*dy*rstd minus its own mean. The kernel may
+    """Rows of one element: y = bias and dx = 0, as w*dy*rstd minus its own mean. The kernel may
     compute that difference with one fused multiply-add (one operand unrounded), so dx is held to fp32's
     unit roundoff of the terms it cancels, |w*dy|*rstd (rstd = 1/sqrt(eps) here), not to a relative bound
     against 0; everything else to the usual fp32 bound."""
@@ -174,7 +174,6 @@ def test_layer_norm_one_element(device: str) -> None:
     for name in ("y", "mean", "rstd", "dw", "db"):
         assert rel_err(got[name], ref[name]) <= REL["float32"], name
     terms = (w.double() * dy.double()).abs().cpu() * ref["rstd"][:, None]
-    assert ref["dx"].abs().max() == 0
     assert (got["dx"].double().cpu().abs() <= 2.0**-24 * 2 * terms).all(), (got["dx"], terms)
 
 

@@ -89,3 +89,13 @@ def test_multi_tensor_norm_refuses_what_it_cannot_compute() -> None:
         ndo.multi_tensor_adam_(
             [gn.ones(2)], [gn.ones(2)], [gn.ones(2)], [gn.ones(2)], lr=0.1, beta1=0.9, beta2=0.9, eps=0
         )
+
+
+def test_advance_counters_adds_one_in_place_and_returns_the_values(device: str) -> None:
+    start = torch.randint(0, 1000, (6,)).to(torch.float32)
+    counters = [_nd(v.reshape(()), device) for v in start]
+    assert ndo.advance_counters_(counters) == (start + 1).tolist()
+    assert [c.item() for c in counters] == (start + 1).tolist()
+    assert ndo.advance_counters_([]) == []
+    with pytest.raises(RuntimeError, match=r"0-d counters, got shape \(2,\)"):
+        ndo.advance_counters_([_nd(torch.ones(2), device)])

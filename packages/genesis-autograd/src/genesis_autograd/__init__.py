@@ -74,6 +74,7 @@ from .functions.cross_entropy import cross_entropy
 from .functions.matmul import linear
 from .functions.normalization import layer_norm, rms_norm
 from .functions.optimizer import (
+    advance_counters_,
     multi_tensor_adam_,
     multi_tensor_clip_,
     multi_tensor_norm,
@@ -152,6 +153,7 @@ __all__ = [
     "int32",
     "int64",
     "is_grad_enabled",
+    "advance_counters_",
     "multi_tensor_adam_",
     "multi_tensor_clip_",
     "multi_tensor_norm",

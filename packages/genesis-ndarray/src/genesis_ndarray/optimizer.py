@@ -157,3 +157,19 @@ def multi_tensor_clip_(tensors: Sequence[NDArray], total_norm: NDArray, max_norm
         return
     device, ops = _ops(tensors)
     ops["multi_tensor_clip_"](_native(tensors, device, "tensors"), _one(total_norm, device), float(max_norm))
+
+
+def advance_counters_(counters: Sequence[NDArray]) -> list[float]:
+    """Add one to every 0-d counter in place (an optimizer's ``step`` states) and return the new values.
+
+    One call for the whole list: on the cpu, where torch's foreach optimizers keep their counters, a
+    single foreach add and one read of all values (no per-counter op); on a GPU a read-back, so an
+    optimizer there keeps its counters on the device and lets its kernel advance them instead.
+    """
+    if not counters:
+        return []
+    for c in counters:
+        if c.shape != ():
+            raise RuntimeError(f"advance_counters_: expected 0-d counters, got shape {tuple(c.shape)}")
+    device, ops = _ops(counters)
+    return ops["advance_counters_"](_native(counters, device, "counters"))

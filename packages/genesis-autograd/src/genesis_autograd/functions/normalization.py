@@ -32,11 +32,20 @@ _EPS = {
 
 def _rows(x, n: int):
     """x's NDArray as (..., N): the normalised dims flattened (a view when x is contiguous there)."""
+    if n == 1:  # the usual case: already in that shape (no reshape on the per-call path)
+        return x.data
     return x.data.reshape(tuple(x.shape[: x.ndim - n]) + (math.prod(x.shape[x.ndim - n :]),))
 
 
 def _flat(p):
-    return None if p is None else p.data.reshape((p.numel(),))
+    if p is None:
+        return None
+    return p.data if p.ndim == 1 else p.data.reshape((p.numel(),))
+
+
+def _unrows(a, like, n: int):
+    """An (..., N) result back in the shape of ``like`` (the input, or a parameter)."""
+    return a if n == 1 or like.ndim == 1 else a.reshape(tuple(like.shape))
 
 
 def _composed_grads(ctx, g, x, w, b, rms: bool):
@@ -71,7 +80,7 @@ class LayerNorm(Primitive):
         out, mean, rstd = _rows(x, n).layer_norm(_flat(weight), _flat(bias), eps)
         ctx.save_for_backward(x, weight, bias)
         ctx.n, ctx.eps, ctx.stats = n, eps, (mean, rstd)
-        return out.reshape(tuple(x.shape))
+        return _unrows(out, x, n)
 
     @staticmethod
     def backward(ctx, g):
@@ -85,9 +94,9 @@ class LayerNorm(Primitive):
             _rows(g, ctx.n), _flat(w), _flat(b), mean, rstd, need[1], need[2]
         )
         return (
-            wrap(g, dx.reshape(tuple(x.shape))) if need[0] else None,
-            None if dw is None else wrap(g, dw.reshape(tuple(w.shape))),
-            None if db is None else wrap(g, db.reshape(tuple(b.shape))),
+            wrap(g, _unrows(dx, x, ctx.n)) if need[0] else None,
+            None if dw is None else wrap(g, _unrows(dw, w, ctx.n)),
+            None if db is None else wrap(g, _unrows(db, b, ctx.n)),
             None,
             None,
         )
@@ -103,7 +112,7 @@ class RMSNorm(Primitive):
         out, rstd = _rows(x, n).rms_norm(_flat(weight), eps)
         ctx.save_for_backward(x, weight)
         ctx.n, ctx.eps, ctx.rstd = n, eps, rstd
-        return out.reshape(tuple(x.shape))
+        return _unrows(out, x, n)
 
     @staticmethod
     def backward(ctx, g):
@@ -114,8 +123,8 @@ class RMSNorm(Primitive):
         need = ctx.needs_input_grad
         dx, dw = _rows(x, ctx.n).rms_norm_backward(_rows(g, ctx.n), _flat(w), ctx.rstd, need[1])
         return (
-            wrap(g, dx.reshape(tuple(x.shape))) if need[0] else None,
-            None if dw is None else wrap(g, dw.reshape(tuple(w.shape))),
+            wrap(g, _unrows(dx, x, ctx.n)) if need[0] else None,
+            None if dw is None else wrap(g, _unrows(dw, w, ctx.n)),
             None,
             None,
         )

@@ -131,6 +131,15 @@ def multi_tensor_clip_(tensors: Sequence[Tensor], total_norm: Tensor, max_norm: 
     _bump(tensors)
 
 
+def advance_counters_(counters: Sequence[Tensor]) -> list[float]:
+    """Add one to every 0-d counter in place (an optimizer's ``step`` states) and return the new values:
+    one call for the whole list, as torch's foreach optimizers advance their cpu step counters."""
+    with no_grad():
+        values = nd_optimizer.advance_counters_(_arrays(counters))
+    _bump(counters)
+    return values
+
+
 def multi_tensor_norm_supported(norm_type: float) -> bool:
     """Whether ``multi_tensor_norm`` takes this p (p > 0, inf included)."""
     return nd_optimizer.norm_supported(norm_type)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genesis_autograd import Tensor, full_like, multi_tensor_adam_, zeros_like
+from genesis_autograd import Tensor, advance_counters_, full_like, multi_tensor_adam_, zeros_like
 
 from .optimizer import Optimizer, _multi_tensor, _new_step, _to_float, _use_grad_for_differentiable
 
@@ -141,14 +141,14 @@ def _multi_tensor_adam(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_
         decoupled=group["decoupled_weight_decay"],
         maximize=group["maximize"],
     )
-    if all(s.device == params[0].device for s in steps):
+    device = params[0].device
+    if all(s.device is device or s.device == device for s in steps):
         states = max_exp_avg_sqs if group["amsgrad"] else None
         multi_tensor_adam_(params, grads, exp_avgs, exp_avg_sqs, states, steps=steps, **options)
         return
     by_count: dict[float, list[int]] = {}
-    for i, s in enumerate(steps):
-        s += 1
-        by_count.setdefault(s.item(), []).append(i)  # a cpu scalar: no device synchronisation
+    for i, count in enumerate(advance_counters_(steps)):  # cpu counters: one call, no device synchronisation
+        by_count.setdefault(count, []).append(i)
     for count, idx in by_count.items():
         multi_tensor_adam_(
             [params[i] for i in idx],

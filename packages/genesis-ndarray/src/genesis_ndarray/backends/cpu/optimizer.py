@@ -108,3 +108,9 @@ def multi_tensor_norm(tensors: list[torch.Tensor], norm_type: float, dtype: str)
 def multi_tensor_clip_(tensors: list[torch.Tensor], total_norm: torch.Tensor, max_norm: float) -> None:
     coef = (torch.full_like(total_norm, max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
     torch._foreach_mul_(tensors, coef)
+
+
+@reg("advance_counters_")
+def advance_counters_(counters: list[torch.Tensor]) -> list[float]:
+    torch._foreach_add_(counters, 1)
+    return torch.stack(counters).tolist()

@@ -134,3 +134,14 @@ def multi_tensor_clip_(tensors: list[View], total_norm: View, max_norm: float) -
             upload=_upload(tensors[0].device),
             stream=stream_of(tensors[0]),
         )
+
+
+@reg("advance_counters_")
+def advance_counters_(counters: list[View]) -> list[float]:
+    """Each counter += 1 then read back (a synchronisation: device counters are meant for the kernels)."""
+    from .elementwise import binary_
+    from .memory import item
+
+    for c in counters:
+        binary_("add", c, 1)
+    return [float(item(c)) for c in counters]
