@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-from ag_helpers import CPU, CUDA, I, check_forward_and_gradients, check_gradcheck, check_gradgradcheck, params, to_genesis
+from ag_helpers import (
+    CPU,
+    CUDA,
+    I,
+    check_forward_and_gradients,
+    check_gradcheck,
+    check_gradgradcheck,
+    params,
+    to_genesis,
+)
 
 import genesis
 

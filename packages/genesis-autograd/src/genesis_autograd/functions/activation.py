@@ -146,7 +146,8 @@ def _gated(gate: Tensor, up: Tensor, kind: str, op: str) -> Tensor:
     """Broadcast (like ``*``) and promote gate and up, then the fused gated unit."""
     if gate.device != up.device:
         raise RuntimeError(
-            f"Expected all tensors to be on the same device, but found at least two devices, {gate.device} and {up.device}!"
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"{gate.device} and {up.device}!"
         )
     dtype = promote_types(gate.dtype, up.dtype)
     if not dtype.is_floating_point:
