@@ -57,6 +57,24 @@ def softmax(b) -> None:  # type: ignore[no-untyped-def]
     gk.softmax(b((64, 100), "float32", (1, 64)), b((64, 100)))
 
 
+def activation(b) -> None:  # type: ignore[no-untyped-def]
+    rows, n = 64, 4096
+    for dt in ("float32", "bfloat16", "float16", "float64"):
+        for kind in ("gelu", "gelu_tanh", "silu", "sigmoid"):
+            gk.activation_backward(b((rows, n), dt), b((rows, n), dt), b((rows, n), dt), kind)
+            # gate / up: the two halves of one (rows, 2n) tensor, rows of stride 2n
+            gate, up = b((rows, n), dt, (2 * n, 1)), b((rows, n), dt, (2 * n, 1))
+            gk.gated_forward(gate, up, b((rows, n), dt), kind)
+            gk.gated_backward(
+                b((rows, n), dt), gate, up, b((rows, n), dt, (2 * n, 1)), b((rows, n), dt, (2 * n, 1)), kind
+            )
+    # a transposed operand (no unit inner stride) and short rows
+    gk.activation_backward(b((64, 100), "float32", (1, 64)), b((64, 100)), b((64, 100)), "silu")
+    gk.gated_forward(
+        b((300, 7), "bfloat16", (14, 1)), b((300, 7), "bfloat16", (14, 1)), b((300, 7), "bfloat16"), "silu"
+    )
+
+
 def normalization(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "bfloat16", "float16", "float64"):
         acc = "float64" if dt == "float64" else "float32"

@@ -23,6 +23,7 @@ HERE = Path(__file__).parent
         "elementwise",
         "reduce",
         "softmax",
+        "activation",
         "cross_entropy",
         "normalization",
         "attention",

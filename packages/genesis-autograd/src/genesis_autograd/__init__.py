@@ -69,6 +69,7 @@ from .factories import (
     zeros_like,
 )
 from .function import Function, Node
+from .functions.activation import geglu, glu, swiglu
 from .functions.attention import fused_attention_supported, scaled_dot_product_attention
 from .functions.cross_entropy import cross_entropy
 from .functions.matmul import linear
@@ -143,6 +144,8 @@ __all__ = [
     "full",
     "full_like",
     "functions",
+    "geglu",
+    "glu",
     "get_default_dtype",
     "grad",
     "gradcheck",
@@ -183,6 +186,7 @@ __all__ = [
     "get_float32_matmul_precision",
     "set_grad_enabled",
     "stack",
+    "swiglu",
     "tensor",
     "uint8",
     "where",

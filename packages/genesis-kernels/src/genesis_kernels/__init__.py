@@ -8,6 +8,7 @@ from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
 from . import optimizer  # multi-tensor optimizer steps: optimizer.adam / sgd / total_norm / clip_by_total_norm
+from .activation import activation_backward, gated_backward, gated_forward
 from .attention import MAX_HEAD_DIM as ATTENTION_MAX_HEAD_DIM
 from .attention import attention_backward, attention_forward
 from .buffer import DTYPES, Buffer, BufferLike
@@ -55,6 +56,7 @@ __all__ = [
     "DTYPES",
     "Buffer",
     "BufferLike",
+    "activation_backward",
     "addcdiv",
     "addcmul",
     "arange",
@@ -76,6 +78,8 @@ __all__ = [
     "embedding_backward",
     "eye",
     "fill",
+    "gated_backward",
+    "gated_forward",
     "gather",
     "index_add",
     "index_put",

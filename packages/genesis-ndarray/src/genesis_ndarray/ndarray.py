@@ -47,6 +47,7 @@ _UNARY_OPS = (
     "logical_not",
     "bitwise_not",
 )
+_ACTIVATION_KINDS = ("gelu", "gelu_tanh", "silu", "sigmoid")
 
 
 def _shape_args(shape) -> tuple[int, ...]:
@@ -442,6 +443,37 @@ class NDArray:
         """Gradient of (log_)softmax over ``dim``, given this array as its output."""
         self._same_device(grad_output)
         return self._wrap(self._ops["softmax_backward"](self._data, grad_output._data, dim, log))
+
+    # ------------------------------------------------- fused activations (backends/*/activation.py)
+    # kind: "gelu", "gelu_tanh", "silu" or "sigmoid" (the gate of torch's GLU).
+    def _check_activation(self, kind: str, *others: NDArray) -> None:
+        if kind not in _ACTIVATION_KINDS:
+            raise ValueError(f"unknown activation {kind!r}; expected one of {_ACTIVATION_KINDS}")
+        for other in others:
+            self._same_device(other)
+            if other.shape != self.shape or other.dtype != self.dtype:
+                raise RuntimeError(
+                    f"{kind}: operands must match in shape and dtype, got {list(self.shape)} "
+                    f"{self.dtype.name} and {list(other.shape)} {other.dtype.name}"
+                )
+        if not self.dtype.is_floating_point:
+            raise NotImplementedError(f"\"{kind}\" not implemented for '{_TORCH_SCALAR_NAMES[self.dtype.name]}'")
+
+    def activation_backward(self, grad_output: NDArray, kind: str) -> NDArray:
+        """``grad_output * act'(self)`` in one pass (this array is the activation's input)."""
+        self._check_activation(kind, grad_output)
+        return self._wrap(self._ops["activation_backward"](grad_output._data, self._data, kind))
+
+    def gated_forward(self, up: NDArray, kind: str) -> NDArray:
+        """``act(self) * up`` in one pass (self is the gate): SwiGLU for silu, GeGLU for gelu, GLU for sigmoid."""
+        self._check_activation(kind, up)
+        return self._wrap(self._ops["gated_forward"](self._data, up._data, kind))
+
+    def gated_backward(self, grad_output: NDArray, up: NDArray, kind: str) -> tuple[NDArray, NDArray]:
+        """(d gate, d up) of ``act(self) * up`` in one pass: ``g * up * act'(self)`` and ``g * act(self)``."""
+        self._check_activation(kind, grad_output, up)
+        dgate, dup = self._ops["gated_backward"](grad_output._data, self._data, up._data, kind)
+        return self._wrap(dgate), self._wrap(dup)
 
     def cross_entropy(
         self, target: NDArray, weight: NDArray | None, ignore_index: int, label_smoothing: float

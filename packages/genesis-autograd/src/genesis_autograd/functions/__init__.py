@@ -3,6 +3,7 @@
 Each module holds the family's Functions, forward and backward side by side, and the Tensor mixin
 of the family (its Tensor methods); tensor.py puts the mixins together.
 
+activation.py   gelu / silu with a fused backward; gated units: glu, swiglu, geglu
 elementwise.py  unary math (one table of derivative rules), arithmetic, comparisons, ternary ops, clamp
 reduce.py       sum, mean, prod, amax/amin, max/min, var/std, logsumexp, vector norms, any/all
 softmax.py      softmax, log_softmax
@@ -21,6 +22,7 @@ optimizer.py    multi-tensor optimizer steps, total norm and clip (in place, out
 memory.py       dtype casts, device moves, clone, contiguous, fill_, copy_, item/tolist/numpy/DLPack
 """
 
+from .activation import Gated, Gelu, GeluTanh, Glu, Silu
 from .attention import ScaledDotProductAttention
 from .creation import Tril, Triu
 from .cross_entropy import CrossEntropy
@@ -42,8 +44,6 @@ from .elementwise import (
     Floor,
     FloorDivide,
     Fmod,
-    Gelu,
-    GeluTanh,
     Lerp,
     Log,
     Log1p,
@@ -61,7 +61,6 @@ from .elementwise import (
     Rsqrt,
     Sigmoid,
     Sign,
-    Silu,
     Sin,
     Sqrt,
     Square,
@@ -102,6 +101,12 @@ from .views import (
 )
 
 __all__ = [
+    # activation.py
+    "Gated",
+    "Gelu",
+    "GeluTanh",
+    "Glu",
+    "Silu",
     # elementwise.py
     "Abs",
     "Add",
@@ -120,8 +125,6 @@ __all__ = [
     "Floor",
     "FloorDivide",
     "Fmod",
-    "Gelu",
-    "GeluTanh",
     "Lerp",
     "Log",
     "Log1p",
@@ -139,7 +142,6 @@ __all__ = [
     "Rsqrt",
     "Sigmoid",
     "Sign",
-    "Silu",
     "Sin",
     "Sqrt",
     "Square",

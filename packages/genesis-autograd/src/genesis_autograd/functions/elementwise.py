@@ -15,6 +15,7 @@ from genesis_ndarray import DType, NDArray, full, get_default_dtype, int64, prom
 
 from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, data, meta, reduce_to, saved_output
+from .activation import Gelu, GeluTanh, Silu  # fused backward: activation.py
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
@@ -73,10 +74,6 @@ def _inplace_result_dtype(dtype: DType, other: Any, true_division: bool = False)
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-INV_SQRT2 = 1.0 / math.sqrt(2.0)
-INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-GELU_TANH_C = 0.044715
 
 
 # ------------------------------------------------------------------ unary: one Function, a table of rules
@@ -118,25 +115,6 @@ def _unary(name: str, op: str, reads: str, rule) -> type[Unary]:
     )
 
 
-def _silu_grad(g, x, y):
-    s = x.sigmoid()
-    return g * (s * (1 + x * (1 - s)))
-
-
-def _gelu_grad(g, x, y):
-    """x * Phi(x): slope Phi(x) + x * phi(x)."""
-    cdf = ((x * INV_SQRT2).erf() + 1) * 0.5
-    pdf = (x * x * -0.5).exp() * INV_SQRT_2PI
-    return g * (cdf + x * pdf)
-
-
-def _gelu_tanh_grad(g, x, y):
-    """0.5 x (1 + tanh(k (x + c x^3))), torch's approximate="tanh"."""
-    x2 = x * x
-    t = ((x + x2 * x * GELU_TANH_C) * SQRT_2_OVER_PI).tanh()
-    return g * ((t + 1) * 0.5 + x * (1 - t * t) * (SQRT_2_OVER_PI * 0.5) * (x2 * (3 * GELU_TANH_C) + 1))
-
-
 # The table:  Function = _unary(name, op, what the rule reads, rule(g, x, y) -> the input's gradient)
 Neg = _unary("Neg", "neg", "", lambda g, x, y: -g)
 Exp = _unary("Exp", "exp", "y", lambda g, x, y: g * y)
@@ -157,9 +135,6 @@ Tan = _unary("Tan", "tan", "y", lambda g, x, y: g * (1 + y * y))
 Tanh = _unary("Tanh", "tanh", "y", lambda g, x, y: g * (1 - y * y))
 Sigmoid = _unary("Sigmoid", "sigmoid", "y", lambda g, x, y: g * y * (1 - y))
 ReLU = _unary("ReLU", "relu", "x", lambda g, x, y: g * (x > 0).to(g.dtype))
-Silu = _unary("Silu", "silu", "x", _silu_grad)
-Gelu = _unary("Gelu", "gelu", "x", _gelu_grad)
-GeluTanh = _unary("GeluTanh", "gelu_tanh", "x", _gelu_tanh_grad)
 Erf = _unary("Erf", "erf", "x", lambda g, x, y: g * ((-(x * x)).exp() * TWO_OVER_SQRT_PI))
 # piecewise constant: zero gradient, as torch
 Sign = _unary("Sign", "sign", "", lambda g, x, y: g * 0)

@@ -2,7 +2,7 @@
 forms (nn.functional), with torch.nn's names, signatures and behaviour."""
 
 from . import functional, init, parallel, utils
-from .activation import GELU, LeakyReLU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .activation import GELU, GLU, LeakyReLU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
@@ -69,6 +69,7 @@ __all__ = [
     "ReLU",
     "Sequential",
     "SiLU",
+    "GLU",
     "Sigmoid",
     "SmoothL1Loss",
     "Softmax",

@@ -93,6 +93,26 @@ class SiLU(Module):
         return _inplace_repr(self.inplace)
 
 
+class GLU(Module):
+    """Gated linear unit: a * sigmoid(b), a and b the two halves of the input along ``dim``.
+
+    Args:
+        dim: the dim halved (its size must be even).
+
+    Shape: input (*, 2n, *); output (*, n, *) along ``dim``.
+    """
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
 class Mish(Module):
     """Mish, x * tanh(softplus(x)).
 

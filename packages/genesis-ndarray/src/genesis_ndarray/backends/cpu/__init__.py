@@ -6,6 +6,7 @@ module registers its own functions through ``common.reg`` and imports no other f
 """
 
 from . import (
+    activation,
     attention,
     creation,
     cross_entropy,
@@ -25,6 +26,7 @@ from . import (
 )
 
 __all__ = [
+    "activation",
     "attention",
     "creation",
     "cross_entropy",

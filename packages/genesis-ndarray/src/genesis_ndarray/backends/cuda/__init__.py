@@ -6,6 +6,7 @@ op under the device type "cuda".
 """
 
 from . import (
+    activation,
     attention,
     creation,
     cross_entropy,
@@ -25,6 +26,7 @@ from . import (
 )
 
 __all__ = [
+    "activation",
     "attention",
     "creation",
     "cross_entropy",

@@ -3,6 +3,7 @@
 sampling, sparse). Modules call these; fused kernels replace a family's body, not its name."""
 
 from .activation import (
+    geglu,
     gelu,
     glu,
     hardtanh,
@@ -17,6 +18,7 @@ from .activation import (
     softmax,
     softmin,
     softplus,
+    swiglu,
     tanh,
 )
 from .attention import multi_head_attention_forward, scaled_dot_product_attention
@@ -52,6 +54,7 @@ __all__ = [
     "dropout",
     "embedding",
     "embedding_bag",
+    "geglu",
     "gelu",
     "glu",
     "group_norm",
@@ -83,6 +86,7 @@ __all__ = [
     "softmax",
     "softmin",
     "softplus",
+    "swiglu",
     "tanh",
     "unfold",
 ]

@@ -7,12 +7,14 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import genesis_autograd
 from genesis_autograd import Tensor, autocast_policy, is_grad_enabled
 
 if TYPE_CHECKING:
     from genesis_autograd import DType
 
 __all__ = [
+    "geglu",
     "gelu",
     "glu",
     "hardtanh",
@@ -27,6 +29,7 @@ __all__ = [
     "softmax",
     "softmin",
     "softplus",
+    "swiglu",
     "tanh",
 ]
 
@@ -143,18 +146,34 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
-    """Gated linear unit: a * sigmoid(b), where a and b are the two halves of ``input`` along ``dim``.
+    """Gated linear unit: a * sigmoid(b), where a and b are the two halves of ``input`` along ``dim``;
+    one fused op each way, reading both halves in place.
 
     Shape: (*, 2n, *) -> (*, n, *) along ``dim``.
     """
-    if input.ndim == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    if input.shape[dim] % 2:
-        raise RuntimeError(
-            f"Halving dimension must be even, but dimension {dim % input.ndim} is size {input.shape[dim]}"
-        )
-    a, b = input.chunk(2, dim)
-    return a * b.sigmoid()
+    return genesis_autograd.glu(input, dim)
+
+
+def swiglu(gate: Tensor, up: Tensor) -> Tensor:
+    """SwiGLU, ``silu(gate) * up``: one fused op each way. A Genesis extension: torch has no
+    ``F.swiglu`` (there it is ``F.silu(gate) * up``).
+
+    Args:
+        gate, up: tensors that broadcast together, as for ``*`` (typically the two halves of one
+            projection, ``x.chunk(2, -1)``, which are read in place).
+    """
+    return genesis_autograd.swiglu(gate, up)
+
+
+def geglu(gate: Tensor, up: Tensor, approximate: str = "none") -> Tensor:
+    """GeGLU, ``gelu(gate, approximate) * up``: one fused op each way. A Genesis extension: torch has
+    no ``F.geglu`` (there it is ``F.gelu(gate, approximate=...) * up``).
+
+    Args:
+        gate, up: tensors that broadcast together, as for ``*``.
+        approximate: ``"none"`` (exact, with erf) or ``"tanh"``.
+    """
+    return genesis_autograd.geglu(gate, up, approximate)
 
 
 def _softmax_dim(name: str, ndim: int) -> int:

@@ -1,0 +1,37 @@
+"""CPU fused-activation ops through torch: GELU / SiLU backward, gated units (act(gate) * up) both ways."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .common import reg
+
+_APPROXIMATE = {"gelu": "none", "gelu_tanh": "tanh"}
+
+
+def _act(x: torch.Tensor, kind: str) -> torch.Tensor:
+    if kind in _APPROXIMATE:
+        return F.gelu(x, approximate=_APPROXIMATE[kind])
+    return F.silu(x) if kind == "silu" else torch.sigmoid(x)
+
+
+@reg("activation_backward")
+def activation_backward(grad_output: torch.Tensor, input: torch.Tensor, kind: str) -> torch.Tensor:
+    if kind in _APPROXIMATE:
+        return torch.ops.aten.gelu_backward(grad_output, input, approximate=_APPROXIMATE[kind])
+    if kind == "silu":
+        return torch.ops.aten.silu_backward(grad_output, input)
+    return torch.ops.aten.sigmoid_backward(grad_output, torch.sigmoid(input))
+
+
+@reg("gated_forward")
+def gated_forward(gate: torch.Tensor, up: torch.Tensor, kind: str) -> torch.Tensor:
+    return _act(gate, kind) * up
+
+
+@reg("gated_backward")
+def gated_backward(
+    grad_output: torch.Tensor, gate: torch.Tensor, up: torch.Tensor, kind: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return activation_backward(grad_output * up, gate, kind), grad_output * _act(gate, kind)
