@@ -1,19 +1,228 @@
-"""Where a small cuda op spends its host time: cProfile of `a + b` (1,024 elements)."""
+"""Where a small op spends its host time, layer by layer, beside torch's time for the same op.
 
+Each case is timed at every floor it passes through, top to bottom:
+
+    tensor     the Tensor method or operator a user calls (``a + b``)
+    function   the autograd Function (``Add.apply(a, b)``): autocast, grad mode, graph node, wrapping
+    ndarray    the NDArray method (``a.data + b.data``): device check, backend dispatch, result wrapping
+    registry   finding the backend's implementation of the op (what NDArray does once per call)
+    backend    the registered implementation itself, on native arrays (a torch tensor on cpu, a View on cuda)
+
+so that the difference between two neighbouring rows is what that floor adds. The torch row is the
+same op in torch on the same device. ``calls`` is the number of Python-level calls (functions and
+builtins, as cProfile counts them) one op makes at that floor.
+
+    python tools/profile_small_op.py                  # every case, on cuda when available, else cpu
+    python tools/profile_small_op.py --device cpu --cases add add_grad --profile 20
+
+Host time only: on cuda the loop enqueues kernels and synchronises once at the end of each timing.
+"""
+
+from __future__ import annotations
+
+import argparse
 import cProfile
 import pstats
+import timeit
+from collections.abc import Callable
+
+import torch
 
 import genesis
+import genesis.nn as gnn
+from genesis_autograd import functions as F
+from genesis_ndarray import registry
 
-a = genesis.randn(1024, device="cuda")
-b = genesis.randn(1024, device="cuda")
-for _ in range(100):
-    a + b
-genesis.cuda.synchronize()
-profile = cProfile.Profile()
-profile.enable()
-for _ in range(5000):
-    a + b
-profile.disable()
-genesis.cuda.synchronize()
-pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+Layers = dict[str, Callable[[], object]]
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        genesis.cuda.synchronize()
+        torch.cuda.synchronize()
+
+
+def _pair(device: str, shape: tuple[int, ...], requires_grad: bool = False):
+    a = genesis.randn(*shape, device=device).requires_grad_(requires_grad)
+    b = genesis.randn(*shape, device=device).requires_grad_(requires_grad)
+    ta = torch.randn(*shape, device=device).requires_grad_(requires_grad)
+    tb = torch.randn(*shape, device=device).requires_grad_(requires_grad)
+    return a, b, ta, tb
+
+
+def _lookup(op: str, device_type: str) -> Callable[[], object]:
+    return lambda: registry.lookup(op, device_type)
+
+
+def case_add(device: str, requires_grad: bool = False) -> tuple[Layers, Callable[[], object]]:
+    a, b, ta, tb = _pair(device, (1024,), requires_grad)
+    na, nb = a.data, b.data
+    impl = registry.lookup("binary", a.device.type)
+    xa, xb = na.native, nb.native
+    layers = {
+        "tensor": lambda: a + b,
+        "function": lambda: F.Add.apply(a, b),
+        "ndarray": lambda: na + nb,
+        "registry": _lookup("binary", a.device.type),
+        "backend": lambda: impl("add", xa, xb),
+    }
+    return layers, lambda: ta + tb
+
+
+def case_add_grad(device: str) -> tuple[Layers, Callable[[], object]]:
+    return case_add(device, requires_grad=True)
+
+
+def case_mul_(device: str) -> tuple[Layers, Callable[[], object]]:
+    a, _, ta, _ = _pair(device, (1024,))
+    na = a.data
+    impl = registry.lookup("binary_", a.device.type)
+    xa = na.native
+    # Multiplying by 1 keeps the values finite however often it runs; the work is the same.
+    layers = {
+        "tensor": lambda: a.mul_(1),
+        "ndarray": lambda: na.mul_(1),
+        "registry": _lookup("binary_", a.device.type),
+        "backend": lambda: impl("mul", xa, 1),
+    }
+    return layers, lambda: ta.mul_(1)
+
+
+def case_sum(device: str) -> tuple[Layers, Callable[[], object]]:
+    a, _, ta, _ = _pair(device, (1024,))
+    na = a.data
+    impl = registry.lookup("reduce", a.device.type)
+    xa = na.native
+    layers = {
+        "tensor": lambda: a.sum(),
+        "function": lambda: F.Sum.apply(a, None, False, None),
+        "ndarray": lambda: na.sum(),
+        "registry": _lookup("reduce", a.device.type),
+        "backend": lambda: impl("sum", xa, None, False, None),
+    }
+    return layers, lambda: ta.sum()
+
+
+def case_matmul(device: str) -> tuple[Layers, Callable[[], object]]:
+    x, _, tx, _ = _pair(device, (16, 32))
+    w, _, tw, _ = _pair(device, (32, 16))
+    nx, nw = x.data, w.data
+    impl = registry.lookup("matmul", x.device.type)
+    xx, xw = nx.native, nw.native
+    layers = {
+        "tensor": lambda: x @ w,
+        "function": lambda: F.MatMul.apply(x, w),
+        "ndarray": lambda: nx.matmul(nw),
+        "registry": _lookup("matmul", x.device.type),
+        "backend": lambda: impl(xx, xw),
+    }
+    return layers, lambda: tx @ tw
+
+
+def case_relu(device: str) -> tuple[Layers, Callable[[], object]]:
+    a, _, ta, _ = _pair(device, (1024,))
+    na = a.data
+    impl = registry.lookup("unary", a.device.type)
+    xa = na.native
+    layers = {
+        "tensor": lambda: a.relu(),
+        "function": lambda: F.ReLU.apply(a),
+        "ndarray": lambda: na.relu(),
+        "registry": _lookup("unary", a.device.type),
+        "backend": lambda: impl("relu", xa),
+    }
+    return layers, lambda: ta.relu()
+
+
+def case_mlp(device: str, width: int) -> tuple[Layers, Callable[[], object]]:
+    """4 x (Linear(width) + ReLU), batch 64: zero_grad, forward, sum, backward (tools/profile_mlp.py's step)."""
+    model = gnn.Sequential(*[m for _ in range(4) for m in (gnn.Linear(width, width), gnn.ReLU())]).to(device)
+    tmodel = torch.nn.Sequential(
+        *[m for _ in range(4) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]
+    ).to(device)
+    x = genesis.randn(64, width, device=device)
+    tx = torch.randn(64, width, device=device)
+
+    def step() -> None:
+        model.zero_grad()
+        model(x).sum().backward()
+
+    def tstep() -> None:
+        tmodel.zero_grad()
+        tmodel(tx).sum().backward()
+
+    return {"tensor": step}, tstep
+
+
+CASES = ("add", "add_grad", "mul_", "sum", "matmul", "relu", "mlp")
+
+
+def _time(fn: Callable[[], object], device: str, number: int, repeat: int) -> float:
+    """Best of ``repeat`` runs of ``number`` calls, in microseconds per call."""
+    for _ in range(max(number // 10, 3)):
+        fn()
+    _sync(device)
+    best = float("inf")
+    for _ in range(repeat):
+        start = timeit.default_timer()
+        for _ in range(number):
+            fn()
+        _sync(device)
+        best = min(best, timeit.default_timer() - start)
+    return best / number * 1e6
+
+
+def _calls(fn: Callable[[], object], number: int = 200) -> float:
+    """Python-level calls per op, as cProfile counts them (the timing loop's own call excluded)."""
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(number):
+        fn()
+    profile.disable()
+    total = sum(stat[1] for stat in pstats.Stats(profile).stats.values())  # type: ignore[attr-defined]
+    return total / number - 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    default_device = "cuda" if genesis.cuda.is_available() and torch.cuda.is_available() else "cpu"
+    parser.add_argument("--device", default=default_device, choices=("cpu", "cuda"))
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    parser.add_argument("--number", type=int, default=2000, help="calls per timing run")
+    parser.add_argument("--repeat", type=int, default=15, help="timing runs; the best is reported")
+    parser.add_argument(
+        "--mlp-width", type=int, default=None, help="the MLP's width (default 1024 on cuda, 128 on cpu)"
+    )
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="also print cProfile's top N per case")
+    args = parser.parse_args()
+    device = args.device
+    width = args.mlp_width or (1024 if device == "cuda" else 128)
+    if device == "cpu":  # both frameworks compute through torch here: one thread each, less noise
+        torch.set_num_threads(1)
+
+    print(f"device {device}; us per op, best of {args.repeat} x {args.number} calls; MLP width {width}, batch 64")
+    print(f"{'case':10s} {'layer':9s} {'us':>9s} {'calls':>7s}   {'x torch':>8s}")
+    for name in args.cases:
+        if name == "mlp":
+            layers, reference = case_mlp(device, width)
+            number = max(args.number // 100, 5)
+        else:
+            layers, reference = globals()[f"case_{name}"](device)
+            number = args.number
+        ref = _time(reference, device, number, args.repeat)
+        for layer, fn in layers.items():
+            us = _time(fn, device, number, args.repeat)
+            calls = _calls(fn, max(number // 10, 5))
+            print(f"{name:10s} {layer:9s} {us:9.2f} {calls:7.0f}   {us / ref:7.2f}x")
+        print(f"{name:10s} {'torch':9s} {ref:9.2f}")
+        if args.profile:
+            profile = cProfile.Profile()
+            profile.enable()
+            for _ in range(number):
+                layers["tensor"]()
+            profile.disable()
+            pstats.Stats(profile).sort_stats("tottime").print_stats(args.profile)
+
+
+if __name__ == "__main__":
+    main()
