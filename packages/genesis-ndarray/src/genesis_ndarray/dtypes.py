@@ -20,6 +20,9 @@ class DType:
     # A dict __slots__ documents each attribute (help() and the docs-coverage check read it).
     __slots__ = {
         "_rank": "Position in the promotion lattice inside its category (see promote_types).",
+        "category": "0 bool, 1 integer, 2 floating: the order PyTorch promotes across.",
+        "is_floating_point": "True for float16, bfloat16, float32 and float64, as torch.dtype.is_floating_point.",
+        "is_signed": "False for uint8 and bool, True for the rest, as torch.dtype.is_signed.",
         "itemsize": "Bytes per element, as torch.dtype.itemsize (bool: 1).",
         "name": "The dtype's name without the module, as torch spells it: 'float32', 'int64', 'bool', ...",
         "numpy": "The matching numpy.dtype, or None for bfloat16 (numpy has none; conversions go through torch).",
@@ -34,28 +37,15 @@ class DType:
         self.numpy = None if numpy_dtype is None else np.dtype(numpy_dtype)
         # Position in the promotion lattice inside its category (see promote_types).
         self._rank = rank
-
-    @property
-    def is_floating_point(self) -> bool:
-        """True for float16, bfloat16, float32 and float64, as torch.dtype.is_floating_point."""
-        return self.name in _FLOATING
-
-    @property
-    def is_signed(self) -> bool:
-        """False for uint8 and bool, True for the rest, as torch.dtype.is_signed."""
-        return self.name not in ("uint8", "bool")
+        # Plain attributes, not properties: every op reads them (result dtypes, whether an output gets a grad).
+        self.is_floating_point = name in _FLOATING
+        self.is_signed = name not in ("uint8", "bool")
+        self.category = 0 if name == "bool" else 2 if self.is_floating_point else 1
 
     @property
     def is_complex(self) -> bool:
         """Always False: Genesis has no complex dtypes (torch.dtype.is_complex)."""
         return False
-
-    @property
-    def category(self) -> int:
-        """0 bool, 1 integer, 2 floating: the order PyTorch promotes across."""
-        if self.name == "bool":
-            return 0
-        return 2 if self.is_floating_point else 1
 
     def __repr__(self) -> str:
         return f"genesis.{self.name}"
