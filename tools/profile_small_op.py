@@ -5,8 +5,9 @@ Each case is timed at every floor it passes through, top to bottom:
     tensor     the Tensor method or operator a user calls (``a + b``)
     function   the autograd Function (``Add.apply(a, b)``): autocast, grad mode, graph node, wrapping
     ndarray    the NDArray method (``a.data + b.data``): device check, backend dispatch, result wrapping
-    registry   finding the backend's implementation of the op (what NDArray does once per call)
-    backend    the registered implementation itself, on native arrays (a torch tensor on cpu, a View on cuda)
+    registry   finding the backend's function: the lookup of the op's resolved entry for this signature
+               (registry.py), or of the general implementation where the backend resolves none
+    backend    that function itself, on native arrays (a torch tensor on cpu, a View on cuda)
 
 so that the difference between two neighbouring rows is what that floor adds. The torch row is the
 same op in torch on the same device. ``calls`` is the number of Python-level calls (functions and
@@ -50,21 +51,33 @@ def _pair(device: str, shape: tuple[int, ...], requires_grad: bool = False):
     return a, b, ta, tb
 
 
-def _lookup(op: str, device_type: str) -> Callable[[], object]:
-    return lambda: registry.lookup(op, device_type)
+def _dispatch(
+    device_type: str, family: str, op: str, *signature: object, tail: tuple = ()
+) -> tuple[Callable[[], object], Callable]:
+    """(the registry layer's work per call, the backend function it finds): the resolved entry's lookup
+    and function where the backend resolved one for this signature (registry.py), else the general one
+    (called with ``tail`` after the entry's arguments)."""
+    ops = registry.table(device_type)
+    key = (family, op, *signature)
+    entry = ops.resolved[key]
+    if entry is None:
+        general = registry.lookup(family, device_type)
+        return (lambda: registry.lookup(family, device_type)), (lambda *args: general(op, *args, *tail))
+    fn = entry[0] if isinstance(entry, tuple) else entry
+    return (lambda: ops.resolved[key]), fn
 
 
 def case_add(device: str, requires_grad: bool = False) -> tuple[Layers, Callable[[], object]]:
     a, b, ta, tb = _pair(device, (1024,), requires_grad)
     na, nb = a.data, b.data
-    impl = registry.lookup("binary", a.device.type)
+    find, impl = _dispatch(a.device.type, "binary", "add", a.dtype, b.dtype)
     xa, xb = na.native, nb.native
     layers = {
         "tensor": lambda: a + b,
         "function": lambda: F.Add.apply(a, b),
         "ndarray": lambda: na + nb,
-        "registry": _lookup("binary", a.device.type),
-        "backend": lambda: impl("add", xa, xb),
+        "registry": find,
+        "backend": lambda: impl(xa, xb),
     }
     return layers, lambda: ta + tb
 
@@ -76,14 +89,14 @@ def case_add_grad(device: str) -> tuple[Layers, Callable[[], object]]:
 def case_mul_(device: str) -> tuple[Layers, Callable[[], object]]:
     a, _, ta, _ = _pair(device, (1024,))
     na = a.data
-    impl = registry.lookup("binary_", a.device.type)
+    find, impl = _dispatch(a.device.type, "binary_", "mul", a.dtype, int)
     xa = na.native
     # Multiplying by 1 keeps the values finite however often it runs; the work is the same.
     layers = {
         "tensor": lambda: a.mul_(1),
         "ndarray": lambda: na.mul_(1),
-        "registry": _lookup("binary_", a.device.type),
-        "backend": lambda: impl("mul", xa, 1),
+        "registry": find,
+        "backend": lambda: impl(xa, 1),
     }
     return layers, lambda: ta.mul_(1)
 
@@ -91,14 +104,14 @@ def case_mul_(device: str) -> tuple[Layers, Callable[[], object]]:
 def case_sum(device: str) -> tuple[Layers, Callable[[], object]]:
     a, _, ta, _ = _pair(device, (1024,))
     na = a.data
-    impl = registry.lookup("reduce", a.device.type)
+    find, impl = _dispatch(a.device.type, "reduce", "sum", a.dtype, tail=(None,))
     xa = na.native
     layers = {
         "tensor": lambda: a.sum(),
         "function": lambda: F.Sum.apply(a, None, False, None),
         "ndarray": lambda: na.sum(),
-        "registry": _lookup("reduce", a.device.type),
-        "backend": lambda: impl("sum", xa, None, False, None),
+        "registry": find,
+        "backend": lambda: impl(xa, None, False),
     }
     return layers, lambda: ta.sum()
 
@@ -107,13 +120,13 @@ def case_matmul(device: str) -> tuple[Layers, Callable[[], object]]:
     x, _, tx, _ = _pair(device, (16, 32))
     w, _, tw, _ = _pair(device, (32, 16))
     nx, nw = x.data, w.data
-    impl = registry.lookup("matmul", x.device.type)
+    find, impl = _dispatch(x.device.type, "matmul", "matmul", x.dtype, w.dtype)
     xx, xw = nx.native, nw.native
     layers = {
         "tensor": lambda: x @ w,
         "function": lambda: F.MatMul.apply(x, w),
         "ndarray": lambda: nx.matmul(nw),
-        "registry": _lookup("matmul", x.device.type),
+        "registry": find,
         "backend": lambda: impl(xx, xw),
     }
     return layers, lambda: tx @ tw
@@ -122,14 +135,14 @@ def case_matmul(device: str) -> tuple[Layers, Callable[[], object]]:
 def case_relu(device: str) -> tuple[Layers, Callable[[], object]]:
     a, _, ta, _ = _pair(device, (1024,))
     na = a.data
-    impl = registry.lookup("unary", a.device.type)
+    find, impl = _dispatch(a.device.type, "unary", "relu", a.dtype)
     xa = na.native
     layers = {
         "tensor": lambda: a.relu(),
         "function": lambda: F.ReLU.apply(a),
         "ndarray": lambda: na.relu(),
-        "registry": _lookup("unary", a.device.type),
-        "backend": lambda: impl("relu", xa),
+        "registry": find,
+        "backend": lambda: impl(xa),
     }
     return layers, lambda: ta.relu()
 

@@ -188,3 +188,28 @@ def result_type_with_scalar(tensor_dtype: DType, value) -> DType:
 
 def dtype_of_torch(t: torch.dtype) -> DType:
     return _BY_TORCH[t]
+
+
+# Binary ops whose operands of one dtype give that dtype (div: floating dtypes only), and the predicates.
+_SAME_DTYPE_BINARY = frozenset({"add", "sub", "mul", "maximum", "minimum", "div"})
+_PREDICATE_BINARY = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"})
+_SCALAR_CATEGORY = {builtins.bool: 0, builtins.int: 1, builtins.float: 2}
+
+
+def binary_result_dtype(op: str, dtype: DType, other: DType | type) -> DType | None:
+    """torch's result dtype of ``x op y`` for x of ``dtype`` and y of dtype ``other`` (or a Python number of
+    type ``other``), where these alone decide it without the default dtype: operands of one dtype, or a
+    number of no higher category; bool operands excluded. None elsewhere (the backend's result tells).
+    The resolved entries of both backends (registry.py) take their result dtypes from here."""
+    if dtype is bool_:
+        return None
+    if isinstance(other, DType):
+        if other is not dtype:
+            return None
+    elif _SCALAR_CATEGORY[other] > dtype.category:
+        return None
+    if op in _PREDICATE_BINARY:
+        return bool_
+    if op in _SAME_DTYPE_BINARY and (op != "div" or dtype.is_floating_point):
+        return dtype
+    return None

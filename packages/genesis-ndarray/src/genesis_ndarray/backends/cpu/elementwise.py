@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from ...dtypes import DType, bool_
+from ...dtypes import DType, binary_result_dtype, bool_
 from .common import reg, resolver
 
 _BINARY: dict[str, Callable[..., torch.Tensor]] = {
@@ -75,23 +75,7 @@ def unary(op: str, input: torch.Tensor) -> torch.Tensor:
 
 
 # Resolved entries (registry.py): the torch function itself, and the result dtype where the operands' dtypes
-# alone decide it. Only same-dtype operands, and a tensor next to a Python number of no higher category,
-# are known here; the rest read the dtype back from torch's result (whose own rules are the reference).
-_SAME_DTYPE = frozenset({"add", "sub", "mul", "maximum", "minimum", "div"})
-_PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"})
-_CATEGORY = {bool: 0, int: 1, float: 2}
-
-
-def _known_dtype(op: str, dtype: DType, other: DType | type) -> DType | None:
-    category = other.category if isinstance(other, DType) else _CATEGORY[other]
-    if (other is dtype or (not isinstance(other, DType) and category <= dtype.category)) and dtype is not bool_:
-        if op in _PREDICATES:
-            return bool_
-        if op in _SAME_DTYPE and (op != "div" or dtype.is_floating_point):
-            return dtype
-    return None
-
-
+# alone decide it (dtypes.binary_result_dtype); elsewhere it is read back from torch's result.
 @resolver("binary")
 def resolve_binary(op: str, dtype: DType, other: DType | type):
     """``(fn(input, other) -> result, result dtype or None)`` for ``input op other``, input of ``dtype`` and
@@ -99,7 +83,7 @@ def resolve_binary(op: str, dtype: DType, other: DType | type):
     fn = _BINARY.get(op)
     if fn is None or (op in _NEEDS_TENSOR and not isinstance(other, DType)):
         return None
-    return fn, _known_dtype(op, dtype, other)
+    return fn, binary_result_dtype(op, dtype, other)
 
 
 @resolver("binary_")
