@@ -102,9 +102,10 @@ class Node:
 
     def register_hook(self, hook: Callable[[tuple, tuple], Sequence | None]) -> None:
         """Register ``hook(grad_inputs, grad_outputs) -> new grad_inputs or None``, called after backward runs."""
-        if not self._hooks:
-            self._hooks = []
-        self._hooks.append(hook)
+        hooks = self._hooks
+        if not isinstance(hooks, list):  # the shared class default: this node's own list first
+            hooks = self._hooks = []
+        hooks.append(hook)
 
     def release(self) -> None:
         """Drop saved tensors (after a backward without retain_graph)."""
@@ -219,11 +220,13 @@ class Function:
             for a in args:
                 if getattr(a, "requires_grad", False):
                     return _record(cls, args)
+        n = len(args)
+        ctx: Any = _NULL_CTXS[n] if n < _SHARED_ARITIES else _NullCtx(n)  # a Node's stand-in (duck-typed)
         if cls.forward_uses_ndarrays:
-            out = cls.forward(_NULL_CTXS[len(args)], *args)
+            out = cls.forward(ctx, *args)
         else:
             with grad_mode.no_grad():
-                out = cls.forward(_NULL_CTXS[len(args)], *args)
+                out = cls.forward(ctx, *args)
         # The class of the outputs: that of the first Tensor argument (see Tensor._result_type).
         make = getattr(args[0], "_result_type", None) if args else None
         if make is None:
@@ -306,15 +309,10 @@ class _NullCtx:
         pass
 
 
-class _NullCtxs(dict):
-    """The shared _NullCtx of each arity, made on first use: _NULL_CTXS[len(args)]."""
-
-    def __missing__(self, n_inputs: int) -> _NullCtx:
-        ctx = self[n_inputs] = _NullCtx(n_inputs)
-        return ctx
-
-
-_NULL_CTXS = _NullCtxs()
+# The shared _NullCtx of each arity below _SHARED_ARITIES (a list: indexing it is the cheapest lookup there is);
+# a call with more arguments (cat of many tensors) makes its own.
+_SHARED_ARITIES = 16
+_NULL_CTXS = [_NullCtx(n) for n in range(_SHARED_ARITIES)]
 
 
 def _wrap_outputs(out: Any, ctx: Node | None, base: Tensor | None, make: type[Tensor] | None) -> Any:

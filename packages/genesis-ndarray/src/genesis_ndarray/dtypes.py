@@ -13,6 +13,8 @@ import builtins
 import numpy as np
 import torch
 
+from . import registry
+
 
 class DType:
     """One element type: name, size, category and its torch / numpy counterparts."""
@@ -139,6 +141,7 @@ def set_default_dtype(dtype) -> None:
     # The cpu backend computes with torch, whose own default decides int / int and int * float.
     torch.set_default_dtype(d.torch)
     _default_dtype = d
+    registry.invalidate()  # no resolved entry depends on the default dtype; forgetting them costs little
 
 
 def _promote_pair(a: DType, b: DType) -> DType:

@@ -9,7 +9,7 @@ type in ``registry``. Backend ops follow torch's semantics and names.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from numbers import Number
 from typing import TYPE_CHECKING
 
@@ -57,6 +57,35 @@ def _shape_args(shape) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], Sequence):
         shape = shape[0]
     return tuple(int(s) for s in shape)
+
+
+def _operator(op: str, name: str) -> Callable[[NDArray, object], NDArray]:
+    """The operator method ``name`` for ``op`` (``__add__ = _operator("add", "__add__")``): NDArray._binary with its
+    resolved-entry path inline for an operand of the same device, or a plain Python number; the rest,
+    and every refusal, go to _binary. One call fewer for the most frequent ops of all."""
+
+    def method(self: NDArray, other: object) -> NDArray:
+        cls = other.__class__
+        if cls is NDArray:
+            if other.device is self.device:  # type: ignore[attr-defined]  # an NDArray, as cls says
+                ops = self._ops
+                entry = ops.resolved[("binary", op, self.dtype, other.dtype)]  # type: ignore[attr-defined]
+                if entry is not None:
+                    out = entry[0](self._data, other._data)  # type: ignore[attr-defined]
+                    dtype = entry[1]
+                    return NDArray(out, self.device, ops["dtype_of"](out) if dtype is None else dtype, ops)
+        elif cls in _PLAIN_SCALARS:
+            ops = self._ops
+            entry = ops.resolved[("binary", op, self.dtype, cls)]
+            if entry is not None:
+                out = entry[0](self._data, other)
+                dtype = entry[1]
+                return NDArray(out, self.device, ops["dtype_of"](out) if dtype is None else dtype, ops)
+        return self._binary(op, other)
+
+    method.__name__ = name
+    method.__qualname__ = f"NDArray.{name}"
+    return method
 
 
 class NDArray:
@@ -271,26 +300,22 @@ class NDArray:
             return self._result(entry[0](self._data), entry[1])
         return self._wrap(self._ops["unary"](op, self._data))
 
-    def __add__(self, other):
-        return self._binary("add", other)
+    __add__ = _operator("add", "__add__")
 
     def __radd__(self, other):
         return self._binary("add", other, True)
 
-    def __sub__(self, other):
-        return self._binary("sub", other)
+    __sub__ = _operator("sub", "__sub__")
 
     def __rsub__(self, other):
         return self._binary("sub", other, True)
 
-    def __mul__(self, other):
-        return self._binary("mul", other)
+    __mul__ = _operator("mul", "__mul__")
 
     def __rmul__(self, other):
         return self._binary("mul", other, True)
 
-    def __truediv__(self, other):
-        return self._binary("div", other)
+    __truediv__ = _operator("div", "__truediv__")
 
     def __rtruediv__(self, other):
         return self._binary("div", other, True)
@@ -320,17 +345,13 @@ class NDArray:
     def __ne__(self, other: object) -> NDArray:  # type: ignore[override]
         return self._binary("ne", other)
 
-    def __lt__(self, other):
-        return self._binary("lt", other)
+    __lt__ = _operator("lt", "__lt__")
 
-    def __le__(self, other):
-        return self._binary("le", other)
+    __le__ = _operator("le", "__le__")
 
-    def __gt__(self, other):
-        return self._binary("gt", other)
+    __gt__ = _operator("gt", "__gt__")
 
-    def __ge__(self, other):
-        return self._binary("ge", other)
+    __ge__ = _operator("ge", "__ge__")
 
     def __and__(self, other):
         return self._binary("bitwise_and", other)

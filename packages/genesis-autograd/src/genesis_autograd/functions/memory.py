@@ -124,7 +124,9 @@ class MemoryMixin(TensorBase):
         """
         if len(args) == 1 and args[0].__class__ is DType and dtype is None and device is None and not copy:
             # to(dtype), the common call (gradients cast back in backward): nothing else to parse
-            return self if args[0] is self.data.dtype else Cast.apply(self, args[0])
+            if args[0] is self.data.dtype:
+                return self  # type: ignore[return-value]  # self is a Tensor: the mixins are only Tensor's bases
+            return Cast.apply(self, args[0])
         for arg in args:
             if isinstance(arg, self._result_type):
                 device, dtype = arg.device, arg.dtype
