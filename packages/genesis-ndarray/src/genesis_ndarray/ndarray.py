@@ -295,10 +295,13 @@ class NDArray:
         return self
 
     def unary(self, op: str) -> NDArray:
-        entry = self._ops.resolved[("unary", op, self.dtype)]
+        ops = self._ops
+        entry = ops.resolved[("unary", op, self.dtype)]
         if entry is not None:
-            return self._result(entry[0](self._data), entry[1])
-        return self._wrap(self._ops["unary"](op, self._data))
+            out = entry[0](self._data)
+            dtype = entry[1]
+            return NDArray(out, self.device, ops["dtype_of"](out) if dtype is None else dtype, ops)
+        return self._wrap(ops["unary"](op, self._data))
 
     __add__ = _operator("add", "__add__")
 
@@ -1028,12 +1031,24 @@ def _fill_value(value):
     return value
 
 
+def _unary_method(op: str) -> Callable[[NDArray], NDArray]:
+    """NDArray.<op>(): NDArray.unary(op), with its resolved-entry path inline (one call fewer)."""
+
+    def method(self: NDArray) -> NDArray:
+        ops = self._ops
+        entry = ops.resolved[("unary", op, self.dtype)]
+        if entry is not None:
+            out = entry[0](self._data)
+            dtype = entry[1]
+            return NDArray(out, self.device, ops["dtype_of"](out) if dtype is None else dtype, ops)
+        return self._wrap(ops["unary"](op, self._data))
+
+    method.__name__ = op
+    method.__qualname__ = f"NDArray.{op}"
+    method.__doc__ = f"Elementwise {op}."
+    return method
+
+
 for _op in _UNARY_OPS:
-
-    def _method(self, _op=_op):
-        return self._wrap(self._ops["unary"](_op, self._data))
-
-    _method.__name__ = _op
-    _method.__doc__ = f"Elementwise {_op}."
-    setattr(NDArray, _op, _method)
-del _op, _method
+    setattr(NDArray, _op, _unary_method(_op))
+del _op
