@@ -52,19 +52,21 @@ def _pair(device: str, shape: tuple[int, ...], requires_grad: bool = False):
 
 
 def _dispatch(
-    device_type: str, family: str, op: str, *signature: object, tail: tuple = ()
+    device_type: str, family: str, op: str, *signature: object, tail: tuple = (), named: bool = True
 ) -> tuple[Callable[[], object], Callable]:
     """(the registry layer's work per call, the backend function it finds): the resolved entry's lookup
     and function where the backend resolved one for this signature (registry.py), else the general one
-    (called with ``tail`` after the entry's arguments)."""
+    (called with the op's name first where ``named``, and ``tail`` after the entry's arguments)."""
     ops = registry.table(device_type)
     key = (family, op, *signature)
-    entry = ops.resolved[key]
+    resolved = getattr(ops, "resolved", None)  # None: a registry from before resolved entries
+    entry = None if resolved is None else resolved[key]
     if entry is None:
         general = registry.lookup(family, device_type)
-        return (lambda: registry.lookup(family, device_type)), (lambda *args: general(op, *args, *tail))
+        head = (op,) if named else ()
+        return (lambda: registry.lookup(family, device_type)), (lambda *args: general(*head, *args, *tail))
     fn = entry[0] if isinstance(entry, tuple) else entry
-    return (lambda: ops.resolved[key]), fn
+    return (lambda: resolved[key]), fn
 
 
 def case_add(device: str, requires_grad: bool = False) -> tuple[Layers, Callable[[], object]]:
@@ -120,7 +122,7 @@ def case_matmul(device: str) -> tuple[Layers, Callable[[], object]]:
     x, _, tx, _ = _pair(device, (16, 32))
     w, _, tw, _ = _pair(device, (32, 16))
     nx, nw = x.data, w.data
-    find, impl = _dispatch(x.device.type, "matmul", "matmul", x.dtype, w.dtype)
+    find, impl = _dispatch(x.device.type, "matmul", "matmul", x.dtype, w.dtype, named=False)
     xx, xw = nx.native, nw.native
     layers = {
         "tensor": lambda: x @ w,
@@ -170,24 +172,27 @@ def case_mlp(device: str, width: int) -> tuple[Layers, Callable[[], object]]:
 CASES = ("add", "add_grad", "mul_", "sum", "matmul", "relu", "mlp")
 
 
-def _time(fn: Callable[[], object], device: str, number: int, repeat: int) -> float:
-    """Best of ``repeat`` runs of ``number`` calls, in microseconds per call.
+def _time(fns: list[Callable[[], object]], device: str, number: int, repeat: int) -> list[float]:
+    """Best of ``repeat`` runs of ``number`` calls of each of ``fns``, in microseconds per call.
 
-    On cpu the clock is this process's CPU time, so that other processes on a shared machine do not
-    count; on cuda it is wall time (the wait for the GPU at the end is part of a run).
+    The runs of the functions alternate (one run of each per round), so that a load that comes and goes
+    on a shared machine weighs on all of them alike. On cpu the clock is this process's CPU time; on
+    cuda it is wall time (the wait for the GPU at the end is part of a run).
     """
     clock = time.process_time if device == "cpu" else time.perf_counter
-    for _ in range(max(number // 10, 3)):
-        fn()
-    _sync(device)
-    best = float("inf")
-    for _ in range(repeat):
-        start = clock()
-        for _ in range(number):
+    for fn in fns:
+        for _ in range(max(number // 10, 3)):
             fn()
-        _sync(device)
-        best = min(best, clock() - start)
-    return best / number * 1e6
+    _sync(device)
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            start = clock()
+            for _ in range(number):
+                fn()
+            _sync(device)
+            best[i] = min(best[i], clock() - start)
+    return [b / number * 1e6 for b in best]
 
 
 def _calls(fn: Callable[[], object], number: int = 200) -> float:
@@ -227,9 +232,8 @@ def main() -> None:
         else:
             layers, reference = globals()[f"case_{name}"](device)
             number = args.number
-        ref = _time(reference, device, number, args.repeat)
-        for layer, fn in layers.items():
-            us = _time(fn, device, number, args.repeat)
+        ref, *times = _time([reference, *layers.values()], device, number, args.repeat)
+        for (layer, fn), us in zip(layers.items(), times):
             calls = _calls(fn, max(number // 10, 5))
             print(f"{name:10s} {layer:9s} {us:9.2f} {calls:7.0f}   {us / ref:7.2f}x")
         print(f"{name:10s} {'torch':9s} {ref:9.2f}")
