@@ -166,6 +166,7 @@ class AccumulateGrad:
         return "AccumulateGrad"
 
     next_functions: tuple = ()
+    num_outputs = 1  # as a Node's, for the engine
 
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"
