@@ -146,7 +146,8 @@ def _walk(
                 continue
             if node._freed:
                 _ = node.saved_tensors  # raises torch's "backward through the graph a second time" error
-            grads = _materialize(node, grads)
+            if node.num_outputs != 1:  # one output always has its gradient here: nothing to make
+                grads = _materialize(node, grads)
             grad_inputs = node.apply(*grads)
             if len(grad_inputs) < len(node.next_functions):
                 raise RuntimeError(
@@ -171,7 +172,7 @@ def _walk(
 def _add(pending: dict, node, nr: int, grad) -> None:
     slots = pending.get(node)
     if slots is None:
-        slots = [None] * (node.num_outputs if isinstance(node, Node) else 1)
+        slots = [None] * node.num_outputs
         pending[node] = slots
     slots[nr] = grad if slots[nr] is None else slots[nr] + grad
 

@@ -27,36 +27,26 @@ class Node:
     """One recorded application of a Function: the ``ctx`` of forward and backward,
     and an edge list to the nodes that produced its inputs."""
 
-    __slots__ = (
-        "__dict__",
-        "__weakref__",
-        "_dirty",
-        "_fn",
-        "_freed",
-        "_hooks",
-        "_non_differentiable",
-        "_saved",
-        "_saved_versions",
-        "materialize_grads",
-        "needs_input_grad",
-        "next_functions",
-        "num_outputs",
-    )
+    # Every node sets these three; the rest keep the class defaults below until a forward, backward or
+    # hook changes them (then they live in the node's __dict__, beside what forward keeps on ctx).
+    __slots__ = ("__dict__", "__weakref__", "_fn", "needs_input_grad", "next_functions")
 
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
         self._fn = fn
         self.needs_input_grad = needs_input_grad
         self.next_functions: tuple = ()
-        self._saved: tuple = ()
-        self._saved_versions: tuple = ()
-        self._freed = False
-        self._non_differentiable: tuple = ()
-        self._dirty: tuple = ()
-        self._hooks: list = []
-        self.num_outputs = 1
-        self.materialize_grads = True
 
-    # Set on a recorded node by _wrap_outputs (in its __dict__): the outputs' (shape, dtype, device), and,
+    _saved: tuple = ()
+    _saved_versions: tuple = ()
+    _freed = False
+    _non_differentiable: tuple = ()
+    _dirty: tuple = ()
+    _hooks: tuple | list = ()  # register_hook makes the node's own list
+    num_outputs = 1
+    materialize_grads = True
+
+    # Set on a recorded node by _wrap_outputs (in its __dict__): for more than one output, their (shape, dtype,
+    # device), which the engine reads to give zeros to outputs that got no gradient; and,
     # for a Function whose forward kept its output NDArray in ctx.out, that output's (version counter,
     # version) for check_output_version.
     _output_meta: list[tuple[tuple[int, ...], DType, Device]]
@@ -112,7 +102,10 @@ class Node:
 
     def register_hook(self, hook: Callable[[tuple, tuple], Sequence | None]) -> None:
         """Register ``hook(grad_inputs, grad_outputs) -> new grad_inputs or None``, called after backward runs."""
-        self._hooks.append(hook)
+        hooks = self._hooks
+        if not isinstance(hooks, list):  # the shared class default: this node's own list first
+            hooks = self._hooks = []
+        hooks.append(hook)
 
     def release(self) -> None:
         """Drop saved tensors (after a backward without retain_graph)."""
@@ -173,6 +166,7 @@ class AccumulateGrad:
         return "AccumulateGrad"
 
     next_functions: tuple = ()
+    num_outputs = 1  # as a Node's, for the engine
 
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"
@@ -217,38 +211,76 @@ class Function:
     def apply(cls, *args: Any) -> Any:
         """Run the Function on ``args`` (call this, not forward): the outputs record a graph node when
         grad mode is on and some input requires grad."""
-        # This runs for every op of the framework: plain loops, no generators.
+        # This runs for every op of the framework: plain loops, no generators, and the common case (no
+        # graph to record, one NDArray out) finished here without a further call.
         if _autocast_state.active:  # inside an autocast region: cast the inputs by the op's policy
             policy = policy_of(cls)
             if policy is not None:
                 args = cast_inputs(policy, args)
-        make = None  # the class of the outputs: that of the first Tensor argument (see Tensor._result_type)
-        for a in args:
-            make = getattr(a, "_result_type", None)
-            if make is not None:
-                break
-        needs = None
         if _grad_state.enabled:
             for a in args:
                 if getattr(a, "requires_grad", False):
-                    needs = tuple([getattr(x, "requires_grad", False) is True for x in args])
-                    break
-        base = args[0] if cls.is_view else None
-        if needs is None:
-            if cls.forward_uses_ndarrays:
-                out = cls.forward(_NULL_CTXS[len(args)], *args)
-            else:
-                with grad_mode.no_grad():
-                    out = cls.forward(_NULL_CTXS[len(args)], *args)
-            return _wrap_outputs(out, None, base, make)
-        ctx = Node(cls, needs)
-        ctx.next_functions = tuple([a._grad_edge() if n else (None, 0) for a, n in zip(args, needs)])
+                    return _record(cls, args)
+        n = len(args)
+        ctx: Any = _NULL_CTXS[n] if n < _SHARED_ARITIES else _NullCtx(n)  # a Node's stand-in (duck-typed)
         if cls.forward_uses_ndarrays:
             out = cls.forward(ctx, *args)
         else:
             with grad_mode.no_grad():
                 out = cls.forward(ctx, *args)
-        return _wrap_outputs(out, ctx, base, make)
+        # The class of the outputs: that of the first Tensor argument (see Tensor._result_type).
+        make = getattr(args[0], "_result_type", None) if args else None
+        if make is None:
+            make = _tensor_type(args)
+        if out.__class__ is NDArray and make is not None and not cls.is_view:
+            return make(out)
+        return _wrap_outputs(out, None, args[0] if cls.is_view else None, make)
+
+
+def _record(cls: type[Function], args: tuple) -> Any:
+    """Function.apply when a graph is recorded: a Node linked to the inputs' edges, then forward."""
+    make = None  # the class of the outputs: that of the first Tensor argument
+    needs = []
+    edges = []
+    for a in args:
+        if make is None:
+            make = getattr(a, "_result_type", None)
+        if getattr(a, "requires_grad", False) is True:
+            needs.append(True)
+            fn = a.grad_fn
+            if a._base is not None:  # a view: its grad_fn may need a refresh first
+                edges.append(a._grad_edge())
+            elif fn is not None:
+                edges.append((fn, a._output_nr))
+            elif a._accumulator is not None:  # a leaf whose sink exists
+                edges.append((a._accumulator, 0))
+            else:
+                edges.append(a._grad_edge())
+        else:
+            needs.append(False)
+            edges.append(_NO_EDGE)
+    ctx = Node(cls, tuple(needs))
+    ctx.next_functions = tuple(edges)
+    if cls.forward_uses_ndarrays:
+        out = cls.forward(ctx, *args)
+    else:
+        with grad_mode.no_grad():
+            out = cls.forward(ctx, *args)
+    if out.__class__ is NDArray and make is not None and not cls.is_view and not ctx._non_differentiable:
+        # One output, the common case (see _wrap_outputs for the rest).
+        t = make(out)
+        if out.dtype.is_floating_point:
+            t.requires_grad = True
+            t.grad_fn = ctx
+        if "out" in ctx.__dict__:
+            ctx.out_version = (t._version, t._version[0])
+        # num_outputs stays 1 (the class default); one output always has its gradient when the
+        # engine reaches the node, so no _output_meta is needed to make zeros for it.
+        return t
+    return _wrap_outputs(out, ctx, args[0] if cls.is_view else None, make)
+
+
+_NO_EDGE = (None, 0)  # the edge of an input that needs no gradient
 
 
 class _NullCtx:
@@ -278,15 +310,10 @@ class _NullCtx:
         pass
 
 
-class _NullCtxs(dict):
-    """The shared _NullCtx of each arity, made on first use: _NULL_CTXS[len(args)]."""
-
-    def __missing__(self, n_inputs: int) -> _NullCtx:
-        ctx = self[n_inputs] = _NullCtx(n_inputs)
-        return ctx
-
-
-_NULL_CTXS = _NullCtxs()
+# The shared _NullCtx of each arity below _SHARED_ARITIES (a list: indexing it is the cheapest lookup there is);
+# a call with more arguments (cat of many tensors) makes its own.
+_SHARED_ARITIES = 16
+_NULL_CTXS = [_NullCtx(n) for n in range(_SHARED_ARITIES)]
 
 
 def _wrap_outputs(out: Any, ctx: Node | None, base: Tensor | None, make: type[Tensor] | None) -> Any:
@@ -305,17 +332,6 @@ def _wrap_outputs(out: Any, ctx: Node | None, base: Tensor | None, make: type[Te
                 t._version = base._version
                 t._base = base if base._base is None else base._base
                 t._view_version = base._version[0]
-            return t
-        if base is None and not ctx._non_differentiable:  # one recorded output
-            t = make(out)
-            if out.dtype.is_floating_point:
-                t.requires_grad = True
-                t.grad_fn = ctx
-                t._output_nr = 0
-            if "out" in ctx.__dict__:
-                ctx.out_version = (t._version, t._version[0])
-            ctx.num_outputs = 1
-            ctx._output_meta = [(out.shape, out.dtype, out.device)]
             return t
     single = not isinstance(out, tuple)
     items = (out,) if single else out

@@ -59,7 +59,7 @@ class Tensor(
     __array_priority__ = 1000  # numpy scalars defer to our reflected operators
 
     def __init__(self, data: NDArray, requires_grad: bool = False):
-        if not isinstance(data, NDArray):
+        if data.__class__ is not NDArray and not isinstance(data, NDArray):  # the class test first: cheaper
             raise TypeError(f"Tensor wraps an NDArray; use genesis.tensor(...) for {type(data).__name__}")
         self.data = data
         self.requires_grad = requires_grad

@@ -13,6 +13,8 @@ import builtins
 import numpy as np
 import torch
 
+from . import registry
+
 
 class DType:
     """One element type: name, size, category and its torch / numpy counterparts."""
@@ -20,6 +22,9 @@ class DType:
     # A dict __slots__ documents each attribute (help() and the docs-coverage check read it).
     __slots__ = {
         "_rank": "Position in the promotion lattice inside its category (see promote_types).",
+        "category": "0 bool, 1 integer, 2 floating: the order PyTorch promotes across.",
+        "is_floating_point": "True for float16, bfloat16, float32 and float64, as torch.dtype.is_floating_point.",
+        "is_signed": "False for uint8 and bool, True for the rest, as torch.dtype.is_signed.",
         "itemsize": "Bytes per element, as torch.dtype.itemsize (bool: 1).",
         "name": "The dtype's name without the module, as torch spells it: 'float32', 'int64', 'bool', ...",
         "numpy": "The matching numpy.dtype, or None for bfloat16 (numpy has none; conversions go through torch).",
@@ -34,28 +39,15 @@ class DType:
         self.numpy = None if numpy_dtype is None else np.dtype(numpy_dtype)
         # Position in the promotion lattice inside its category (see promote_types).
         self._rank = rank
-
-    @property
-    def is_floating_point(self) -> bool:
-        """True for float16, bfloat16, float32 and float64, as torch.dtype.is_floating_point."""
-        return self.name in _FLOATING
-
-    @property
-    def is_signed(self) -> bool:
-        """False for uint8 and bool, True for the rest, as torch.dtype.is_signed."""
-        return self.name not in ("uint8", "bool")
+        # Plain attributes, not properties: every op reads them (result dtypes, whether an output gets a grad).
+        self.is_floating_point = name in _FLOATING
+        self.is_signed = name not in ("uint8", "bool")
+        self.category = 0 if name == "bool" else 2 if self.is_floating_point else 1
 
     @property
     def is_complex(self) -> bool:
         """Always False: Genesis has no complex dtypes (torch.dtype.is_complex)."""
         return False
-
-    @property
-    def category(self) -> int:
-        """0 bool, 1 integer, 2 floating: the order PyTorch promotes across."""
-        if self.name == "bool":
-            return 0
-        return 2 if self.is_floating_point else 1
 
     def __repr__(self) -> str:
         return f"genesis.{self.name}"
@@ -149,6 +141,7 @@ def set_default_dtype(dtype) -> None:
     # The cpu backend computes with torch, whose own default decides int / int and int * float.
     torch.set_default_dtype(d.torch)
     _default_dtype = d
+    registry.invalidate()  # no resolved entry depends on the default dtype; forgetting them costs little
 
 
 def _promote_pair(a: DType, b: DType) -> DType:
@@ -198,3 +191,28 @@ def result_type_with_scalar(tensor_dtype: DType, value) -> DType:
 
 def dtype_of_torch(t: torch.dtype) -> DType:
     return _BY_TORCH[t]
+
+
+# Binary ops whose operands of one dtype give that dtype (div: floating dtypes only), and the predicates.
+_SAME_DTYPE_BINARY = frozenset({"add", "sub", "mul", "maximum", "minimum", "div"})
+_PREDICATE_BINARY = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"})
+_SCALAR_CATEGORY = {builtins.bool: 0, builtins.int: 1, builtins.float: 2}
+
+
+def binary_result_dtype(op: str, dtype: DType, other: DType | type) -> DType | None:
+    """torch's result dtype of ``x op y`` for x of ``dtype`` and y of dtype ``other`` (or a Python number of
+    type ``other``), where these alone decide it without the default dtype: operands of one dtype, or a
+    number of no higher category; bool operands excluded. None elsewhere (the backend's result tells).
+    The resolved entries of both backends (registry.py) take their result dtypes from here."""
+    if dtype is bool_:
+        return None
+    if isinstance(other, DType):
+        if other is not dtype:
+            return None
+    elif _SCALAR_CATEGORY[other] > dtype.category:
+        return None
+    if op in _PREDICATE_BINARY:
+        return bool_
+    if op in _SAME_DTYPE_BINARY and (op != "div" or dtype.is_floating_point):
+        return dtype
+    return None

@@ -9,7 +9,7 @@ type in ``registry``. Backend ops follow torch's semantics and names.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from numbers import Number
 from typing import TYPE_CHECKING
 
@@ -50,10 +50,43 @@ _UNARY_OPS = (
 _ACTIVATION_KINDS = ("gelu", "gelu_tanh", "silu", "sigmoid")
 
 
+# Python number types that key a resolved entry themselves (numpy scalars and the like take the general path).
+_PLAIN_SCALARS = frozenset({int, float, bool})
+
+
 def _shape_args(shape) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], Sequence):
         shape = shape[0]
     return tuple(int(s) for s in shape)
+
+
+def _operator(op: str, name: str) -> Callable[[NDArray, object], NDArray]:
+    """The operator method ``name`` for ``op`` (``__add__ = _operator("add", "__add__")``): NDArray._binary with its
+    resolved-entry path inline for an operand of the same device, or a plain Python number; the rest,
+    and every refusal, go to _binary. One call fewer for the most frequent ops of all."""
+
+    def method(self: NDArray, other: object) -> NDArray:
+        cls = other.__class__
+        if cls is NDArray:
+            if other.device is self.device:  # type: ignore[attr-defined]  # an NDArray, as cls says
+                ops = self._ops
+                entry = ops.resolved[("binary", op, self.dtype, other.dtype)]  # type: ignore[attr-defined]
+                if entry is not None:
+                    out = entry[0](self._data, other._data)  # type: ignore[attr-defined]
+                    dtype = entry[1]
+                    return NDArray(out, self.device, ops["dtype_of"](out) if dtype is None else dtype, ops)
+        elif cls in _PLAIN_SCALARS:
+            ops = self._ops
+            entry = ops.resolved[("binary", op, self.dtype, cls)]
+            if entry is not None:
+                out = entry[0](self._data, other)
+                dtype = entry[1]
+                return NDArray(out, self.device, ops["dtype_of"](out) if dtype is None else dtype, ops)
+        return self._binary(op, other)
+
+    method.__name__ = name
+    method.__qualname__ = f"NDArray.{name}"
+    return method
 
 
 class NDArray:
@@ -61,11 +94,12 @@ class NDArray:
 
     __slots__ = ("__weakref__", "_data", "_ops", "device", "dtype")
 
-    def __init__(self, data, device: Device, dtype: DType):
+    def __init__(self, data, device: Device, dtype: DType, ops: registry.OpTable | None = None):
         self._data = data
         self.device = device
         self.dtype = dtype
-        self._ops = registry.table(device.type)
+        # Results made by an op pass their input's table on: no registry lookup per result.
+        self._ops = registry.table(device.type) if ops is None else ops
 
     if TYPE_CHECKING:
         # Made at import by the loop over _UNARY_OPS at the end of this module; declared for type checkers.
@@ -99,7 +133,16 @@ class NDArray:
 
     def _wrap(self, data) -> NDArray:
         """A result on the same device; its dtype read back from the backend."""
-        return NDArray(data, self.device, self._ops["dtype_of"](data))
+        return NDArray(data, self.device, self._ops["dtype_of"](data), self._ops)
+
+    def _like(self, data) -> NDArray:
+        """A result on the same device with self's dtype (views and copies): nothing to read back."""
+        return NDArray(data, self.device, self.dtype, self._ops)
+
+    def _result(self, data, dtype: DType | None) -> NDArray:
+        """A resolved entry's result: its dtype as the entry resolved it, read back where it did not."""
+        ops = self._ops
+        return NDArray(data, self.device, ops["dtype_of"](data) if dtype is None else dtype, ops)
 
     # ----------------------------------------------------------------- metadata
     @property
@@ -205,52 +248,78 @@ class NDArray:
 
     # --------------------------------------------------------------- elementwise
     def _same_device(self, other: NDArray) -> None:
-        if other.device != self.device:
+        if other.device is not self.device and other.device != self.device:
             raise RuntimeError(
                 "Expected all tensors to be on the same device, but found at least two devices, "
                 f"{self.device} and {other.device}!"
             )
 
     def _binary(self, op: str, other, reverse: bool = False) -> NDArray:
-        if isinstance(other, NDArray):
+        # The hot path: the entry resolved for (op, dtypes) on this device (see registry.py). The
+        # signature is the other operand's dtype, or its Python type for a plain int / float / bool.
+        cls = other.__class__
+        if cls is NDArray:
             if other.device is not self.device and other.device != self.device:
                 self._same_device(other)
+            signature = other.dtype
             other = other._data
-        elif not isinstance(other, Number):
+        elif cls in _PLAIN_SCALARS:
+            signature = cls
+        elif isinstance(other, Number):
+            signature = None
+        else:
             return NotImplemented
+        if not reverse and signature is not None:
+            ops = self._ops
+            entry = ops.resolved[("binary", op, self.dtype, signature)]
+            if entry is not None:  # (what _result does, inline: this is the most frequent op of all)
+                out = entry[0](self._data, other)
+                dtype = entry[1]
+                return NDArray(out, self.device, ops["dtype_of"](out) if dtype is None else dtype, ops)
         a, b = (other, self._data) if reverse else (self._data, other)
         return self._wrap(self._ops["binary"](op, a, b))
 
     def _inplace_binary(self, op: str, other) -> NDArray:
-        if isinstance(other, NDArray):
+        cls = other.__class__
+        if cls is NDArray:
             self._same_device(other)
+            signature = other.dtype
             other = other._data
+        else:
+            signature = cls if cls in _PLAIN_SCALARS else None
+        if signature is not None:
+            entry = self._ops.resolved[("binary_", op, self.dtype, signature)]
+            if entry is not None:
+                entry(self._data, other)
+                return self
         self._ops["binary_"](op, self._data, other)
         return self
 
     def unary(self, op: str) -> NDArray:
-        return self._wrap(self._ops["unary"](op, self._data))
+        ops = self._ops
+        entry = ops.resolved[("unary", op, self.dtype)]
+        if entry is not None:
+            out = entry[0](self._data)
+            dtype = entry[1]
+            return NDArray(out, self.device, ops["dtype_of"](out) if dtype is None else dtype, ops)
+        return self._wrap(ops["unary"](op, self._data))
 
-    def __add__(self, other):
-        return self._binary("add", other)
+    __add__ = _operator("add", "__add__")
 
     def __radd__(self, other):
         return self._binary("add", other, True)
 
-    def __sub__(self, other):
-        return self._binary("sub", other)
+    __sub__ = _operator("sub", "__sub__")
 
     def __rsub__(self, other):
         return self._binary("sub", other, True)
 
-    def __mul__(self, other):
-        return self._binary("mul", other)
+    __mul__ = _operator("mul", "__mul__")
 
     def __rmul__(self, other):
         return self._binary("mul", other, True)
 
-    def __truediv__(self, other):
-        return self._binary("div", other)
+    __truediv__ = _operator("div", "__truediv__")
 
     def __rtruediv__(self, other):
         return self._binary("div", other, True)
@@ -280,17 +349,13 @@ class NDArray:
     def __ne__(self, other: object) -> NDArray:  # type: ignore[override]
         return self._binary("ne", other)
 
-    def __lt__(self, other):
-        return self._binary("lt", other)
+    __lt__ = _operator("lt", "__lt__")
 
-    def __le__(self, other):
-        return self._binary("le", other)
+    __le__ = _operator("le", "__le__")
 
-    def __gt__(self, other):
-        return self._binary("gt", other)
+    __gt__ = _operator("gt", "__gt__")
 
-    def __ge__(self, other):
-        return self._binary("ge", other)
+    __ge__ = _operator("ge", "__ge__")
 
     def __and__(self, other):
         return self._binary("bitwise_and", other)
@@ -350,7 +415,12 @@ class NDArray:
 
     # ---------------------------------------------------------------- reductions
     def _reduce(self, op: str, dim, keepdim: bool, dtype=None) -> NDArray:
-        dtype = None if dtype is None else as_dtype(dtype)
+        if dtype is None:
+            entry = self._ops.resolved[("reduce", op, self.dtype)]
+            if entry is not None:
+                return self._result(entry[0](self._data, dim, keepdim), entry[1])
+        else:
+            dtype = as_dtype(dtype)
         return self._wrap(self._ops["reduce"](op, self._data, dim, keepdim, dtype))
 
     def sum(self, dim=None, keepdim: bool = False, dtype=None):
@@ -406,7 +476,11 @@ class NDArray:
         return src._wrap(self._ops["vector_norm"](src._data, float(ord), dim, keepdim))
 
     def matmul(self, other: NDArray) -> NDArray:
-        self._same_device(other)
+        if other.device is not self.device:
+            self._same_device(other)
+        entry = self._ops.resolved[("matmul", "matmul", self.dtype, other.dtype)]
+        if entry is not None:
+            return self._result(entry[0](self._data, other._data), entry[1])
         return self._wrap(self._ops["matmul"](self._data, other._data))
 
     def linear(self, weight: NDArray, bias: NDArray | None = None, activation: str = "none") -> NDArray:
@@ -643,16 +717,16 @@ class NDArray:
 
     # ----------------------------------------------------------------- views
     def reshape(self, *shape) -> NDArray:
-        return self._wrap(self._ops["reshape"](self._data, _shape_args(shape)))
+        return self._like(self._ops["reshape"](self._data, _shape_args(shape)))
 
     def view(self, *shape) -> NDArray:
-        return self._wrap(self._ops["view"](self._data, _shape_args(shape)))
+        return self._like(self._ops["view"](self._data, _shape_args(shape)))
 
     def permute(self, *dims) -> NDArray:
-        return self._wrap(self._ops["permute"](self._data, _shape_args(dims)))
+        return self._like(self._ops["permute"](self._data, _shape_args(dims)))
 
     def transpose(self, dim0: int, dim1: int) -> NDArray:
-        return self._wrap(self._ops["transpose"](self._data, dim0, dim1))
+        return self._like(self._ops["transpose"](self._data, dim0, dim1))
 
     @property
     def T(self) -> NDArray:
@@ -667,31 +741,31 @@ class NDArray:
         return self.transpose(-2, -1)
 
     def expand(self, *shape) -> NDArray:
-        return self._wrap(self._ops["expand"](self._data, _shape_args(shape)))
+        return self._like(self._ops["expand"](self._data, _shape_args(shape)))
 
     def broadcast_to(self, shape) -> NDArray:
         return self.expand(*shape)
 
     def squeeze(self, dim=None) -> NDArray:
-        return self._wrap(self._ops["squeeze"](self._data, dim))
+        return self._like(self._ops["squeeze"](self._data, dim))
 
     def unsqueeze(self, dim: int) -> NDArray:
-        return self._wrap(self._ops["unsqueeze"](self._data, dim))
+        return self._like(self._ops["unsqueeze"](self._data, dim))
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> NDArray:
-        return self._wrap(self._ops["flatten"](self._data, start_dim, end_dim))
+        return self._like(self._ops["flatten"](self._data, start_dim, end_dim))
 
     def narrow(self, dim: int, start: int, length: int) -> NDArray:
-        return self._wrap(self._ops["narrow"](self._data, dim, start, length))
+        return self._like(self._ops["narrow"](self._data, dim, start, length))
 
     def as_strided(self, size, stride, storage_offset: int | None = None) -> NDArray:
-        return self._wrap(self._ops["as_strided"](self._data, tuple(size), tuple(stride), storage_offset))
+        return self._like(self._ops["as_strided"](self._data, tuple(size), tuple(stride), storage_offset))
 
     def contiguous(self) -> NDArray:
-        return self._wrap(self._ops["contiguous"](self._data))
+        return self._like(self._ops["contiguous"](self._data))
 
     def __getitem__(self, index) -> NDArray:
-        return self._wrap(self._ops["getitem"](self._data, _unwrap_index(index, self)))
+        return self._like(self._ops["getitem"](self._data, _unwrap_index(index, self)))
 
     def __setitem__(self, index, value) -> None:
         if isinstance(value, NDArray):
@@ -835,7 +909,7 @@ class NDArray:
         return NDArray(self._ops["cast"](self._data, dtype), self.device, dtype)
 
     def clone(self) -> NDArray:
-        return self._wrap(self._ops["clone"](self._data))
+        return self._like(self._ops["clone"](self._data))
 
     def copy_(self, src: NDArray) -> NDArray:
         if src.device != self.device:
@@ -856,10 +930,10 @@ class NDArray:
     # The random fills and dropout draw from the device's generator; arguments are
     # checked here, with torch's messages, so that both devices refuse the same input.
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> NDArray:
-        return self._wrap(self._ops["diagonal"](self._data, offset, dim1, dim2))
+        return self._like(self._ops["diagonal"](self._data, offset, dim1, dim2))
 
     def unfold(self, dimension: int, size: int, step: int) -> NDArray:
-        return self._wrap(self._ops["unfold"](self._data, dimension, size, step))
+        return self._like(self._ops["unfold"](self._data, dimension, size, step))
 
     def unflatten(self, dim: int, sizes) -> NDArray:
         return self.view(*unflatten_shape(self.shape, dim, sizes))
@@ -989,12 +1063,24 @@ def _fill_value(value):
     return value
 
 
+def _unary_method(op: str) -> Callable[[NDArray], NDArray]:
+    """NDArray.<op>(): NDArray.unary(op), with its resolved-entry path inline (one call fewer)."""
+
+    def method(self: NDArray) -> NDArray:
+        ops = self._ops
+        entry = ops.resolved[("unary", op, self.dtype)]
+        if entry is not None:
+            out = entry[0](self._data)
+            dtype = entry[1]
+            return NDArray(out, self.device, ops["dtype_of"](out) if dtype is None else dtype, ops)
+        return self._wrap(ops["unary"](op, self._data))
+
+    method.__name__ = op
+    method.__qualname__ = f"NDArray.{op}"
+    method.__doc__ = f"Elementwise {op}."
+    return method
+
+
 for _op in _UNARY_OPS:
-
-    def _method(self, _op=_op):
-        return self._wrap(self._ops["unary"](_op, self._data))
-
-    _method.__name__ = _op
-    _method.__doc__ = f"Elementwise {_op}."
-    setattr(NDArray, _op, _method)
-del _op, _method
+    setattr(NDArray, _op, _unary_method(_op))
+del _op

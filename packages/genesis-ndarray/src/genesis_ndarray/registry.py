@@ -1,16 +1,54 @@
-"""The op registry: op name -> per-device implementation.
+"""The op registry: op name -> per-device implementation, and the resolved entries of the hot path.
 
 Backends register their functions here; NDArray looks them up by its device
 type. Adding a device means registering its functions, and no code above this
 package ever asks which device it is on.
+
+Resolved entries. A general implementation (``binary(op, a, b)``) checks its operands,
+finds the op by name and works out the result dtype on every call. For the common case
+a backend may also register a *resolver* for the family: given one signature (the op
+name and the operands' dtypes) it returns, once, the function that does that op on those
+dtypes and the dtype of its result, or None where the general path must run. NDArray asks
+``table.resolved[(family, op, *dtypes)]``; the first call resolves and caches the answer
+(None included), later calls are one dict lookup. A new registration on a device type
+clears that device's cached entries, and ``invalidate()`` clears them all (set_default_dtype
+calls it, although no resolver may depend on the default dtype).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import Any
 
-_TABLES: dict[str, dict[str, Callable]] = {}
+
+class Resolved(dict):
+    """One device type's resolved entries: (family, op, *dtypes) -> entry or None, made on first use."""
+
+    __slots__ = ("resolvers",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.resolvers: dict[str, Callable[..., Any]] = {}  # family -> resolver(op, *dtypes) -> entry | None
+
+    def __missing__(self, key: tuple) -> Any:
+        resolver = self.resolvers.get(key[0])
+        entry = None if resolver is None else resolver(*key[1:])
+        self[key] = entry
+        return entry
+
+
+class OpTable(dict):
+    """One device type's ops (op name -> implementation), with its resolved entries beside them."""
+
+    __slots__ = ("resolved",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.resolved = Resolved()
+
+
+_TABLES: dict[str, OpTable] = {}
 
 # Backends are imported on first use: the cuda backend pulls in Triton, which a
 # CPU-only program never needs.
@@ -20,18 +58,49 @@ _BACKEND_MODULES = {
 }
 
 
+def _table(device_type: str) -> OpTable:
+    found = _TABLES.get(device_type)
+    if found is None:
+        found = _TABLES[device_type] = OpTable()
+    return found
+
+
 def register(op: str, device_type: str) -> Callable[[Callable], Callable]:
     """Decorator: make ``fn`` the implementation of ``op`` on ``device_type``."""
 
     def decorate(fn: Callable) -> Callable:
-        _TABLES.setdefault(device_type, {})[op] = fn
+        ops = _table(device_type)
+        ops[op] = fn
+        ops.resolved.clear()  # an entry may have been resolved to the implementation this one replaces
         return fn
 
     return decorate
 
 
-def table(device_type: str) -> dict[str, Callable]:
-    """The op table of one device type (op name -> implementation)."""
+def register_resolver(family: str, device_type: str) -> Callable[[Callable], Callable]:
+    """Decorator: make ``resolver(op, *dtypes) -> entry | None`` the resolver of ``family`` on ``device_type``.
+
+    What an entry is, is the family's contract with NDArray (see ndarray.py); None means "take the
+    general path" for that signature.
+    """
+
+    def decorate(resolver: Callable) -> Callable:
+        ops = _table(device_type)
+        ops.resolved.resolvers[family] = resolver
+        ops.resolved.clear()
+        return resolver
+
+    return decorate
+
+
+def invalidate() -> None:
+    """Forget every resolved entry (they are resolved again on next use)."""
+    for ops in _TABLES.values():
+        ops.resolved.clear()
+
+
+def table(device_type: str) -> OpTable:
+    """The op table of one device type (op name -> implementation; ``.resolved``: its resolved entries)."""
     found = _TABLES.get(device_type)
     if found is None:
         module = _BACKEND_MODULES.get(device_type)
@@ -43,11 +112,18 @@ def table(device_type: str) -> dict[str, Callable]:
 
 
 def lookup(op: str, device_type: str) -> Callable:
+    """The implementation of ``op`` on ``device_type``; NotImplementedError when it has none."""
     ops = table(device_type)
     try:
         return ops[op]
     except KeyError:
         raise NotImplementedError(f"operator {op!r} is not implemented for device type {device_type!r}") from None
+
+
+def resolve(family: str, op: str, device_type: str, *dtypes: Any) -> Any:
+    """The resolved entry of ``op`` of ``family`` on ``device_type`` for operands of ``dtypes`` (cached),
+    or None where that signature takes the general path."""
+    return table(device_type).resolved[(family, op, *dtypes)]
 
 
 def device_types() -> tuple[str, ...]:

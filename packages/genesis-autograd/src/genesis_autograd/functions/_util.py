@@ -27,7 +27,10 @@ def data(x):
 
 def meta(x):
     """(shape, dtype) of a tensor input; None for a scalar."""
-    return (tuple(x.shape), x.dtype) if hasattr(x, "grad_fn") else None
+    if hasattr(x, "grad_fn"):
+        nd = x.data
+        return (nd.shape, nd.dtype)
+    return None
 
 
 def wrap(like, array):
@@ -75,14 +78,15 @@ def reduce_to(grad, target):
     if target is None:
         return None
     shape, dtype = target
-    if tuple(grad.shape) != shape:
+    nd = grad.data
+    if nd.shape != shape:
         lead = grad.ndim - len(shape)
         dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] != 1)
         if dims:
             grad = grad.sum(dims, keepdim=True)
         if lead or tuple(grad.shape) != shape:
             grad = grad.reshape(shape)
-    if grad.dtype is not dtype:
+    if grad.data.dtype is not dtype:
         grad = grad.to(dtype)
     return grad
 

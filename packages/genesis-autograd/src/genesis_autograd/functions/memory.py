@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any
 
-from genesis_ndarray import NDArray, as_device, as_dtype
+from genesis_ndarray import DType, NDArray, as_device, as_dtype
 
 from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, meta, reduce_to
@@ -15,7 +15,7 @@ from ._util import Primitive, meta, reduce_to
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     import numpy as np
 
-    from genesis_ndarray import Device, DType
+    from genesis_ndarray import Device
 
     from ..tensor import Tensor
 
@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
 class Cast(Primitive):
     @staticmethod
     def forward(ctx, a, dtype):
-        ctx.dtype = a.dtype
+        if ctx.records:
+            ctx.dtype = a.data.dtype
         return a.data.astype(dtype)
 
     @staticmethod
@@ -121,6 +122,11 @@ class MemoryMixin(TensorBase):
             non_blocking: let a copy between pinned host memory and the GPU run asynchronously.
             copy: return a new tensor even when dtype and device already match.
         """
+        if len(args) == 1 and args[0].__class__ is DType and dtype is None and device is None and not copy:
+            # to(dtype), the common call (gradients cast back in backward): nothing else to parse
+            if args[0] is self.data.dtype:
+                return self  # type: ignore[return-value]  # self is a Tensor: the mixins are only Tensor's bases
+            return Cast.apply(self, args[0])
         for arg in args:
             if isinstance(arg, self._result_type):
                 device, dtype = arg.device, arg.dtype

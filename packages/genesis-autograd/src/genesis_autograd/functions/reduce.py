@@ -53,7 +53,10 @@ def _expand_back(g, shape, dims, keepdim):
 class Sum(Primitive):
     @staticmethod
     def forward(ctx, a, dim, keepdim, dtype):
-        ctx.geometry = (tuple(a.shape), _dims(a, dim), keepdim, a.dtype)
+        if ctx.records:
+            ctx.geometry = (a.data.shape, _dims(a, dim), keepdim, a.data.dtype)
+        elif dim is not None:
+            _dims(a, dim)  # the dims are checked here, with genesis's message, recorded or not
         return a.data.sum(dim, keepdim, dtype)
 
     @staticmethod

@@ -36,7 +36,8 @@ class Reshape(Primitive):
 
     @staticmethod
     def forward(ctx, a, shape):
-        ctx.in_shape = tuple(a.shape)
+        if ctx.records:  # what only backward reads: not computed for a forward that records nothing
+            ctx.in_shape = a.data.shape
         return a.data.reshape(*shape)
 
     @staticmethod
@@ -49,7 +50,8 @@ class View(Primitive):
 
     @staticmethod
     def forward(ctx, a, shape):
-        ctx.in_shape = tuple(a.shape)
+        if ctx.records:  # what only backward reads: not computed for a forward that records nothing
+            ctx.in_shape = a.data.shape
         return a.data.view(*shape)
 
     @staticmethod
@@ -92,7 +94,8 @@ class Expand(Primitive):
 
     @staticmethod
     def forward(ctx, a, shape):
-        ctx.target = meta(a)
+        if ctx.records:
+            ctx.target = meta(a)
         return a.data.expand(*shape)
 
     @staticmethod
@@ -105,7 +108,8 @@ class Squeeze(Primitive):
 
     @staticmethod
     def forward(ctx, a, dim):
-        ctx.in_shape = tuple(a.shape)
+        if ctx.records:  # what only backward reads: not computed for a forward that records nothing
+            ctx.in_shape = a.data.shape
         return a.data.squeeze(dim)
 
     @staticmethod
@@ -118,7 +122,8 @@ class Unsqueeze(Primitive):
 
     @staticmethod
     def forward(ctx, a, dim):
-        ctx.in_shape = tuple(a.shape)
+        if ctx.records:  # what only backward reads: not computed for a forward that records nothing
+            ctx.in_shape = a.data.shape
         return a.data.unsqueeze(dim)
 
     @staticmethod
@@ -131,7 +136,8 @@ class Flatten(Primitive):
 
     @staticmethod
     def forward(ctx, a, start, end):
-        ctx.in_shape = tuple(a.shape)
+        if ctx.records:  # what only backward reads: not computed for a forward that records nothing
+            ctx.in_shape = a.data.shape
         return a.data.flatten(start, end)
 
     @staticmethod

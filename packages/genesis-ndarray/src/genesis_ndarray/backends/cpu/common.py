@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...registry import register
+from ...registry import register, register_resolver
 
 CPU = "cpu"
 
@@ -16,3 +16,8 @@ CPU = "cpu"
 def reg(name: str) -> Callable[[Callable], Callable]:
     """Decorator: register ``fn`` as the cpu implementation of op ``name``."""
     return register(name, CPU)
+
+
+def resolver(family: str) -> Callable[[Callable], Callable]:
+    """Decorator: register ``fn(op, *dtypes) -> entry | None`` as the cpu resolver of ``family`` (registry.py)."""
+    return register_resolver(family, CPU)

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import torch
 
-from .common import reg
+from ...dtypes import DType, binary_result_dtype, bool_
+from .common import reg, resolver
 
 _BINARY: dict[str, Callable[..., torch.Tensor]] = {
     "add": torch.add,
@@ -71,6 +72,38 @@ def binary_(op: str, input: torch.Tensor, other) -> None:
 def unary(op: str, input: torch.Tensor) -> torch.Tensor:
     fn = _UNARY.get(op) or getattr(torch, op)
     return fn(input)
+
+
+# Resolved entries (registry.py): the torch function itself, and the result dtype where the operands' dtypes
+# alone decide it (dtypes.binary_result_dtype); elsewhere it is read back from torch's result.
+@resolver("binary")
+def resolve_binary(op: str, dtype: DType, other: DType | type):
+    """``(fn(input, other) -> result, result dtype or None)`` for ``input op other``, input of ``dtype`` and
+    ``other`` an array of that dtype or a Python number of that type."""
+    fn = _BINARY.get(op)
+    if fn is None or (op in _NEEDS_TENSOR and not isinstance(other, DType)):
+        return None
+    return fn, binary_result_dtype(op, dtype, other)
+
+
+@resolver("binary_")
+def resolve_binary_(op: str, dtype: DType, other: DType | type):
+    """``fn(input, other)``, writing ``input op other`` into input: torch's in-place method."""
+    return getattr(torch.Tensor, f"{op}_", None)
+
+
+_BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "logical_not"})
+
+
+@resolver("unary")
+def resolve_unary(op: str, dtype: DType):
+    """``(fn(input) -> result, result dtype or None)``: a floating input keeps its dtype (predicates: bool)."""
+    fn = _UNARY.get(op) or getattr(torch, op, None)
+    if fn is None:
+        return None  # the general path raises the error
+    if op in _BOOL_RESULT_UNARY:
+        return fn, bool_
+    return fn, dtype if dtype.is_floating_point else None
 
 
 reg("where")(lambda condition, input, other: torch.where(condition, input, other))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from .common import reg
+from ...dtypes import DType
+from .common import reg, resolver
 
 
 @reg("matmul")
@@ -14,6 +15,12 @@ def matmul(input: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
         sa, sb = "x".join(map(str, input.shape)), "x".join(map(str, other.shape))
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
     return torch.matmul(input, other)
+
+
+@resolver("matmul")
+def resolve_matmul(op: str, dtype: DType, other: DType):
+    """``(matmul, result dtype)``: two operands of one floating dtype give that dtype; others read it back."""
+    return matmul, dtype if dtype is other and dtype.is_floating_point else None
 
 
 _ACTIVATIONS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from ...dtypes import DType
-from .common import reg
+from .common import reg, resolver
 
 
 @reg("reduce")
@@ -22,6 +22,27 @@ def reduce(op: str, input: torch.Tensor, dim, keepdim: bool, dtype: DType | None
     if op == "prod" and not isinstance(dim, int):
         raise TypeError("prod reduces over one dim at a time, as torch.prod")
     return fn(input, dim=dim, keepdim=keepdim, **kwargs)
+
+
+# Ops whose floating input gives a result of its own dtype (sum / prod of integers give int64, all / any bool).
+_SAME_DTYPE = frozenset({"sum", "mean", "prod", "amax", "amin", "logsumexp"})
+
+
+@resolver("reduce")
+def resolve_reduce(op: str, dtype: DType):
+    """``(fn(input, dim, keepdim) -> result, result dtype or None)`` for ``op`` with no dtype argument."""
+    if op not in _SAME_DTYPE and op not in ("all", "any"):
+        return None
+    fn = getattr(torch, op)
+    if op == "logsumexp" or op == "prod":  # the general function's special cases (all dims, one dim at a time)
+        return None
+
+    def run(input: torch.Tensor, dim, keepdim: bool) -> torch.Tensor:
+        if dim is None and not keepdim:
+            return fn(input)
+        return reduce(op, input, dim, keepdim, None)
+
+    return run, dtype if dtype.is_floating_point and op in _SAME_DTYPE else None
 
 
 @reg("max_dim")

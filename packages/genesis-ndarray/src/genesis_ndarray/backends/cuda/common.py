@@ -11,13 +11,18 @@ from genesis_storage.stream import current_stream_handle
 
 from ...device import Device
 from ...dtypes import DType, dtype_by_name, promote_types, result_type_with_scalar
-from ...registry import register
+from ...registry import register, register_resolver
 
 View = gs.StridedView
 
 
 def reg(name: str):
     return register(name, "cuda")
+
+
+def resolver(family: str):
+    """Decorator: register ``fn(op, *dtypes) -> entry | None`` as the cuda resolver of ``family`` (registry.py)."""
+    return register_resolver(family, "cuda")
 
 
 def dtype_of(v: View) -> DType:

@@ -5,14 +5,15 @@ torch's broadcasting, type promotion and errors; the kernels compute half types 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import genesis_kernels as gk
 import genesis_storage as gs
 
-from ...dtypes import DType, bool_, get_default_dtype, promote_types
+from ...dtypes import DType, binary_result_dtype, bool_, get_default_dtype, promote_types
 from ...shape import broadcast_shapes
-from .common import View, current_stream_handle, dtype_of, expand_to, reg, result_type, stream_of
+from .common import View, current_stream_handle, dtype_of, expand_to, reg, resolver, result_type, stream_of
 from .memory import cast
 
 _PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"})
@@ -204,6 +205,25 @@ def unary(op: str, input: View) -> View:
     if math.prod(input.shape):
         gk.unary(op, src, out, stream=stream_of(input))
     return out
+
+
+# Resolved entries (registry.py): the general functions above with the op bound, and the result dtype where
+# the operands' dtypes alone decide it (so that NDArray need not read it back).
+@resolver("binary")
+def resolve_binary(op: str, dtype: DType, other: DType | type):
+    return functools.partial(binary, op), binary_result_dtype(op, dtype, other)
+
+
+@resolver("binary_")
+def resolve_binary_(op: str, dtype: DType, other: DType | type):
+    return functools.partial(binary_, op)
+
+
+@resolver("unary")
+def resolve_unary(op: str, dtype: DType):
+    if op in _BOOL_RESULT_UNARY:
+        return functools.partial(unary, op), bool_
+    return functools.partial(unary, op), dtype if dtype.is_floating_point and op != "bitwise_not" else None
 
 
 @reg("where")

@@ -7,9 +7,10 @@ import math
 import genesis_kernels as gk
 import genesis_storage as gs
 
+from ...dtypes import DType
 from ...precision import allow_tf32
 from ...shape import broadcast_shapes
-from .common import View, dtype_of, reg, stream_of
+from .common import View, dtype_of, reg, resolver, stream_of
 from .memory import contiguous, fill_
 from .views import expand, reshape
 
@@ -77,3 +78,9 @@ def linear(input: View, weight: View, bias: View | None, activation: str) -> Vie
         gk.matmul(a3, w3, out, bias=bias, activation=activation, allow_tf32=allow_tf32(), stream=stream_of(out))
     shape = input.shape[:-1] + (n,)
     return out.as_strided(shape, gs.contiguous_strides(shape), out.offset)
+
+
+@resolver("matmul")
+def resolve_matmul(op: str, dtype: DType, other: DType):
+    """``(matmul, result dtype)``: one floating dtype gives that dtype; the rest read it back (or raise)."""
+    return matmul, dtype if dtype is other and dtype.is_floating_point else None

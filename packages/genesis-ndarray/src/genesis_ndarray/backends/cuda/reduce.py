@@ -9,7 +9,7 @@ import genesis_storage as gs
 
 from ...dtypes import DType, bool_, int64
 from ...shape import normalize_dim, normalize_dims
-from .common import View, dtype_of, reg, stream_of
+from .common import View, dtype_of, reg, resolver, stream_of
 from .memory import cast, fill_
 
 
@@ -63,6 +63,16 @@ def reduce(op: str, input: View, dim, keepdim: bool, dtype: DType | None) -> Vie
                 {"sum": 0, "prod": 1, "mean": float("nan"), "all": True, "any": False, "logsumexp": float("-inf")}[op],
             )
     return _keep(out, input.shape, dims) if keepdim and len(input.shape) else out
+
+
+@resolver("reduce")
+def resolve_reduce(op: str, dtype: DType):
+    """The general reduce with op bound and no dtype argument; the result dtype where it cannot raise."""
+
+    def run(input: View, dim, keepdim: bool) -> View:
+        return reduce(op, input, dim, keepdim, None)
+
+    return run, _result_dtype(op, dtype) if dtype.is_floating_point or op in ("all", "any") else None
 
 
 def _arg(op: str, input: View, dim: int, keepdim: bool) -> tuple[View, View]:
