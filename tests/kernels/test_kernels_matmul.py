@@ -180,3 +180,17 @@ def test_matmul_tensor_core_training_shapes(device: str, mnk: tuple[int, int, in
     gk.matmul(buf(a), buf(b), buf(out))
     sync(device)
     _check(out, a.double() @ b.double(), 1e-2)
+
+
+@pytest.mark.gpu_tier
+@pytest.mark.parametrize("allow_tf32", [True, False])
+def test_matmul_float32_wide_output(device: str, allow_tf32: bool) -> None:
+    """float32 with N >= 2048 (the wide-tile shape class of 16-bit inputs): the kernel's shared memory
+    must fit (128 x 256 fp32 tiles did not: OutOfResources on an H100)."""
+    m, n, k = 300, 2304, 96
+    a = make((1, m, k), "float32", device, low=-1, high=1)
+    b = _stored((1, k, n), True, "float32", device)
+    out = torch.full((1, m, n), float("nan"), device=device)
+    gk.matmul(buf(a), buf(b), buf(out), allow_tf32=allow_tf32)
+    sync(device)
+    _check(out, a.double() @ b.double(), 1e-3 if allow_tf32 else 1e-5)

@@ -253,8 +253,10 @@ def _tma_config(itemsize: int, M: int, N: int) -> tuple[int, int, int, int, int]
     bk = 64 if itemsize == 2 else 32
     if INTERPRET:
         return 64, 32, 32, 4, 2
-    if N >= 2048:
+    if N >= 2048 and itemsize == 2:
         return 128, 256, bk, 8, 3
+    # float32: a 128 x 256 tile's fp32 epilogue buffer (128 KB) plus three stages exceeds the 227 KB
+    # of shared memory an H100 block may have; 128 x 128 tiles fit with four stages.
     return 128, 128, bk, 8, 4
 
 
