@@ -152,9 +152,9 @@ def case_relu(device: str) -> tuple[Layers, Callable[[], object]]:
 def case_mlp(device: str, width: int) -> tuple[Layers, Callable[[], object]]:
     """4 x (Linear(width) + ReLU), batch 64: zero_grad, forward, sum, backward (tools/profile_mlp.py's step)."""
     model = gnn.Sequential(*[m for _ in range(4) for m in (gnn.Linear(width, width), gnn.ReLU())]).to(device)
-    tmodel = torch.nn.Sequential(
-        *[m for _ in range(4) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]
-    ).to(device)
+    tmodel = torch.nn.Sequential(*[m for _ in range(4) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]).to(
+        device
+    )
     x = genesis.randn(64, width, device=device)
     tx = torch.randn(64, width, device=device)
 

@@ -136,6 +136,9 @@ def matmul(b) -> None:  # type: ignore[no-untyped-def]
             bias = b((4096,), dt)
             gk.matmul(b((1, 512, 256), dt), b((1, 256, 4096), dt), b((1, 512, 4096), dt), bias=bias, activation=act)
     gk.matmul(b((1, 512, 256)), b((1, 256, 384), "float32", (0, 1, 256)), b((1, 512, 384)), allow_tf32=True)
+    # float32 at the wide-output shape class (N >= 2048), tf32 and IEEE: the tiles must fit shared memory
+    for tf32 in (True, False):
+        gk.matmul(b((1, 512, 256)), b((1, 256, 4096), "float32", (0, 1, 256)), b((1, 512, 4096)), allow_tf32=tf32)
 
 
 def random(b) -> None:  # type: ignore[no-untyped-def]

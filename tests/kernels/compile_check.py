@@ -34,6 +34,12 @@ def _compile_only(self, types, constexprs, aligned, num_warps, num_stages):  # t
         options={"num_warps": num_warps, "num_stages": num_stages},
     )
     ptx = ck.asm["ptx"]
+    # Hopper's shared memory per block (227 KB): more fails at load time (OutOfResources), on the GPU only.
+    if ck.metadata.shared > 232448:
+        raise RuntimeError(
+            f"{self.fn.__name__} needs {ck.metadata.shared} bytes of shared memory, over sm_90's 232448 "
+            f"(num_warps={num_warps}, num_stages={num_stages}, {constexprs})"
+        )
     compiled.append(
         f"{self.fn.__name__} vector-loads={ptx.count('ld.global.v')} "
         f"regs-spill={'.local' in ptx} consts={ {k: v for k, v in constexprs.items() if k.isupper()} }"
