@@ -24,6 +24,8 @@ class Device:
         self._key = (type, index)
 
     def __eq__(self, other) -> bool:
+        if other is self:  # the common case: devices come from as_device's cache
+            return True
         if isinstance(other, str):
             other = as_device(other)
         return isinstance(other, Device) and self._key == other._key

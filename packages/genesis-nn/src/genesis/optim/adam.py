@@ -142,7 +142,7 @@ def _multi_tensor_adam(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_
         maximize=group["maximize"],
     )
     device = params[0].device
-    if all(s.device is device or s.device == device for s in steps):
+    if all(s.device == device for s in steps):
         states = max_exp_avg_sqs if group["amsgrad"] else None
         multi_tensor_adam_(params, grads, exp_avgs, exp_avg_sqs, states, steps=steps, **options)
         return

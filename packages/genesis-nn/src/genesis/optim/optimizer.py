@@ -57,10 +57,9 @@ def _multi_tensor(group: dict[str, Any], tensor_lists: Iterable[list[Tensor]]) -
     if not lists:
         return False
     device = lists[0][0].device
-    for lst in lists:  # runs every step over every state: identity first, the cheap test of the common case
+    for lst in lists:  # runs every step over every state
         for t in lst:
-            d = t.device
-            if not ((d is device or d == device) and t.dtype.is_floating_point and t.is_contiguous()):
+            if not (t.device == device and t.dtype.is_floating_point and t.is_contiguous()):
                 return False
     return bool(group.get("fused") or group.get("foreach") or device.type == "cuda")
 

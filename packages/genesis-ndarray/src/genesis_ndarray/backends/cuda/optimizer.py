@@ -17,6 +17,8 @@ import genesis_kernels as gk
 import genesis_storage as gs
 
 from .common import View, reg, stream_of
+from .elementwise import binary_
+from .memory import item
 
 _TABLES: OrderedDict[tuple[int, bytes], View] = OrderedDict()
 _KEEP = 16  # tables kept per process (a few optimizers and clip calls, each with its own table)
@@ -139,9 +141,6 @@ def multi_tensor_clip_(tensors: list[View], total_norm: View, max_norm: float) -
 @reg("advance_counters_")
 def advance_counters_(counters: list[View]) -> list[float]:
     """Each counter += 1 then read back (a synchronisation: device counters are meant for the kernels)."""
-    from .elementwise import binary_
-    from .memory import item
-
     for c in counters:
         binary_("add", c, 1)
     return [float(item(c)) for c in counters]
