@@ -5,7 +5,8 @@ Prints, for genesis and for torch eager on the same batches:
   - the first step's wall time and, for genesis, where its host time went (cProfile, cumulative);
   - per step after warm-up: wall time, GPU busy time (the sum of kernel durations the profiler saw),
     and so how much of the step the GPU idles waiting on the host;
-  - the kernels that take the most GPU time per step, with their launch counts.
+  - the kernels that take the most GPU time per step, with their launch counts;
+  - for genesis, a host profile (cProfile) of steady-state steps.
 torch.profiler sees every kernel of the process through CUPTI, Triton's (genesis) as well as torch's.
     python3 benchmarks/profile_gpt.py            # GPT-2 small, 8 x 1024
     python3 benchmarks/profile_gpt.py --quick
@@ -43,6 +44,22 @@ def first_step(trainer: Trainer, batch: tuple[np.ndarray, np.ndarray], show_prof
         pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(25)
         print(out.getvalue())
     return elapsed
+
+
+def host_profile(trainer: Trainer, batches: list, top: int) -> None:
+    """cProfile of steady-state steps: where the host time goes once everything is compiled."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for b in batches:
+        trainer.step(*b)
+    trainer.sync()
+    profiler.disable()
+    for order in ("tottime", "cumulative"):
+        out = io.StringIO()
+        stats = pstats.Stats(profiler, stream=out).sort_stats(order)
+        stats.print_stats(r"genesis|built-in|triton", top)
+        print(f"  host profile of {len(batches)} steps, by {order}:")
+        print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-6000:])
 
 
 def kernel_profile(trainer: Trainer, batches: list, top: int) -> None:
@@ -86,6 +103,8 @@ def main() -> None:
         elapsed = first_step(trainer, batches[0], show_profile=name == "genesis")
         print(f"  first step {elapsed:.2f} s")
         kernel_profile(trainer, batches, args.top if name == "genesis" else 12)
+        if name == "genesis":
+            host_profile(trainer, batches[:2], args.top)
         del trainer
         torch.cuda.empty_cache()
 
