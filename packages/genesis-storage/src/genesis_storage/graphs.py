@@ -20,6 +20,7 @@ device-side (seed, offset) that `on_replay` advances, so every replay draws fres
 
 from __future__ import annotations
 
+import ctypes
 import gc
 from typing import Any, Protocol
 
@@ -106,6 +107,48 @@ def current_capture() -> CUDAGraph | None:
         return None
     handles = _tls.handles
     return None if handles is None else _capturing.get(handles.get(_tls.device, 0))
+
+
+def capturing_graph(stream_handle: int) -> CUDAGraph | None:
+    """The graph capturing on the stream with this raw handle, or None (a dict read)."""
+    return _capturing.get(stream_handle) if _capturing else None
+
+
+class _CapturePinned:
+    """Page-locked host memory owned by one graph: the source of a host -> device copy captured into it.
+
+    The driver refuses copies from pageable memory during capture, and a captured copy node reads its
+    source at every replay, so the bytes must stay put as long as the graph lives. Allocated outside
+    the pinned pool: that pool queries events, which a capture forbids."""
+
+    __slots__ = ("nbytes", "ptr")
+
+    def __init__(self, nbytes: int) -> None:
+        drv = _driver.driver()
+        relaxed = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+        prev = check("cuThreadExchangeStreamCaptureMode", drv.cuThreadExchangeStreamCaptureMode(relaxed))
+        try:  # (allocating is a "potentially unsafe" call, refused in global capture mode)
+            self.ptr = int(check("cuMemHostAlloc", drv.cuMemHostAlloc(max(nbytes, 1), drv.CU_MEMHOSTALLOC_PORTABLE)))
+        finally:
+            check("cuThreadExchangeStreamCaptureMode", drv.cuThreadExchangeStreamCaptureMode(prev))
+        self.nbytes = nbytes
+
+    def __del__(self) -> None:
+        # Dropped by CUDAGraph.reset only when no capture is underway and the device is idle.
+        if getattr(self, "ptr", None) is not None and not _driver.shutting_down:
+            try:
+                _driver.driver().cuMemFreeHost(self.ptr)
+            except Exception:
+                pass
+
+
+def stage_host_copy(g: CUDAGraph, src_ptr: int, nbytes: int) -> int:
+    """Copy nbytes at host address src_ptr into pinned memory that `g` keeps alive; return its address
+    (what a captured host -> device copy reads from)."""
+    buf = _CapturePinned(nbytes)
+    ctypes.memmove(buf.ptr, src_ptr, nbytes)
+    g.keep_alive(buf)
+    return buf.ptr
 
 
 def graph_pool_handle() -> PoolId:
@@ -228,7 +271,7 @@ class CUDAGraph:
         if cu_graph is not None and int(cu_graph):
             drv.cuGraphDestroy(cu_graph)  # best effort: the capture's own error is the one to report
         self._release_pool()
-        self._kept.clear()
+        self._retire_kept()
         _call_hooks("on_capture_abort", self)
 
     def _release_pool(self) -> None:
@@ -266,11 +309,14 @@ class CUDAGraph:
             g, self._graph = self._graph, None
             check("cuGraphDestroy", drv.cuGraphDestroy(g))
         self._release_pool()
-        kept, self._kept = self._kept, []
-        if self._launched and kept:
-            # A replay may still read what the graph kept (a pinned table): drop it only once the
-            # device is idle. Not during another capture (a synchronisation would invalidate it).
-            _retired.extend(kept)
+        self._retire_kept()
+
+    def _retire_kept(self) -> None:
+        # A replay may still read what the graph kept (a pinned table), and freeing pinned memory
+        # synchronises: drop the objects once the device is idle, never during a capture (a
+        # synchronisation would invalidate it); until then they wait in _retired.
+        _retired.extend(self._kept)
+        self._kept = []
         self._launched = False
         if _retired and _safe_to_synchronize():
             _synchronize(self._device)
