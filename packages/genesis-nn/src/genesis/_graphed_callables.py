@@ -49,9 +49,11 @@ def make_graphed_callables(
     sample_args,
     num_warmup_iters: int = 3,
     allow_unused_input: bool = False,
+    pool=None,
 ):
     """Graphed versions of `callables` (a Module or function, or a tuple of them): forward and backward
-    each replay a CUDA graph captured once with `sample_args` (a tuple of Tensors per callable).
+    each replay a CUDA graph captured once with `sample_args` (a tuple of Tensors per callable). All the
+    graphs share one private memory pool: `pool` (a graph_pool_handle() or CUDAGraph.pool()) or a new one.
 
     Returns the same structure as given: for a Module the module itself, its forward replaced (in the
     training mode it had at capture); for a function a function. Autograd-aware: the inputs and, for a
@@ -78,7 +80,7 @@ def make_graphed_callables(
     surfaces = [tuple(args) + p for args, p in zip(sample_args, params)]
     fwd_graphs = [CUDAGraph() for _ in callables]
     bwd_graphs = [CUDAGraph() for _ in callables]
-    pool = graph_pool_handle()
+    pool = graph_pool_handle() if pool is None else pool
 
     # Warm up on a side stream: first calls allocate lazy state and compile kernels, which must not
     # happen inside a capture.
@@ -113,11 +115,11 @@ def make_graphed_callables(
                 grads = _grad_of(
                     static_outputs[i], surfaces[i], [g for g in grad_outs if g is not None], allow_unused_input
                 )
-        it = iter(grads or ())
-        static_grad_inputs[i] = tuple(next(it) if (grads is not None and a.requires_grad) else None for a in surfaces[i])
+        it = iter(grads or ())  # one gradient per surface tensor that requires one, in order
+        static_grad_inputs[i] = tuple(next(it) if grads is not None and a.requires_grad else None for a in surfaces[i])
         static_grad_outputs[i] = grad_outs
 
-    results = []
+    results: list[Any] = []
     for i, func in enumerate(callables):
         fn = _graphed(
             fwd_graphs[i], bwd_graphs[i], surfaces[i], static_outputs[i], static_grad_outputs[i], static_grad_inputs[i]
