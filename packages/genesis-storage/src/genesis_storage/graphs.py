@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from . import _driver
 from ._driver import check
-from .allocator import get_allocator
+from .allocator import empty_cache, get_allocator
 from .allocator.private import PoolId, next_id
 from .device import _tls, current_device, ensure_context, is_available, unavailable_reason
 from .device import synchronize as _synchronize
@@ -401,8 +401,6 @@ class graph:
         # Work queued before the block must not end up in (or race with) the capture.
         _synchronize()
         gc.collect()
-        from .allocator import empty_cache
-
         empty_cache()
         self._stream_ctx = _stream_guard(s)
         self._stream_ctx.__enter__()
