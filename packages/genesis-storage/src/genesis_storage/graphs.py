@@ -373,7 +373,7 @@ class graph:
     away and the block's exception propagates; the process stays usable.
     """
 
-    default_capture_stream: Stream | None = None
+    _capture_streams: dict[int, Stream] = {}  # device -> the side stream captures use by default
 
     def __init__(
         self,
@@ -395,9 +395,10 @@ class graph:
             raise RuntimeError(f"CUDA graph capture needs a CUDA device: {unavailable_reason()}")
         s = self.capture_stream
         if s is None:
-            if graph.default_capture_stream is None:
-                graph.default_capture_stream = Stream()
-            s = graph.default_capture_stream
+            dev = current_device()
+            s = graph._capture_streams.get(dev)
+            if s is None:
+                s = graph._capture_streams[dev] = Stream(dev)
         # Work queued before the block must not end up in (or race with) the capture.
         _synchronize()
         gc.collect()
