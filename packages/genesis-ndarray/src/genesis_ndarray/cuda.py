@@ -1,12 +1,14 @@
-"""The CUDA runtime as the layers above see it: devices, synchronisation, streams,
-the caching allocator's statistics and its out-of-memory error, all from genesis_storage."""
+"""The CUDA runtime as the layers above see it: devices, synchronisation, streams, CUDA graph
+capture, the caching allocator's statistics and its out-of-memory error, all from genesis_storage."""
 
 from __future__ import annotations
 
 from genesis_storage import (
+    CUDAGraph,
     Event,
     OutOfMemoryError,
     Stream,
+    current_capture,
     current_device,
     current_stream,
     device_count,
@@ -14,13 +16,17 @@ from genesis_storage import (
     get_device_capability,
     get_device_name,
     get_device_properties,
+    graph,
+    graph_pool_handle,
     is_available,
+    is_current_stream_capturing,
     max_memory_allocated,
     max_memory_reserved,
     memory_allocated,
     memory_reserved,
     memory_snapshot,
     memory_stats,
+    register_capture_hook,
     reset_peak_memory_stats,
     set_device,
     set_per_process_memory_fraction,
@@ -30,9 +36,11 @@ from genesis_storage import (
 from genesis_storage import device as device_guard
 
 __all__ = [
+    "CUDAGraph",
     "Event",
     "OutOfMemoryError",
     "Stream",
+    "current_capture",
     "current_device",
     "current_stream",
     "device_count",
@@ -41,13 +49,17 @@ __all__ = [
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
+    "graph",
+    "graph_pool_handle",
     "is_available",
+    "is_current_stream_capturing",
     "max_memory_allocated",
     "max_memory_reserved",
     "memory_allocated",
     "memory_reserved",
     "memory_snapshot",
     "memory_stats",
+    "register_capture_hook",
     "reset_peak_memory_stats",
     "set_device",
     "set_per_process_memory_fraction",

@@ -1,8 +1,10 @@
-"""genesis.cuda: devices, synchronisation, streams and memory statistics (torch.cuda's names)."""
+"""genesis.cuda: devices, synchronisation, streams, CUDA graphs and memory statistics (torch.cuda's names)."""
 
 from genesis_autograd.cuda import *  # noqa: F403
 from genesis_autograd.cuda import __all__ as _runtime_names
 from genesis_autograd.cuda import device_guard as device
+
+from ._graphed_callables import make_graphed_callables
 
 
 def manual_seed(seed: int) -> None:
@@ -30,4 +32,12 @@ def set_rng_state(new_state, device="cuda") -> None:
     restore(new_state, device)
 
 
-__all__ = [*_runtime_names, "device", "get_rng_state", "manual_seed", "manual_seed_all", "set_rng_state"]
+__all__ = [
+    *_runtime_names,
+    "device",
+    "get_rng_state",
+    "make_graphed_callables",
+    "manual_seed",
+    "manual_seed_all",
+    "set_rng_state",
+]

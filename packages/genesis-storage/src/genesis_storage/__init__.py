@@ -1,7 +1,8 @@
 """genesis_storage: GPU buffers on cuda-python.
 
 Devices and primary contexts, CUDAStorage from a caching allocator, strided views, streams and
-events, pageable/pinned/shared/mapped host storage, and zero-copy DLPack / CUDA array interface.
+events, CUDA graph capture with private memory pools, pageable/pinned/shared/mapped host storage,
+and zero-copy DLPack / CUDA array interface.
 Depends on cuda-python and numpy only; importing it never needs a GPU (everything is lazy).
 """
 
@@ -50,6 +51,14 @@ from .errors import (
     StorageClosedError,
 )
 from .foreign import from_cuda_array_interface, from_dlpack
+from .graphs import (
+    CUDAGraph,
+    current_capture,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+    register_capture_hook,
+)
 from .host import HostStorage, host_empty_cache, host_memory_stats
 from .mapped import MappedStorage
 from .shared import SharedStorage
@@ -74,6 +83,7 @@ __version__ = _read_version()
 __all__ = [
     "DTYPES",
     "CUDAError",
+    "CUDAGraph",
     "CUDAStorage",
     "CUDAUnavailableError",
     "CachingAllocator",
@@ -90,6 +100,7 @@ __all__ = [
     "Stream",
     "StridedView",
     "contiguous_strides",
+    "current_capture",
     "current_device",
     "current_stream",
     "default_stream",
@@ -104,9 +115,12 @@ __all__ = [
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
+    "graph",
+    "graph_pool_handle",
     "host_empty_cache",
     "host_memory_stats",
     "is_available",
+    "is_current_stream_capturing",
     "max_memory_allocated",
     "max_memory_reserved",
     "mem_get_info",
@@ -115,6 +129,7 @@ __all__ = [
     "memory_reserved",
     "memory_snapshot",
     "memory_stats",
+    "register_capture_hook",
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "set_allocator",

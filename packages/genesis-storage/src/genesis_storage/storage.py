@@ -11,6 +11,7 @@ from .allocator import allocators, get_allocator
 from .allocator.caching import Block, CachingAllocator
 from .device import _tls, ensure_context, primary_context
 from .errors import DeviceMismatchError, DoubleFreeError, StorageClosedError
+from .graphs import capturing_graph, stage_host_copy
 from .host import HostStorage, pinned_pool
 from .stream import Stream, current_stream, current_stream_handle
 
@@ -137,6 +138,14 @@ class CUDAStorage:
             return
         drv, stream = self._drv_stream()
         host = src.ctypes.data
+        g = capturing_graph(current_stream_handle(self.device))
+        if g is not None:
+            # A graph captures this stream: the copy becomes a node that reads its source at every
+            # replay, and the driver refuses pageable sources then. Stage the bytes in pinned memory
+            # the graph owns; nothing to wait for (the copy runs at replay).
+            host = stage_host_copy(g, host, self.nbytes)
+            check("cuMemcpyHtoDAsync", drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(ptr), host, self.nbytes, stream))
+            return
         check("cuMemcpyHtoDAsync", drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(ptr), host, self.nbytes, stream))
         # Pageable sources are staged by the driver before the call returns; pinned ones are read
         # later by DMA, so wait to keep the promise that src is free to change.
@@ -229,7 +238,11 @@ class CUDAStorage:
             check("cuMemcpyHtoDAsync", drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(ptr), hptr, self.nbytes, cs))
         else:
             check("cuMemcpyDtoHAsync", drv.cuMemcpyDtoHAsync(hptr, drv.CUdeviceptr(ptr), self.nbytes, cs))
-        host._record(s)
+        g = capturing_graph(s.handle)
+        if g is not None:  # captured: the copy runs at each replay; the graph holds the buffer meanwhile
+            g.keep_alive(host)
+        else:
+            host._record(s)
         if self._block is not None and s.handle != self._block.stream:
             self.record_stream(s)
 

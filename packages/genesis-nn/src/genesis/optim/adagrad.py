@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from genesis_autograd import Tensor, full_like
+from genesis_autograd.cuda import is_current_stream_capturing
 
 from .optimizer import Optimizer, _new_step, _to_float, _use_grad_for_differentiable
 
@@ -80,6 +81,12 @@ class Adagrad(Optimizer):
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
+        if is_current_stream_capturing():  # its learning rate decay reads the step count on the host
+            raise RuntimeError(
+                "Attempting CUDA graph capture of step() for an instance of Adagrad, whose step reads its "
+                "step count back to the host: it cannot be captured (use Adam, AdamW, RMSprop with "
+                "capturable=True, or SGD)."
+            )
         loss = self._evaluate(closure)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]

@@ -95,6 +95,7 @@ class Adam(Optimizer):
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
+        self._cuda_graph_capture_health_check(fused_counts=True)
         loss = self._evaluate(closure)
         for group in self.param_groups:
             params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []

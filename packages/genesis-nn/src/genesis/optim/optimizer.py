@@ -15,6 +15,7 @@ from itertools import chain
 from typing import Any
 
 from genesis_autograd import Tensor, enable_grad, float32, set_grad_enabled, tensor, zeros
+from genesis_autograd.cuda import is_current_stream_capturing
 
 
 class _RequiredParameter:
@@ -178,6 +179,20 @@ class Optimizer:
             The closure's loss, or None.
         """
         raise NotImplementedError
+
+    def _cuda_graph_capture_health_check(self, fused_counts: bool = False) -> None:
+        """Refuse to be captured in a CUDA graph where the step keeps host-side state: a step counter on
+        the cpu would be read once, at capture, and every replay would reuse that count (torch's check
+        and message). ``capturable=True`` (or, where the fused path keeps counters on the device and
+        ``fused_counts`` says so, ``fused=True``) makes the step capturable."""
+        if not is_current_stream_capturing():
+            return
+        ok = all(g.get("capturable") or (fused_counts and g.get("fused")) for g in self.param_groups)
+        if not ok:
+            raise RuntimeError(
+                f"Attempting CUDA graph capture of step() for an instance of {type(self).__name__} but "
+                "param_groups' capturable is False."
+            )
 
     @staticmethod
     def _evaluate(closure):

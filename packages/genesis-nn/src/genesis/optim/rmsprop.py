@@ -67,6 +67,7 @@ class RMSprop(Optimizer):
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
+        self._cuda_graph_capture_health_check()
         loss = self._evaluate(closure)
         for group in self.param_groups:
             params, grads, square_avgs, buffers, grad_avgs, steps = [], [], [], [], [], []

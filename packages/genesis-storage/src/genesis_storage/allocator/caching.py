@@ -21,6 +21,9 @@ neighbours, back to the pool), release (give whole free segments back to the raw
   above r x max(peak allocated, allocated + request), whole free segments are released (largest
   first). Trades cuMemFree/cuMemAlloc calls (cuMemFree synchronises the device) for memory; off by
   default, where the placement policy is PyTorch's;
+- CUDA graph capture (see private.py): while stream S captures into private pool P
+  (begin_allocate_to_pool), S's allocations come from P's segments and its frees go back to P;
+  no event is queried while a capture is underway (frees that need events wait for its end);
 - GENESIS_NO_CACHING=1 turns it into a pass-through (for compute-sanitizer);
 - GENESIS_STORAGE_DEBUG=1 poisons freed blocks with 0xFF.
 """
@@ -35,6 +38,7 @@ from collections import deque
 from typing import Any
 
 from ..errors import DoubleFreeError, OutOfMemoryError
+from .private import PoolId, PrivatePool
 from .raw import RawAllocator
 from .stats import STAT_NAMES, Stat, flatten, triple
 
@@ -71,6 +75,7 @@ class Block:
         "fkey",
         "kind",
         "next",
+        "ppool",
         "prev",
         "requested",
         "segment",
@@ -95,6 +100,7 @@ class Block:
         self.stream_uses: set[int] | None = None
         self.events = 0
         self.fkey = 0  # front-cache key of the request this block last served
+        self.ppool: PrivatePool | None = None  # the private pool (CUDA graph) owning the segment
 
     def __repr__(self) -> str:
         return f"Block({self.addr:#x}, {self.size}, stream={self.stream:#x}, {_STATE_NAMES.get(self.state)})"
@@ -150,6 +156,9 @@ class CachingAllocator:
         self._segments: dict[int, Block] = {}  # segment address -> its first block
         self._seg_size: dict[int, int] = {}
         self._pending: list[tuple[Any, Block]] = []  # (event, block) awaiting record_stream work
+        self._captures: dict[int, PrivatePool] = {}  # stream handle -> pool it captures into
+        self._private: dict[PoolId, PrivatePool] = {}  # live private pools by id
+        self._deferred: list[Block] = []  # freed during a capture, their events not recorded yet
         self._limit: int | None = None
         self._fraction: float | None = None
         self._trace: deque[dict[str, Any]] | None = deque(maxlen=trace) if trace else None
@@ -193,10 +202,18 @@ class CachingAllocator:
         lock = self._lock
         lock.acquire()  # (faster than `with`; the allocator is hit once per op)
         try:
-            if self._pending:
-                self._process_events()
-            lst = self._front.get(key)
-            block = lst.pop() if lst else self._malloc_slow(size, nbytes, stream, key)
+            if self._captures:  # a graph captures on this device: maybe a private pool, no event query
+                ppool = self._captures.get(stream)
+                if ppool is not None:
+                    block = self._malloc_slow(size, nbytes, stream, key, ppool)
+                else:
+                    lst = self._front.get(key)
+                    block = lst.pop() if lst else self._malloc_slow(size, nbytes, stream, key)
+            else:
+                if self._pending:
+                    self._process_events()
+                lst = self._front.get(key)
+                block = lst.pop() if lst else self._malloc_slow(size, nbytes, stream, key)
             block.state = ALLOCATED
             block.requested = nbytes
             # statistics, unrolled: this is the path torch.empty is compared against
@@ -266,7 +283,7 @@ class CachingAllocator:
             b1.current -= bs
             r0.current -= nb
             r1.current -= nb
-            if block.stream_uses is None and self._fast:
+            if block.stream_uses is None and self._fast and block.ppool is None:
                 block.state = CACHED
                 lst = self._front.get(block.fkey)
                 if lst is None:
@@ -281,21 +298,33 @@ class CachingAllocator:
     def _free_slow(self, block: Block) -> None:
         if self._trace is not None:
             self._record("free_requested", block.addr, block.size, block.stream)
-        uses = block.stream_uses
-        if uses:
-            block.stream_uses = None
+        if block.stream_uses:
             block.state = PENDING
-            for s in uses:
-                self._pending.append((self.raw.record_event(s), block))
-                block.events += 1
             pi = 1 if block.small else 2
             for st, n in ((self.n_pend, 1), (self.b_pend, block.size)):
                 st[0].add(n)
                 st[pi].add(n)
             self._bump_active_peaks()
+            if self._captures:
+                # An event recorded on a capturing stream would become part of the graph, and it
+                # could not be queried: record the events once no capture is underway (torch too).
+                self._deferred.append(block)
+            else:
+                self._insert_events(block)
         else:
             block.stream_uses = None
             self._free_block(block)
+
+    def _insert_events(self, block: Block) -> None:
+        """Record an event on every stream that used the pending block; reuse waits for them all."""
+        uses = block.stream_uses or ()
+        block.stream_uses = None
+        for s in uses:
+            self._pending.append((self.raw.record_event(s), block))
+            block.events += 1
+        if block.events == 0:  # (no stream left: nothing to wait for)
+            block.events = 1
+            self._event_done(block)
 
     def record_stream(self, block: Block, stream: int) -> None:
         """Note that `block` is used on `stream`: at free time, reuse waits for that stream's work."""
@@ -309,12 +338,13 @@ class CachingAllocator:
             block.stream_uses.add(stream)
 
     # ------------------------------------------------------------------ block state machine
-    def _malloc_slow(self, size: int, nbytes: int, stream: int, key: int) -> Block:
-        """Front-cache miss: coalesce the front cache into the pools, best fit, else a new segment."""
+    def _malloc_slow(self, size: int, nbytes: int, stream: int, key: int, ppool: PrivatePool | None = None) -> Block:
+        """Front-cache miss: coalesce the front cache into the pools, best fit, else a new segment.
+        With `ppool` (the stream captures a graph) only that private pool's blocks are candidates."""
         if self._front:
             self._flush_front()
         small = size <= SMALL_SIZE
-        if not self.caching:
+        if not self.caching and ppool is None:  # a private pool always caches: its blocks outlive frees
             block = self._new_block(size, SMALL_KIND if small else LARGE_KIND, stream, nbytes)
             block.fkey = key
             return block
@@ -325,9 +355,9 @@ class CachingAllocator:
             kind = HUGE_KIND
         else:
             kind = LARGE_KIND
-        pool = self._pools.get((stream, kind))
+        pool = (self._pools if ppool is None else ppool.pools).get((stream, kind))
         fit = None if pool is None else pool.best_fit(size, size + OVERSIZE_SLACK if kind == HUGE_KIND else None)
-        block = fit if fit is not None else self._new_block(size, kind, stream, nbytes)
+        block = fit if fit is not None else self._new_block(size, kind, stream, nbytes, ppool)
         block.state = ALLOCATED  # before splitting: the remainder must not merge back into it
         rem = block.size - size
         if rem >= MIN_BLOCK if small else rem > SMALL_SIZE:
@@ -336,14 +366,16 @@ class CachingAllocator:
         return block
 
     def _pool_for(self, block: Block) -> _Pool:
+        pools = self._pools if block.ppool is None else block.ppool.pools
         k = (block.stream, block.kind)
-        pool = self._pools.get(k)
+        pool = pools.get(k)
         if pool is None:
-            pool = self._pools[k] = _Pool()
+            pool = pools[k] = _Pool()
         return pool
 
     def _split(self, block: Block, size: int) -> None:
         rest = Block(block.addr + size, block.size - size, block.stream, block.small, block.segment, block.kind)
+        rest.ppool = block.ppool
         rest.prev = block
         rest.next = block.next
         if block.next is not None:
@@ -389,7 +421,7 @@ class CachingAllocator:
             self._record("free_completed", block.addr, block.size, block.stream)
         if self.debug:
             self.raw.memset(block.addr, block.size, POISON, block.stream)
-        if not self.caching:
+        if not self.caching and block.ppool is None:
             block.state = DEAD
             self._release_segment(block)
             return
@@ -430,8 +462,8 @@ class CachingAllocator:
             ap[3 + i] = max(ap[3 + i], self.b_alloc[i].current + self.b_pend[i].current)
 
     # ------------------------------------------------------------------ segments
-    def _new_block(self, size: int, kind: int, stream: int, nbytes: int) -> Block:
-        if not self.caching:
+    def _new_block(self, size: int, kind: int, stream: int, nbytes: int, ppool: PrivatePool | None = None) -> Block:
+        if not self.caching and ppool is None:
             alloc_size = size
         elif kind == SMALL_KIND:
             alloc_size = SMALL_BUFFER
@@ -439,22 +471,26 @@ class CachingAllocator:
             alloc_size = LARGE_BUFFER
         else:
             alloc_size = (size + ROUND_LARGE - 1) // ROUND_LARGE * ROUND_LARGE
-        if self.max_fragmentation is not None and self.caching:
+        capturing = bool(self._captures)
+        if self.max_fragmentation is not None and self.caching and not capturing:
             self._release_over_cap(alloc_size, size)
-        block = self._new_segment(alloc_size, kind, stream)
+        block = self._new_segment(alloc_size, kind, stream, ppool)
         if block is not None:
             return block
         # Out of memory: let pending frees finish, look in the cache again, release it, retry.
+        # Not while a graph captures: waiting on events or freeing device memory (cuMemFree
+        # synchronises) would invalidate the capture; that allocation fails with the error below.
         self.num_alloc_retries += 1
-        if self._pending:
+        if self._pending and not capturing:
             self._synchronize_and_free_events()
-            pool = self._pools.get((stream, kind))
+            pool = self._pools.get((stream, kind)) if ppool is None else None
             if pool is not None:
                 block = pool.best_fit(size)
                 if block is not None:
                     return block
-        self._release_cached()
-        block = self._new_segment(alloc_size, kind, stream)
+        if not capturing:
+            self._release_cached()
+        block = self._new_segment(alloc_size, kind, stream, ppool)
         if block is None:
             self.num_ooms += 1
             raise OutOfMemoryError(self._oom_message(nbytes, alloc_size))
@@ -483,7 +519,7 @@ class CachingAllocator:
             blk.state = DEAD
             self._release_segment(blk)
 
-    def _new_segment(self, alloc_size: int, kind: int, stream: int) -> Block | None:
+    def _new_segment(self, alloc_size: int, kind: int, stream: int, ppool: PrivatePool | None = None) -> Block | None:
         if self._limit is not None and self.b_res[0].current + alloc_size > self._limit:
             return None
         addr = self.raw.malloc(alloc_size)
@@ -496,6 +532,9 @@ class CachingAllocator:
             st[0].add(n)
             st[pi].add(n)
         block = Block(addr, alloc_size, stream, small, addr, kind)
+        if ppool is not None:
+            block.ppool = ppool
+            ppool.segments += 1
         self._segments[addr] = block
         self._seg_size[addr] = alloc_size
         if self._trace is not None:
@@ -514,12 +553,22 @@ class CachingAllocator:
             st[pi].current -= n
         if self._trace is not None:
             self._record("segment_free", addr, size, head.stream)
+        pp = head.ppool
+        if pp is not None:
+            pp.segments -= 1
+            if pp.freeable and pp.segments == 0:
+                self._private.pop(pp.id, None)
 
     def _release_cached(self) -> None:
-        """Give every entirely free segment back to the raw allocator."""
+        """Give every entirely free segment back to the raw allocator: those of the general pools and
+        of private pools no graph holds any more (a live graph's pool keeps its memory)."""
         if self._front:
             self._flush_front()
-        for pool in self._pools.values():
+        pools = list(self._pools.values())
+        for pp in list(self._private.values()):
+            if pp.freeable:
+                pools.extend(pp.pools.values())
+        for pool in pools:
             for b in [b for b in pool.blocks.values() if b.prev is None and b.next is None]:
                 pool.remove(b)
                 b.state = DEAD
@@ -544,8 +593,57 @@ class CachingAllocator:
     # ------------------------------------------------------------------ public management
     def empty_cache(self) -> None:
         with self._lock:
+            if self._captures:
+                raise RuntimeError(
+                    f"empty_cache() cannot run while a CUDA graph is being captured on device {self.device}: "
+                    "it waits for pending work and frees device memory (call it before or after the capture)"
+                )
             self._synchronize_and_free_events()
             self._release_cached()
+
+    # ------------------------------------------------------------------ CUDA graph private pools
+    def begin_allocate_to_pool(self, pool_id: PoolId, stream: int) -> None:
+        """From now on `stream`'s allocations and frees use private pool `pool_id` (created on first
+        use); the pool gains one user (the graph being captured), released by release_pool."""
+        with self._lock:
+            if stream in self._captures:
+                raise RuntimeError(f"stream {stream:#x} is already capturing into pool {self._captures[stream].id}")
+            pp = self._private.get(pool_id)
+            if pp is None:
+                pp = self._private[pool_id] = PrivatePool(pool_id)
+            pp.use_count += 1
+            self._captures[stream] = pp
+
+    def end_allocate_to_pool(self, stream: int) -> None:
+        """`stream` stops capturing: its allocations come from the general pool again. Once no capture
+        is underway, the frees deferred during captures record their events."""
+        with self._lock:
+            self._captures.pop(stream, None)
+            if not self._captures and self._deferred:
+                deferred, self._deferred = self._deferred, []
+                for block in deferred:
+                    self._insert_events(block)
+
+    def release_pool(self, pool_id: PoolId) -> None:
+        """A graph using `pool_id` is gone. With no user left the pool's free segments become
+        releasable (empty_cache, or a failed allocation); blocks still held are released after
+        they are freed."""
+        with self._lock:
+            pp = self._private.get(pool_id)
+            if pp is None or pp.use_count == 0:
+                raise RuntimeError(f"release_pool: private pool {pool_id} has no user on device {self.device}")
+            pp.use_count -= 1
+            if pp.freeable and pp.segments == 0:
+                del self._private[pool_id]
+
+    def private_pool(self, pool_id: PoolId) -> PrivatePool | None:
+        """The live private pool `pool_id` (for statistics and tests), or None."""
+        return self._private.get(pool_id)
+
+    @property
+    def captures_underway(self) -> dict[int, PoolId]:
+        """stream handle -> id of the pool it captures into (a copy)."""
+        return {s: pp.id for s, pp in self._captures.items()}
 
     def set_memory_fraction(self, fraction: float) -> None:
         if not 0.0 <= fraction <= 1.0:
@@ -626,7 +724,8 @@ class CachingAllocator:
         """Free blocks inside partly used segments. Only `current` is meaningful (computed by a scan;
         peak is the current value, allocated/freed are not tracked on the hot path)."""
         n, b = triple(), triple()
-        free_blocks = [blk for pool in self._pools.values() for blk in pool.blocks.values()]
+        pools = list(self._pools.values()) + [p for pp in self._private.values() for p in pp.pools.values()]
+        free_blocks = [blk for pool in pools for blk in pool.blocks.values()]
         free_blocks += [blk for lst in self._front.values() for blk in lst]
         for blk in free_blocks:
             if blk.prev is not None or blk.next is not None:
@@ -682,7 +781,7 @@ class CachingAllocator:
                         "requested_size": req,
                         "stream": head.stream,
                         "segment_type": "small" if head.small else "large",
-                        "segment_pool_id": (0, 0),
+                        "segment_pool_id": head.ppool.id if head.ppool is not None else (0, 0),
                         "is_expandable": False,
                         "frames": [],
                         "blocks": blocks,

@@ -48,7 +48,14 @@ class CudaRawAllocator:
 
     def malloc(self, nbytes: int) -> int | None:
         drv = self._drv()
-        err, ptr = drv.cuMemAlloc(nbytes)
+        # A new segment may be needed while a CUDA graph captures: in the default ("global") capture
+        # mode cuMemAlloc is a prohibited call then, so make it in relaxed mode (as torch does).
+        relaxed = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+        prev = check("cuThreadExchangeStreamCaptureMode", drv.cuThreadExchangeStreamCaptureMode(relaxed))
+        try:
+            err, ptr = drv.cuMemAlloc(nbytes)
+        finally:
+            check("cuThreadExchangeStreamCaptureMode", drv.cuThreadExchangeStreamCaptureMode(prev))
         if err:
             if is_oom(err):
                 return None

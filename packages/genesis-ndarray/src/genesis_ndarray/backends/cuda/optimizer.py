@@ -4,6 +4,12 @@ The launchers need their int64 pointer table on the device. ``_upload`` copies i
 host -> device copy on the current stream: no synchronisation) and keeps the last few tables:
 while a training loop's parameters, gradients and states keep their addresses, the same bytes
 come back every step and the copy is skipped.
+
+Under CUDA graph capture the launch reads its table at every replay, so the graph holds the table
+(``keep_alive``): a cached one (from warm-up) could otherwise be evicted here and its memory reused.
+A table made during capture (new gradients get new addresses) is uploaded from pinned memory the
+graph owns (genesis_storage stages a captured copy) and stays out of the cache: its device bytes
+exist only once the graph has replayed.
 """
 
 from __future__ import annotations
@@ -28,6 +34,12 @@ def _upload(device: int) -> Callable[[np.ndarray], int]:
     def upload(table: np.ndarray) -> int:
         key = (device, table.tobytes())
         view = _TABLES.get(key)
+        graph = gs.current_capture()
+        if graph is not None:
+            if view is None:
+                view = gs.from_numpy(table, device)
+            graph.keep_alive(view)
+            return int(view.ptr)
         if view is None:
             # Dropping an old table is safe: the allocator reuses its block in stream order.
             view = _TABLES[key] = gs.from_numpy(table, device)
