@@ -39,10 +39,7 @@ def _stealable(grad: Tensor) -> bool:
     the argument and getrefcount's hold the Tensor; the Tensor alone holds its NDArray, which is no view
     and, the backend says, shares its memory with nothing (see NDArray.exclusive)."""
     return (
-        sys.getrefcount(grad) <= 4
-        and grad._base is None
-        and sys.getrefcount(grad.data) <= 2
-        and grad.data.exclusive()
+        sys.getrefcount(grad) <= 4 and grad._base is None and sys.getrefcount(grad.data) <= 2 and grad.data.exclusive()
     )
 
 
