@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 import torch
 from ag_helpers import assert_close, leaf, to_genesis, values
@@ -754,3 +755,44 @@ def test_queue_callback_runs_after_every_grad_is_accumulated(device):
     assert order == ["hook", "hook", ("callback", True, True)]
     with pytest.raises(RuntimeError, match="only be installed during backward"):
         genesis_autograd.queue_callback(lambda: None)
+
+
+# ------------------------------------------------------------------ a leaf's first gradient without a copy
+# The engine hands a leaf a gradient nothing else holds as its .grad (no copy, as torch's AccumulateGrad);
+# these check that a gradient someone else can see is still copied, and that accumulation stays right.
+def test_first_grad_is_never_shared_with_the_caller_or_another_leaf(device):
+    ta, tb = torch.randn(4, 3, dtype=torch.float64), torch.randn(4, 3, dtype=torch.float64)
+    a = genesis.tensor(ta.numpy(), device=device, requires_grad=True)
+    b = genesis.tensor(tb.numpy(), device=device, requires_grad=True)
+    gout = genesis.tensor(np.random.randn(4, 3), device=device)
+    expected = gout.detach().cpu().numpy().copy()
+    (a + b).backward(gout)  # add's backward hands the same gradient to both leaves
+    a.grad.add_(1.0)
+    gout.mul_(0.0)
+    np.testing.assert_allclose(b.grad.cpu().numpy(), expected)
+    np.testing.assert_allclose(a.grad.cpu().numpy(), expected + 1.0)
+
+
+def test_stolen_first_grad_accumulates_once(device):
+    tx, tw = torch.randn(5, 4, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    tb = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    x = genesis.tensor(tx.numpy(), device=device)
+    w = genesis.tensor(tw.detach().numpy(), device=device, requires_grad=True)
+    b = genesis.tensor(tb.detach().numpy(), device=device, requires_grad=True)
+    for _ in range(2):  # the second backward adds to the gradients the first kept
+        genesis.nn.functional.linear(x, w, b).relu().square().sum().backward()
+        torch.nn.functional.linear(tx, tw, tb).relu().square().sum().backward()
+    np.testing.assert_allclose(w.grad.cpu().numpy(), tw.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(b.grad.cpu().numpy(), tb.grad.numpy(), rtol=1e-10)
+    w.grad = None  # a fresh first gradient after set-to-none, as zero_grad makes it
+    genesis.nn.functional.linear(x, w, b).sum().backward()
+    np.testing.assert_allclose(w.grad.cpu().numpy(), np.tile(tx.numpy().sum(0), (3, 1)), rtol=1e-10)
+
+
+def test_first_grad_seen_by_a_hook_is_copied(device):
+    w = genesis.tensor(np.random.randn(3, 2), device=device, requires_grad=True)
+    seen = []
+    w.register_hook(lambda g: seen.append(g))
+    (w * 2).sum().backward()
+    seen[0].data.mul_(0.0)  # the hook's tensor changes; .grad must not
+    np.testing.assert_allclose(w.grad.cpu().numpy(), np.full((3, 2), 2.0))

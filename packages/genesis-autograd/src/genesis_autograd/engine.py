@@ -142,7 +142,7 @@ def _walk(
                     continue
             if isinstance(node, AccumulateGrad):
                 if accumulate:
-                    node.variable._accumulate_grad(grads[0], create_graph)
+                    node.variable._accumulate_grad(grads[0], create_graph, True)
                 continue
             if node._freed:
                 _ = node.saved_tensors  # raises torch's "backward through the graph a second time" error
@@ -157,6 +157,9 @@ def _walk(
             for (child, nr), g in zip(node.next_functions, grad_inputs):
                 if child is not None and g is not None:
                     _add(pending, child, nr, g)
+            # Hold the delivered gradients in their slots only: a leaf's sink may then keep one without a
+            # copy when nothing else holds it (Tensor._accumulate_grad counts the references).
+            grad_inputs = g = None
             if not retain_graph:
                 node.release()
     if inputs is not None and not allow_unused:

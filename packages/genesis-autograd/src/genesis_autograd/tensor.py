@@ -8,6 +8,7 @@ functions/views.py, ``+`` in functions/elementwise.py, ...).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
@@ -31,6 +32,15 @@ from .functions.views import ViewsMixin
 from .hooks import RemovableHandle, document_inplace_forms
 from .printing import tensor_repr
 from .size import Size
+
+
+def _stealable(grad: Tensor) -> bool:
+    """Whether the engine's gradient ``grad`` is seen by nothing but the engine: the engine's slot list,
+    the argument and getrefcount's hold the Tensor; the Tensor alone holds its NDArray, which is no view
+    and, the backend says, shares its memory with nothing (see NDArray.exclusive)."""
+    return (
+        sys.getrefcount(grad) <= 4 and grad._base is None and sys.getrefcount(grad.data) <= 2 and grad.data.exclusive()
+    )
 
 
 class Tensor(
@@ -291,19 +301,26 @@ class Tensor(
             self._accumulator = AccumulateGrad(self)
         return (self._accumulator, 0)
 
-    def _accumulate_grad(self, grad: Tensor, create_graph: bool) -> None:
+    def _accumulate_grad(self, grad: Tensor, create_graph: bool, steal: bool = False) -> None:
+        """Add ``grad`` to ``.grad``. ``steal``: the caller (the engine) holds ``grad`` in one list and
+        nowhere else, so that a gradient no one else can see may become ``.grad`` without a copy."""
         if self._hooks:
+            steal = False  # a hook may have kept the gradient it saw or returned
             for hook in self._hooks:
                 new = hook(grad)
                 if new is not None:
                     grad = new
-        if not create_graph:
-            grad = grad.detach()
         if self.grad is None:
-            # A fresh tensor: the incoming gradient may be shared with other leaves.
-            self.grad = grad.clone() if not create_graph else grad
-        elif create_graph or grad_mode.is_grad_enabled():
+            if create_graph:
+                self.grad = grad
+            elif steal and _stealable(grad):
+                self.grad = grad.detach()  # torch's AccumulateGrad steals such a gradient too
+            else:  # the incoming gradient may be shared (with other leaves, the caller, a view): a copy
+                self.grad = grad.detach().clone()
+        elif create_graph:
             self.grad = self.grad + grad
+        elif grad_mode.is_grad_enabled():
+            self.grad = self.grad + grad.detach()
         else:
             self.grad.data.add_(grad.data)
         if self._post_accumulate_grad_hooks:

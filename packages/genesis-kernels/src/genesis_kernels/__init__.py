@@ -29,7 +29,7 @@ from .index import (
     scatter,
     scatter_add,
 )
-from .matmul import matmul
+from .matmul import matmul, matmul_plan
 from .normalization import norm_backward, norm_forward
 from .random import bernoulli, dropout, normal, rand, randint, randn, uniform
 from .reduce import arg_reduce, logsumexp, norm, reduce, std, var
@@ -90,6 +90,7 @@ __all__ = [
     "masked_fill",
     "masked_select",
     "matmul",
+    "matmul_plan",
     "nonzero",
     "nonzero_count",
     "norm",

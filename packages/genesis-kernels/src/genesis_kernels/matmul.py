@@ -11,12 +11,14 @@ for float64), add the bias and apply the activation to the accumulator, and roun
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import triton
 import triton.language as tl
 
 from .buffer import INT32_LIMIT, BufferLike, dtype_info, extent
 from .elementwise import cast_to, fill, unary_op
-from .runtime import INTERPRET, Kernel, cdiv, next_pow2, ptr_type, sm_count
+from .runtime import INTERPRET, Kernel, LaunchFn, cdiv, next_pow2, ptr_type, sm_count
 
 # The interpreter's dot reads bfloat16 storage as integers; upcast there (exact, same products).
 _UPCAST_HALF_DOT = tl.constexpr(INTERPRET)
@@ -277,6 +279,19 @@ def _tma_layout(t: BufferLike, rows: int, cols: int) -> tuple[bool, int] | None:
     return None
 
 
+MatmulPlan = Callable[[int, int, int, int, int], None]  # (a, b, out, bias pointers, stream) -> None
+
+# Resolved launches: (dtypes, shapes, strides, pointer alignments, bias layout, activation, tf32) -> plan. A
+# plan is everything one launch needs but the pointers and the stream (kernel, grid, sizes, strides, constexprs),
+# so a repeated product (every step of a training loop) costs a dict lookup and one launch.
+_PLANS: dict[tuple, MatmulPlan] = {}
+_PLANS_MAX = 4096
+
+
+def _nothing(a: int, b: int, out: int, bias: int, stream: int) -> None:
+    """The plan of an empty product."""
+
+
 def matmul(
     a: BufferLike,
     b: BufferLike,
@@ -294,6 +309,59 @@ def matmul(
     ``activation`` (one of :data:`ACTIVATIONS`) applied to the float32 accumulator before the
     one rounding to ``out``'s dtype, so a Linear layer is one launch.
     """
+    plan = matmul_plan(a, b, out, bias=bias, activation=activation, allow_tf32=allow_tf32)
+    if plan is None:  # K == 0 without an epilogue: the product is zeros
+        fill(out, 0, stream=stream)
+        return
+    plan(a.ptr, b.ptr, out.ptr, out.ptr if bias is None else bias.ptr, stream)
+
+
+def matmul_plan(
+    a: BufferLike,
+    b: BufferLike,
+    out: BufferLike,
+    *,
+    bias: BufferLike | None = None,
+    activation: str = "none",
+    allow_tf32: bool = False,
+) -> MatmulPlan | None:
+    """The launch of ``matmul(a, b, out, ...)`` for these buffers' layouts, resolved once and cached:
+    ``plan(a.ptr, b.ptr, out.ptr, bias.ptr (out.ptr without a bias), stream)`` runs it on any buffers of
+    the same dtypes, shapes and strides whose pointers have the same 16-byte alignment. None where the
+    product is all zeros (K == 0, no bias, no activation): ``fill`` the output instead.
+    """
+    key = (
+        a.dtype,
+        b.dtype,
+        out.dtype,
+        a.shape,
+        a.strides,
+        b.shape,
+        b.strides,
+        out.shape,
+        out.strides,
+        a.ptr & 15,
+        b.ptr & 15,
+        out.ptr & 15,
+        None if bias is None else (bias.dtype, bias.shape, bias.strides),
+        activation,
+        allow_tf32,
+    )
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(a, b, out, bias, activation, allow_tf32)
+        if plan is None:
+            return None
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
+def _plan(
+    a: BufferLike, b: BufferLike, out: BufferLike, bias: BufferLike | None, activation: str, allow_tf32: bool
+) -> MatmulPlan | None:
+    """Check the operands and choose the kernel, its configuration and its grid (see matmul_plan)."""
     if len(a.shape) != 3 or len(b.shape) != 3 or len(out.shape) != 3:
         raise ValueError("matmul takes rank-3 buffers (B, M, K) @ (B, K, N) -> (B, M, N)")
     B, M, K = a.shape
@@ -305,36 +373,45 @@ def matmul(
     if bias is not None and (len(bias.shape) != 1 or bias.shape[0] != N):
         raise ValueError(f"matmul: bias must have shape ({N},), got {tuple(bias.shape)}")
     if B * M * N == 0:
-        return
+        return _nothing
     if a.dtype != b.dtype or not dtype_info(a.dtype).is_float:
         raise TypeError(f"matmul needs matching float inputs, got {a.dtype} and {b.dtype}")
     if K == 0 and bias is None and activation == "none":
-        fill(out, 0, stream=stream)
-        return
+        return None
     tf32 = allow_tf32 and a.dtype == "float32"
     if K > 0 and (a.dtype in ("float16", "bfloat16") or tf32) and a.dtype == out.dtype:
-        if _matmul_tma(a, b, out, bias, activation, tf32, stream):
-            return
-    _matmul_pointers(a, b, out, bias, activation, tf32, stream)
+        plan = _matmul_tma(a, b, out, bias, activation, tf32)
+        if plan is not None:
+            return plan
+    return _matmul_pointers(a, b, out, bias, activation, tf32)
+
+
+def _bind(fn: LaunchFn, grid: tuple[int, int, int], tail: tuple) -> MatmulPlan:
+    """A plan: ``fn`` launched on ``grid`` with the four pointers followed by ``tail`` (sizes, strides, constexprs)."""
+
+    def plan(a: int, b: int, out: int, bias: int, stream: int) -> None:
+        fn(grid, stream, (a, b, out, bias, *tail))
+
+    return plan
 
 
 def _matmul_tma(
-    a: BufferLike, b: BufferLike, out: BufferLike, bias: BufferLike | None, act: str, tf32: bool, stream: int
-) -> bool:
-    """The persistent TMA kernel, when the operands' layouts allow it; False when they do not."""
+    a: BufferLike, b: BufferLike, out: BufferLike, bias: BufferLike | None, act: str, tf32: bool
+) -> MatmulPlan | None:
+    """The persistent TMA kernel's plan, when the operands' layouts allow it; None when they do not."""
     B, M, K = a.shape
     N = b.shape[2]
     if M < 64 or N < 64 or K < 16:  # small products: the pointer kernel's small tiles waste less
-        return False
+        return None
     if max(B, M, N, K) >= INT32_LIMIT:  # descriptor coordinates are 32-bit
-        return False
+        return None
     la, lb, lo = _tma_layout(a, M, K), _tma_layout(b, K, N), _tma_layout(out, M, N)
     if la is None or lb is None or lo is None or lo[0]:
-        return False
+        return None
     item = dtype_info(a.dtype).itemsize
     # tf32 tensor cores read both operands K-major only; other layouts go to the pointer kernel.
     if tf32 and (la[0] or not lb[0]):
-        return False
+        return None
     a_batches = B if a.strides[0] else 1
     b_batches = B if b.strides[0] else 1
     batched = B > 1
@@ -378,10 +455,6 @@ def _matmul_tma(
     sab = a.strides[0] if a_batches > 1 else (K if la[0] else M) * la[1]
     sbb = b.strides[0] if b_batches > 1 else (N if lb[0] else K) * lb[1]
     args = (
-        a.ptr,
-        b.ptr,
-        out.ptr,
-        bias.ptr if bias is not None else out.ptr,
         M,
         N,
         K,
@@ -397,14 +470,13 @@ def _matmul_tma(
         bias.strides[0] if bias is not None else 0,
         programs,
     )
-    fn((programs, 1, 1), stream, (*args, *fn._consts))  # type: ignore[attr-defined]
-    return True
+    return _bind(fn, (programs, 1, 1), (*args, *fn._consts))  # type: ignore[attr-defined]
 
 
 def _matmul_pointers(
-    a: BufferLike, b: BufferLike, out: BufferLike, bias: BufferLike | None, act: str, tf32: bool, stream: int
-) -> None:
-    """The tiled pointer kernel: any strides, every float dtype, exact float32 / float64."""
+    a: BufferLike, b: BufferLike, out: BufferLike, bias: BufferLike | None, act: str, tf32: bool
+) -> MatmulPlan:
+    """The tiled pointer kernel's plan: any strides, every float dtype, exact float32 / float64."""
     B, M, K = a.shape
     N = b.shape[2]
     acc = "float64" if a.dtype == "float64" else "float32"
@@ -453,6 +525,6 @@ def _matmul_pointers(
         fn = _MATMUL.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     grid = (cdiv(M, bm) * cdiv(N, bn), B, 1)
-    bias_ptr, sbias = (bias.ptr, bias.strides[0]) if bias is not None else (out.ptr, 0)
-    args = (a.ptr, b.ptr, out.ptr, bias_ptr, M, N, K, *a.strides, *b.strides, *out.strides, sbias)
-    fn(grid, stream, (*args, *fn._consts))  # type: ignore[attr-defined]
+    sbias = bias.strides[0] if bias is not None else 0
+    args = (M, N, K, *a.strides, *b.strides, *out.strides, sbias)
+    return _bind(fn, grid, (*args, *fn._consts))  # type: ignore[attr-defined]

@@ -180,6 +180,12 @@ class NDArray:
     def data_ptr(self) -> int:
         return self._ops["data_ptr"](self._data)
 
+    def exclusive(self) -> bool:
+        """Whether this array's memory is dense and seen through this array only (no other array or
+        view shares it), as far as the backend can tell; False when it cannot. Autograd keeps such a
+        gradient as a leaf's ``.grad`` instead of copying it (torch's AccumulateGrad does the same)."""
+        return self._ops["exclusive"](self._data)
+
     @property
     def native(self):
         """The backend's own array (a torch tensor on cpu, a StridedView on cuda)."""

@@ -8,6 +8,8 @@ error, several times the speed). "medium" is accepted as in torch and means tf32
 
 from __future__ import annotations
 
+from . import registry
+
 _PRECISIONS = ("highest", "high", "medium")
 _precision = "highest"
 
@@ -17,7 +19,9 @@ def set_float32_matmul_precision(precision: str) -> None:
     global _precision
     if precision not in _PRECISIONS:
         raise RuntimeError(f"Invalid precision: {precision!r}; expected one of {', '.join(_PRECISIONS)}")
-    _precision = precision
+    if precision != _precision:
+        _precision = precision
+        registry.invalidate()  # matmul plans chose their kernel (tf32 or IEEE) under the old setting
 
 
 def get_float32_matmul_precision() -> str:

@@ -13,6 +13,11 @@ dtypes and the dtype of its result, or None where the general path must run. NDA
 (None included), later calls are one dict lookup. A new registration on a device type
 clears that device's cached entries, and ``invalidate()`` clears them all (set_default_dtype
 calls it, although no resolver may depend on the default dtype).
+
+Plans. Below a resolved entry, a backend may keep a :class:`PlanCache` of what one call of an op on
+one layout class needs (output shape, kernel, grid, strides), keyed by everything that decides it
+(dtypes, shapes, strides, pointer alignment, global switches such as the matmul precision), so that
+a repeated call costs one dict lookup. ``invalidate()`` and every registration clear them too.
 """
 
 from __future__ import annotations
@@ -48,7 +53,26 @@ class OpTable(dict):
         self.resolved = Resolved()
 
 
+class PlanCache(dict):
+    """A backend's per-layout plans of one op: key -> plan, bounded (cleared when full), cleared by invalidate()."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: int = 1024) -> None:
+        super().__init__()
+        self.limit = limit
+        _PLAN_CACHES.append(self)
+
+    def put(self, key: Any, plan: Any) -> Any:
+        """Keep ``plan`` under ``key`` (forgetting every plan first when full) and return it."""
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = plan
+        return plan
+
+
 _TABLES: dict[str, OpTable] = {}
+_PLAN_CACHES: list[PlanCache] = []
 
 # Backends are imported on first use: the cuda backend pulls in Triton, which a
 # CPU-only program never needs.
@@ -72,6 +96,7 @@ def register(op: str, device_type: str) -> Callable[[Callable], Callable]:
         ops = _table(device_type)
         ops[op] = fn
         ops.resolved.clear()  # an entry may have been resolved to the implementation this one replaces
+        _clear_plans()
         return fn
 
     return decorate
@@ -88,15 +113,22 @@ def register_resolver(family: str, device_type: str) -> Callable[[Callable], Cal
         ops = _table(device_type)
         ops.resolved.resolvers[family] = resolver
         ops.resolved.clear()
+        _clear_plans()
         return resolver
 
     return decorate
 
 
+def _clear_plans() -> None:
+    for plans in _PLAN_CACHES:
+        plans.clear()
+
+
 def invalidate() -> None:
-    """Forget every resolved entry (they are resolved again on next use)."""
+    """Forget every resolved entry and every plan (they are made again on next use)."""
     for ops in _TABLES.values():
         ops.resolved.clear()
+    _clear_plans()
 
 
 def table(device_type: str) -> OpTable:

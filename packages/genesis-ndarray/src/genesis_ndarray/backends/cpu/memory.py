@@ -16,6 +16,9 @@ reg("strides")(lambda input: input.stride())
 reg("storage_offset")(lambda input: input.storage_offset())
 reg("is_contiguous")(lambda input: input.is_contiguous())
 reg("data_ptr")(lambda input: input.data_ptr())
+# Whether nothing else can see the tensor's memory: torch shares storage behind views and foreign
+# owners in ways Python references do not show, so cpu never claims it (autograd copies instead).
+reg("exclusive")(lambda input: False)
 reg("item")(lambda input: input.item())
 reg("tolist")(lambda input: input.tolist())
 reg("to_numpy")(lambda input: input.numpy())

@@ -1,4 +1,11 @@
-"""matmul on CUDA: torch.matmul's broadcasting of 1-d and batched operands over one batched kernel."""
+"""matmul on CUDA: torch.matmul's broadcasting of 1-d and batched operands over one batched kernel.
+
+The common calls (a product of two matrices, a Linear layer) take a plan (registry.PlanCache) made on
+the first call of their layout class: the output's shape and the kernel launch resolved by
+genesis_kernels.matmul_plan, keyed by dtypes, shapes, strides and 16-byte pointer alignment (the
+matmul precision clears the plans when it changes). A call then checks devices, allocates the
+output and launches; anything unusual (batches, vectors, a copy needed) takes the general path.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +16,9 @@ import genesis_storage as gs
 
 from ...dtypes import DType
 from ...precision import allow_tf32
+from ...registry import PlanCache
 from ...shape import broadcast_shapes
-from .common import View, dtype_of, reg, resolver, stream_of
+from .common import View, current_stream_handle, dtype_of, reg, resolver, stream_of
 from .memory import contiguous, fill_
 from .views import expand, reshape
 
@@ -21,8 +29,61 @@ def _shapes_error(a: View, b: View) -> RuntimeError:
     return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
 
 
+# (dtype, shapes, strides, alignments) -> (output shape, kernel plan)
+_MATRIX_PLANS = PlanCache()
+# (dtypes, shapes, strides, alignments, bias layout, activation) -> (output shape, kernel plan)
+_LINEAR_PLANS = PlanCache()
+
+
+def _kernel_buffer(v: View, shape: tuple[int, ...], strides: tuple[int, ...]) -> gk.Buffer:
+    """v's memory seen with another shape (a plan is made from layouts: no view, no bounds check)."""
+    return gk.Buffer(v.ptr, shape, strides, v.dtype)
+
+
+def _matrix_plan(key: tuple, input: View, other: View):
+    """The plan of ``input (M, K) @ other (K, N)`` (both float, one dtype, one device), or None to
+    take the general path (which raises where the call is wrong)."""
+    (m, k), (k2, n) = input.shape, other.shape
+    if k != k2 or input.dtype != other.dtype or not dtype_of(input).is_floating_point:
+        return None
+    out = gs.empty((m, n), input.dtype, input.device)  # a template: fresh blocks are 512-byte aligned
+    plan = gk.matmul_plan(
+        _kernel_buffer(input, (1, m, k), (0, *input.strides)),
+        _kernel_buffer(other, (1, k, n), (0, *other.strides)),
+        _kernel_buffer(out, (1, m, n), (0, n, 1)),
+        allow_tf32=allow_tf32(),
+    )
+    if plan is None:  # K == 0: zeros, made by the general path
+        return None
+    return _MATRIX_PLANS.put(key, ((m, n), plan))
+
+
 @reg("matmul")
 def matmul(input: View, other: View) -> View:
+    if len(input.shape) == 2 and len(other.shape) == 2 and input.device == other.device:
+        key = (
+            input.dtype,
+            other.dtype,
+            input.shape,
+            input.strides,
+            other.shape,
+            other.strides,
+            input.ptr & 15,
+            other.ptr & 15,
+        )
+        entry = _MATRIX_PLANS.get(key)
+        if entry is None:
+            entry = _matrix_plan(key, input, other)
+        if entry is not None:
+            out = gs.empty(entry[0], input.dtype, input.device)
+            if not out.ptr & 15:
+                entry[1](input.ptr, other.ptr, out.ptr, out.ptr, current_stream_handle(out.device))
+                return out
+    return _matmul(input, other)
+
+
+def _matmul(input: View, other: View) -> View:
+    """The general path: 1-d operands, batches broadcast, torch's errors."""
     if input.device != other.device:
         raise RuntimeError(
             "Expected all tensors to be on the same device, but found at least two devices, "
@@ -60,12 +121,60 @@ def matmul(input: View, other: View) -> View:
     return out.as_strided(shape, gs.contiguous_strides(shape), out.offset)
 
 
+def _linear_plan(key: tuple, input: View, weight: View, bias: View | None, activation: str):
+    """The plan of a Linear layer whose input's rows are a view (no copy), or None (the general path)."""
+    n, k = weight.shape
+    rows = math.prod(input.shape[:-1])
+    x2 = reshape(input, (rows, k))
+    if x2.ptr != input.ptr or (x2.strides[-1] != 1 and rows > 1 and k > 1):  # a copy: not a layout class
+        return None
+    shape = input.shape[:-1] + (n,)
+    out = gs.empty(shape, input.dtype, input.device)
+    plan = gk.matmul_plan(
+        _kernel_buffer(x2, (1, rows, k), (0, *x2.strides)),
+        _kernel_buffer(weight, (1, k, n), (0, weight.strides[1], weight.strides[0])),
+        _kernel_buffer(out, (1, rows, n), (0, n, 1)),
+        bias=bias,
+        activation=activation,
+        allow_tf32=allow_tf32(),
+    )
+    if plan is None:
+        return None
+    return _LINEAR_PLANS.put(key, (shape, plan))
+
+
 @reg("linear")
 def linear(input: View, weight: View, bias: View | None, activation: str) -> View:
     """``activation(input @ weight^T + bias)`` in one launch: weight (N, K) is read transposed in place.
 
     Shapes, dtypes and devices were checked by NDArray.linear.
     """
+    key = (
+        input.dtype,
+        input.shape,
+        input.strides,
+        weight.shape,
+        weight.strides,
+        input.ptr & 15,
+        weight.ptr & 15,
+        None if bias is None else (bias.shape, bias.strides),
+        activation,
+    )
+    entry = _LINEAR_PLANS.get(key)
+    if entry is None:
+        entry = _linear_plan(key, input, weight, bias, activation)
+    if entry is not None:
+        out = gs.empty(entry[0], input.dtype, input.device)
+        if not out.ptr & 15:
+            entry[1](
+                input.ptr, weight.ptr, out.ptr, out.ptr if bias is None else bias.ptr, current_stream_handle(out.device)
+            )
+            return out
+    return _linear(input, weight, bias, activation)
+
+
+def _linear(input: View, weight: View, bias: View | None, activation: str) -> View:
+    """The general path of linear (an input whose rows need a copy first)."""
     n, k = weight.shape
     rows = math.prod(input.shape[:-1])
     x2 = reshape(input, (rows, k))

@@ -4,6 +4,7 @@ device, item / tolist / numpy, DLPack and the CUDA Array Interface."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import torch
@@ -21,6 +22,17 @@ reg("strides")(lambda input: input.strides)
 reg("storage_offset")(lambda input: input.offset)
 reg("is_contiguous")(lambda input: input.is_contiguous())
 reg("data_ptr")(lambda input: input.ptr)
+
+
+@reg("exclusive")
+def exclusive(input: View) -> bool:
+    """Whether ``input`` is dense and is the only view of its storage, held by one array only.
+
+    Counted by references: the caller's array and this call hold the view (plus getrefcount's
+    argument), and the view holds its storage. Any other view of the memory, any other holder of this
+    view, raises a count.
+    """
+    return sys.getrefcount(input) <= 3 and sys.getrefcount(input.storage) <= 2 and input.is_contiguous()
 
 
 reg("dlpack_device")(lambda input: input.__dlpack_device__())
