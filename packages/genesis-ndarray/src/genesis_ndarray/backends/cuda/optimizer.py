@@ -15,6 +15,7 @@ import numpy as np
 
 import genesis_kernels as gk
 import genesis_storage as gs
+from genesis_storage import graphs
 
 from .common import View, reg, stream_of
 from .elementwise import binary_
@@ -28,16 +29,29 @@ def _upload(device: int) -> Callable[[np.ndarray], int]:
     def upload(table: np.ndarray) -> int:
         key = (device, table.tobytes())
         view = _TABLES.get(key)
+        graph = graphs.current_capture()
         if view is None:
             # Dropping an old table is safe: the allocator reuses its block in stream order.
-            view = _TABLES[key] = gs.from_numpy(table, device)
+            view = _TABLES[key] = gs.from_numpy(table, device) if graph is None else _upload_captured(table, device)
             while len(_TABLES) > _KEEP:
                 _TABLES.popitem(last=False)
         else:
             _TABLES.move_to_end(key)
+        if graph is not None:
+            graph.keep_alive(view)  # the captured kernel reads it at every replay, long after eviction here
         return int(view.ptr)
 
     return upload
+
+
+def _upload_captured(table: np.ndarray, device: int) -> View:
+    """The table's upload inside a capture: from pinned host memory (the driver refuses pageable
+    memory there), which the graph keeps, as every replay copies it again."""
+    host = gs.HostStorage.from_numpy(table, pinned=True)
+    view = gs.empty(table.shape, "int64", device)
+    view.storage.copy_from_host_async(host)
+    graphs.current_capture().keep_alive(host)  # type: ignore[union-attr]
+    return view
 
 
 def _by_dtype(*lists: list | None) -> list[list[int]]:
@@ -141,6 +155,7 @@ def multi_tensor_clip_(tensors: list[View], total_norm: View, max_norm: float) -
 @reg("advance_counters_")
 def advance_counters_(counters: list[View]) -> list[float]:
     """Each counter += 1 then read back (a synchronisation: device counters are meant for the kernels)."""
+    gk.capture.forbid_readback("advance_counters_", "the step counts are read back; keep them on the device")
     for c in counters:
         binary_("add", c, 1)
     return [float(item(c)) for c in counters]
