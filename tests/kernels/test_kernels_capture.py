@@ -152,7 +152,7 @@ def test_captured_scatter_out_of_range_writes_nothing_there(device, captured):
     want = before.clone()
     want[1], want[3] = src[0], src[2]
     assert torch.equal(dst, want)
-    with pytest.raises(IndexError, match="index 12 .* size 10.*scatter"):
+    with pytest.raises(IndexError, match=r"index 12 .* size 10.*scatter"):
         hooks[0].on_replay(graph)
 
 
@@ -166,7 +166,7 @@ def test_captured_cross_entropy_target_reported_at_replay(device, captured):
     ref = torch.nn.functional.cross_entropy(x.double().cpu(), target.cpu().clamp(0, 4), reduction="none")
     keep = (target.cpu() != 9).numpy()
     torch.testing.assert_close(loss.cpu().double()[keep], ref[keep], rtol=1e-5, atol=1e-5)
-    with pytest.raises(IndexError, match="Target 9 is out of bounds.*cross_entropy"):
+    with pytest.raises(IndexError, match=r"Target 9 is out of bounds.*cross_entropy"):
         hooks[0].on_replay(graph)
 
 

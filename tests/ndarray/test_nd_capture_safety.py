@@ -11,11 +11,11 @@ import types
 
 import pytest
 import torch
-from device_support import requires_cuda
 from nd_helpers import from_torch, random_tensor, to_torch
 
 import genesis_kernels as gk
 import genesis_ndarray as nd
+from device_support import requires_cuda
 from genesis_ndarray import registry
 from genesis_storage import graphs
 
@@ -139,7 +139,7 @@ def test_cuda_captured_gather_reports_at_replay(device, captured, monkeypatch):
     monkeypatch.setattr(graphs, "is_current_stream_capturing", lambda: False)
     got = to_torch(out)
     assert got[0] == x[3] and got[1] == 0 and got[2] == x[1]  # the bad lane read nothing
-    with pytest.raises(IndexError, match="index 10 is out of bounds for dimension 0 with size 10.*gather"):
+    with pytest.raises(IndexError, match=r"index 10 is out of bounds for dimension 0 with size 10.*gather"):
         for hook in hooks:
             hook.on_replay(graph)
 

@@ -18,6 +18,7 @@ import ctypes
 import threading
 import weakref
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -66,8 +67,12 @@ def graph_state(graph: Any, key: str, factory: Callable[[], T]) -> T:
             holder = _Holder(factory())
             graph.keep_alive(holder)
             gk = (id(graph), key)
-            _states[gk] = weakref.ref(holder, lambda _r, gk=gk: _states.pop(gk, None))
+            _states[gk] = weakref.ref(holder, partial(_forget, gk))
         return holder.value
+
+
+def _forget(key: tuple[int, str], _ref: object) -> None:
+    _states.pop(key, None)  # the graph is gone (its id may be reused): so is its state
 
 
 def existing_graph_state(graph: Any, key: str) -> Any | None:
@@ -126,7 +131,8 @@ def graph_error_flag(slots: int, report: Callable[[np.ndarray], IndexError]) -> 
         raise RuntimeError("graph_error_flag: no CUDA graph is being captured on this thread")
     _register_hooks()
     flag = ErrorFlag(slots, report)
-    graph_state(graph, "error_flags", list).append(flag)
+    flags: list[ErrorFlag] = graph_state(graph, "error_flags", list)
+    flags.append(flag)
     return flag.dev
 
 
