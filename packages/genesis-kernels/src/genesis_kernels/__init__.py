@@ -7,7 +7,10 @@ writes into a caller-allocated ``out`` and launches on the raw CUDA stream ``str
 from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
-from . import optimizer  # multi-tensor optimizer steps: optimizer.adam / sgd / total_norm / clip_by_total_norm
+from . import (
+    capture,  # what launchers do under CUDA-graph capture: forbid_readback, graph error flags
+    optimizer,  # multi-tensor optimizer steps: optimizer.adam / sgd / total_norm / clip_by_total_norm
+)
 from .activation import activation_backward, gated_backward, gated_forward
 from .attention import MAX_HEAD_DIM as ATTENTION_MAX_HEAD_DIM
 from .attention import attention_backward, attention_forward
@@ -31,7 +34,7 @@ from .index import (
 )
 from .matmul import matmul, matmul_plan
 from .normalization import norm_backward, norm_forward
-from .random import bernoulli, dropout, normal, rand, randint, randn, uniform
+from .random import bernoulli, dropout, normal, rand, randint, randn, uniform, write_rng_state
 from .reduce import arg_reduce, logsumexp, norm, reduce, std, var
 from .scan import cumprod, cumsum
 from .softmax import softmax, softmax_backward
@@ -67,6 +70,7 @@ __all__ = [
     "attention_forward",
     "bernoulli",
     "binary",
+    "capture",
     "clamp",
     "copy",
     "cross_entropy",
@@ -115,4 +119,5 @@ __all__ = [
     "unary",
     "var",
     "where",
+    "write_rng_state",
 ]

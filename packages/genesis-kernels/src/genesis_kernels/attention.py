@@ -31,7 +31,7 @@ import triton.language as tl
 
 from . import runtime
 from .buffer import BufferLike
-from .random import _philox
+from .random import _philox, philox_state
 from .runtime import INTERPRET, Kernel, cdiv, next_pow2, ptr_type, sm_count
 
 _LOG2E = 1.4426950408889634
@@ -114,8 +114,8 @@ def _fwd_step(
 @triton.jit
 def _attn_fwd_kernel(
     q, k, v, o, lse, mask, part, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, som,
-    sod, smb, smh, smm, smn, Hq, GROUP, Lq, Lk, D, chunk, qk_scale, drop_p, drop_scale, seed, offset,
-    CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, SPLIT: tl.constexpr,
+    sod, smb, smh, smm, smn, Hq, GROUP, Lq, Lk, D, chunk, qk_scale, drop_p, drop_scale, seed, offset, rng,
+    CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, SEED_PTR: tl.constexpr, SPLIT: tl.constexpr,
     GUARD: tl.constexpr, EVEN_D: tl.constexpr, UNIT_D: tl.constexpr, PREC: tl.constexpr, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
@@ -143,6 +143,7 @@ def _attn_fwd_kernel(
         mask_base = mask + b * smb + h * smh
     else:
         mask_base = mask
+    seed, offset = philox_state(rng, seed, offset, SEED_PTR)
     rng_row = offset + (bh.to(tl.int64) * Lq + offs_m) * Lk
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
@@ -299,8 +300,8 @@ def _dkdv_step(
 def _attn_bwd_dkdv_kernel(
     q, k, v, do, lse, delta, mask, dk, dv, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sgb,
     sgh, sgm, sgd, smb, smh, smm, smn, skb2, skh2, skn2, skd2, svb2, svh2, svn2, svd2, Hq, Hkv, GROUP, Lq, Lk,
-    D, qk_scale, sm_scale, drop_p, drop_scale, seed, offset, CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr,
-    DROPOUT: tl.constexpr, EVEN_D: tl.constexpr, UNIT_D: tl.constexpr, PREC: tl.constexpr,
+    D, qk_scale, sm_scale, drop_p, drop_scale, seed, offset, rng, CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr,
+    DROPOUT: tl.constexpr, SEED_PTR: tl.constexpr, EVEN_D: tl.constexpr, UNIT_D: tl.constexpr, PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
     if UNIT_D:
@@ -330,6 +331,7 @@ def _attn_bwd_dkdv_kernel(
     else:
         m_lo = 0
         m_mid = 0
+    seed, offset = philox_state(rng, seed, offset, SEED_PTR)
     for gi in range(0, GROUP):  # every query head that shares this kv head: dK, dV summed over the group
         h = hk * GROUP + gi
         bh = b * Hq + h
@@ -411,8 +413,8 @@ def _dq_step(
 def _attn_bwd_dq_kernel(
     q, k, v, do, lse, delta, mask, dq, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sgb, sgh,
     sgm, sgd, smb, smh, smm, smn, sdb, sdh, sdm, sdd, Hq, GROUP, Lq, Lk, D, qk_scale, sm_scale, drop_p,
-    drop_scale, seed, offset, CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr,
-    EVEN_D: tl.constexpr, UNIT_D: tl.constexpr, PREC: tl.constexpr, BLOCK_M: tl.constexpr,
+    drop_scale, seed, offset, rng, CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr,
+    SEED_PTR: tl.constexpr, EVEN_D: tl.constexpr, UNIT_D: tl.constexpr, PREC: tl.constexpr, BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
     if UNIT_D:
@@ -444,6 +446,7 @@ def _attn_bwd_dq_kernel(
         mask_base = mask + b * smb + h * smh
     else:
         mask_base = mask
+    seed, offset = philox_state(rng, seed, offset, SEED_PTR)
     rng_row = offset + (bh.to(tl.int64) * Lq + offs_m) * Lk
     dqacc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     if CAUSAL:
@@ -578,12 +581,15 @@ def attention_forward(
     dropout_p: float = 0.0,
     seed: int = 0,
     offset: int = 0,
+    rng_ptr: int = 0,
     stream: int = 0,
 ) -> None:
     """``out = softmax(q k^T * scale + mask) v`` over (B, H, L, D) buffers and ``lse`` (B, Hq, Lq) fp32.
 
     ``mask``: bool (True = may attend) or float (added), expanded to (B, Hq, Lq, Lk) with any strides.
-    ``dropout_p`` > 0 drops weights with the Philox stream (seed, offset), counters offset + B*Hq*Lq*Lk.
+    ``dropout_p`` > 0 drops weights with the Philox stream (seed, offset), counters offset + B*Hq*Lq*Lk;
+    with ``rng_ptr`` (CUDA-graph capture) the seed and base offset are read from that device int64[2]
+    and ``offset`` is added to the base (random.philox_state).
     """
     b, hq, hkv, lq, lk, d = _dims(q, k, v)
     if tuple(out.shape) != tuple(q.shape) or tuple(lse.shape) != (b, hq, lq) or lse.dtype != "float32":
@@ -613,7 +619,9 @@ def attention_forward(
     ]  # fmt: skip
     aligned = _aligned([("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("o", out.ptr), ("lse", lse.ptr)], ints)
     unit_d = (q.strides[3], k.strides[3], v.strides[3], out.strides[3]) == (1, 1, 1, 1)
-    key = (q.dtype, out.dtype, mtype, kind, causal, dropout, split, even_d, it, bm, bn, block_d, aligned, unit_d)
+    seed_ptr = dropout and rng_ptr != 0
+    key = (q.dtype, out.dtype, mtype, kind, causal, dropout, seed_ptr, split, even_d, it, bm, bn, block_d, aligned,
+           unit_d)  # fmt: skip
     fn = _FWD.cache.get(key)
     if fn is None:
         types = {
@@ -622,10 +630,11 @@ def attention_forward(
             **_strides("q", it), **_strides("k", it), **_strides("v", it), **_strides("o", it), **_strides("m", it),
             "Hq": "i32", "GROUP": "i32", "Lq": "i32", "Lk": "i32", "D": "i32", "chunk": "i32",
             "qk_scale": "fp32", "drop_p": "fp32", "drop_scale": "fp32", "seed": "i64", "offset": "i64",
+            "rng": "*i64" if seed_ptr else "i64",
         }  # fmt: skip
         consts = dict(
-            CAUSAL=causal, MASK_KIND=kind, DROPOUT=dropout, SPLIT=split, GUARD=kind != 0 or split, EVEN_D=even_d,
-            UNIT_D=unit_d, PREC=prec, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
+            CAUSAL=causal, MASK_KIND=kind, DROPOUT=dropout, SEED_PTR=seed_ptr, SPLIT=split, GUARD=kind != 0 or split,
+            EVEN_D=even_d, UNIT_D=unit_d, PREC=prec, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
         )  # fmt: skip
         fn = _FWD.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
         fn._consts = consts  # type: ignore[attr-defined]
@@ -638,7 +647,7 @@ def attention_forward(
         smb=ms[0], smh=ms[1], smm=ms[2], smn=ms[3],
         Hq=hq, GROUP=hq // hkv, Lq=lq, Lk=lk, D=d, chunk=chunk,
         qk_scale=scale * _LOG2E, drop_p=dropout_p, drop_scale=1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0,
-        seed=seed & (2**63 - 1), offset=offset,
+        seed=seed & (2**63 - 1), offset=offset, rng=rng_ptr if seed_ptr else 0,
     )  # fmt: skip
     args.update(fn._consts)  # type: ignore[attr-defined]
     fn((grid_m, b * hq, splits), stream, tuple(args[n] for n in _FWD.arg_names))
@@ -684,10 +693,11 @@ def attention_backward(
     dropout_p: float = 0.0,
     seed: int = 0,
     offset: int = 0,
+    rng_ptr: int = 0,
     stream: int = 0,
 ) -> None:
     """dq, dk, dv of :func:`attention_forward` given ``dout``, its ``out`` and ``lse``, and the same
-    mask / causal / scale / dropout (seed, offset) arguments. dk / dv sum over each kv head's group."""
+    mask / causal / scale / dropout (seed, offset, rng_ptr) arguments. dk / dv sum over each kv head's group."""
     b, hq, hkv, lq, lk, d = _dims(q, k, v)
     for name, t, like in (("dq", dq, q), ("dk", dk, k), ("dv", dv, v), ("out", out, q), ("dout", dout, q)):
         if tuple(t.shape) != tuple(like.shape):
@@ -702,9 +712,11 @@ def attention_backward(
     unit_d = all(t.strides[3] == 1 for t in (q, k, v, dout, dq, dk, dv))
     prec = _prec(q.dtype)
     delta = runtime.scratch(max(1, b * hq * lq) * 4, stream)
+    seed_ptr = dropout and rng_ptr != 0
     common = dict(
         Hq=hq, Lq=lq, Lk=lk, D=d, qk_scale=scale * _LOG2E, sm_scale=scale, drop_p=dropout_p,
         drop_scale=1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0, seed=seed & (2**63 - 1), offset=offset,
+        rng=rng_ptr if seed_ptr else 0,
         smb=ms[0], smh=ms[1], smm=ms[2], smn=ms[3], mask=mptr, lse=lse.ptr, delta=delta,
         q=q.ptr, k=k.ptr, v=v.ptr, do=dout.ptr, GROUP=hq // hkv, Hkv=hkv,
         **{f"sq{c}": s for c, s in zip("bhmd", q.strides)},
@@ -715,6 +727,7 @@ def attention_backward(
     scalar_types = {
         "Hq": "i32", "Hkv": "i32", "GROUP": "i32", "Lq": "i32", "Lk": "i32", "D": "i32", "qk_scale": "fp32",
         "sm_scale": "fp32", "drop_p": "fp32", "drop_scale": "fp32", "seed": "i64", "offset": "i64",
+        "rng": "*i64" if seed_ptr else "i64",
     }  # fmt: skip
     # delta = rowsum(dO * O), fp32 (B*Hq, Lq)
     if b * hq * lq:
@@ -737,7 +750,7 @@ def attention_backward(
         bm, bn, warps, stages = _config(_DKDV_CONFIGS, block_d, q.dtype, lq, lk)
         ints = [("sqm", q.strides[2]), ("skn", k.strides[2]), ("svn", v.strides[2]), ("sgm", dout.strides[2])]
         aligned = _aligned([("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr)], ints)
-        key = (q.dtype, dk.dtype, mtype, kind, causal, dropout, even_d, unit_d, it, bm, bn, block_d, aligned)
+        key = (q.dtype, dk.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned)
         fn = _DKDV.cache.get(key)
         if fn is None:
             types = {
@@ -748,8 +761,8 @@ def attention_backward(
                 **scalar_types,
             }  # fmt: skip
             consts = dict(
-                CAUSAL=causal, MASK_KIND=kind, DROPOUT=dropout, EVEN_D=even_d, UNIT_D=unit_d, PREC=prec,
-                BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
+                CAUSAL=causal, MASK_KIND=kind, DROPOUT=dropout, SEED_PTR=seed_ptr, EVEN_D=even_d, UNIT_D=unit_d,
+                PREC=prec, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
             )  # fmt: skip
             fn = _DKDV.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
             fn._consts = consts  # type: ignore[attr-defined]
@@ -765,7 +778,7 @@ def attention_backward(
         bm, bn, warps, stages = _config(_DQ_CONFIGS, block_d, q.dtype, lq, lk)
         ints = [("sqm", q.strides[2]), ("skn", k.strides[2]), ("svn", v.strides[2]), ("sgm", dout.strides[2])]
         aligned = _aligned([("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr)], ints)
-        key = (q.dtype, dq.dtype, mtype, kind, causal, dropout, even_d, unit_d, it, bm, bn, block_d, aligned)
+        key = (q.dtype, dq.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned)
         fn = _DQ.cache.get(key)
         if fn is None:
             types = {
@@ -777,8 +790,8 @@ def attention_backward(
             for n in ("Hkv",):
                 types.pop(n)
             consts = dict(
-                CAUSAL=causal, MASK_KIND=kind, DROPOUT=dropout, EVEN_D=even_d, UNIT_D=unit_d, PREC=prec,
-                BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
+                CAUSAL=causal, MASK_KIND=kind, DROPOUT=dropout, SEED_PTR=seed_ptr, EVEN_D=even_d, UNIT_D=unit_d,
+                PREC=prec, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
             )  # fmt: skip
             fn = _DQ.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
             fn._consts = consts  # type: ignore[attr-defined]

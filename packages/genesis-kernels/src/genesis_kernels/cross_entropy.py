@@ -28,7 +28,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from . import indexed
+from . import capture, indexed
 from . import runtime as rt
 from .buffer import (
     INT32_LIMIT,
@@ -420,15 +420,22 @@ def cross_entropy(
 def _check_targets(target: BufferLike, rows: int, n: int, ignore_index: int, stream: int) -> None:
     """Bounds-check the targets in a small kernel of their own and wait for it, before the forward is
     queued: the wait then costs the GPU no idle time behind the forward (the host launches the rest
-    of the step while the forward runs)."""
-    err, host = indexed._error_block(stream)
+    of the step while the forward runs). Under CUDA-graph capture nothing may wait: the check writes a
+    flag the graph owns, and the graph's next ``replay()`` raises the IndexError."""
+    captured = capture.capturing()
+    if captured:
+        where = " (in a replay of a CUDA graph that captured cross_entropy)"
+        err, host = capture.graph_error_flag(indexed._ERR_SLOTS, lambda raw: _target_error(raw, where)), 0
+    else:
+        err, host = indexed._error_block(stream)
     key = (target.dtype,)
     fn = _CHECK.cache.get(key)
     if fn is None:
         types = {"t": ptr_type(target.dtype), "err": "*i64", "R": "i64", "C": "i64", "ignore_index": "i64"}
         fn = _CHECK.build(key, types, {"BLOCK": _CHECK_BLOCK}, num_warps=4)
     fn((cdiv(rows, _CHECK_BLOCK), 1, 1), stream, (target.ptr, err, rows, n, ignore_index, _CHECK_BLOCK))
-    _raise_if_bad_target(host, stream)
+    if not captured:
+        _raise_if_bad_target(host, stream)
 
 
 def _raise_if_bad_target(host: int, stream: int) -> None:
@@ -441,8 +448,13 @@ def _raise_if_bad_target(host: int, stream: int) -> None:
     if not raw.any():
         return
     ctypes.memset(host, 0, 8 * indexed._ERR_SLOTS)  # the stream is idle: nothing writes it now
+    raise _target_error(raw)
+
+
+def _target_error(raw: np.ndarray, where: str = "") -> IndexError:
+    """torch's IndexError for the recorded (largest too-large + 1, smallest negative) target."""
     value = int(raw[0]) - 1 if raw[0] else int(raw[1])
-    raise IndexError(f"Target {value} is out of bounds.")
+    return IndexError(f"Target {value} is out of bounds.{where}")
 
 
 def cross_entropy_backward(

@@ -42,6 +42,6 @@ def index_put(
     idx = [(ib, tuple(ib.strides) + (0,) * len(tail), j, out.shape[j], out.strides[j]) for j, ib in enumerate(indices)]
     dst_dims = (-1,) * nb + tuple(range(k, len(out.shape)))
     if accumulate:
-        launch("add", out, values, idx, shape, dst_dims, vst, neg=True, stream=stream)
+        launch("add", out, values, idx, shape, dst_dims, vst, neg=True, op="index_put", stream=stream)
     else:
-        launch("put", out, values, idx, shape, dst_dims, vst, neg=True, stream=stream)
+        launch("put", out, values, idx, shape, dst_dims, vst, neg=True, op="index_put", stream=stream)

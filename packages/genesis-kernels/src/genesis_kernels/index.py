@@ -18,6 +18,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
+from . import capture
 from . import runtime as rt
 from .buffer import MAX_RANK, Buffer, BufferLike, is_buffer, numel
 from .elementwise import where
@@ -47,6 +48,7 @@ def gather(x: BufferLike, dim: int, index: BufferLike, out: BufferLike, *, strea
         ishape,
         tuple(range(len(ishape))),
         with_size(xst, dim, 0),
+        op="gather",
         stream=stream,
     )
 
@@ -75,6 +77,7 @@ def _scatter(
         ishape,
         with_size(tuple(range(len(ishape))), dim, -1),
         sst,
+        op="scatter" if mode == "put" else "scatter_add",
         stream=stream,
     )
 
@@ -117,6 +120,7 @@ def index_select(x: BufferLike, dim: int, index: BufferLike, out: BufferLike, *,
         oshape,
         tuple(range(len(oshape))),
         with_size(xst, dim, 0),
+        op="index_select",
         stream=stream,
     )
 
@@ -141,6 +145,7 @@ def index_add(
         with_size(tuple(range(len(ss))), dim, -1),
         sst,
         alpha=alpha,
+        op="index_add",
         stream=stream,
     )
 
@@ -162,6 +167,7 @@ def embedding(weight: BufferLike, indices: BufferLike, out: BufferLike, *, strea
         shape,
         tuple(range(nb + 1)),
         (0,) * nb + (weight.strides[1],),
+        op="embedding",
         stream=stream,
     )
 
@@ -194,6 +200,7 @@ def embedding_backward(
         (-1,) * nb + (1,),
         tuple(grad_out.strides),
         skip=padding_idx,
+        op="embedding_backward",
         stream=stream,
     )
 
@@ -377,9 +384,11 @@ def _scan_counts(mask: BufferLike, strides: list[tuple[int, ...]], stream: int) 
     return lay, nblocks, part
 
 
-def nonzero_count(mask: BufferLike, *, stream: int = 0) -> int:
+def nonzero_count(mask: BufferLike, *, stream: int = 0, op: str = "nonzero") -> int:
     """How many elements of ``mask`` (any dtype, any strides) are nonzero: the length of ``nonzero``'s and of
-    ``masked_select``'s output. Waits for ``stream`` (the count is read back)."""
+    ``masked_select``'s output. Waits for ``stream`` (the count is read back): refused under CUDA-graph
+    capture, where the output's size cannot depend on the data."""
+    capture.forbid_readback(op, "the number of nonzero elements sizes the output")
     if numel(tuple(mask.shape)) == 0:
         return 0
     _, nblocks, part = _scan_counts(mask, [tuple(mask.strides)] if mask.shape else [()], stream)

@@ -13,8 +13,10 @@ Every index is bounds-checked on the device: an out-of-range index is skipped (n
 written) and recorded, per index buffer, with ``atomic_max``/``atomic_min`` in a small per-stream
 error block. The launcher reads that block back after the launch (which waits for the stream) and
 raises :class:`IndexError` naming the largest offending value, the dim and its size; the block is
-then cleared, so the next launch starts clean. Negative indices wrap only where torch allows them
-(``index_put``).
+then cleared, so the next launch starts clean. While a CUDA graph is captured nothing may wait: the
+kernel records into a flag the graph owns instead, and the graph's next ``replay()`` raises the
+IndexError (``capture.py``); the kernel itself stays memory-safe either way. Negative indices wrap
+only where torch allows them (``index_put``).
 
 Shared by two families: ``index.py`` (gather, scatter, index_select, index_add, embedding) and
 ``getitem.py`` (index_put); each builds its iteration space and calls :func:`launch`.
@@ -29,6 +31,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
+from . import capture
 from . import runtime as rt
 from .buffer import MAX_RANK, Buffer, BufferLike, dtype_info, numel
 from .elementwise import cast_to, copy
@@ -74,11 +77,23 @@ def _raise_if_bad(host: int, dims: list[tuple[int, int]], stream: int) -> None:
     if not raw.any():
         return
     ctypes.memset(host, 0, 8 * _ERR_SLOTS)  # the stream is idle: no kernel can be writing it now
+    raise _bounds_error(raw, dims)
+
+
+def _bounds_error(raw: np.ndarray, dims: list[tuple[int, int]], op: str | None = None) -> IndexError:
+    """torch's IndexError for the first index buffer whose slots in ``raw`` record a bad value."""
+    where = f" (in a replay of a CUDA graph that captured {op})" if op else ""
     for j, (dim, size) in enumerate(dims):
         hi, lo = int(raw[2 * j]), int(raw[2 * j + 1])
         if hi or lo:
             value = hi - 1 if hi else lo
-            raise IndexError(f"index {value} is out of bounds for dimension {dim} with size {size}")
+            return IndexError(f"index {value} is out of bounds for dimension {dim} with size {size}{where}")
+    return IndexError(f"index out of bounds{where}")
+
+
+def _captured_error_block(op: str, dims: list[tuple[int, int]]) -> int:
+    """Under capture: a flag owned by the graph, checked at its next replay (no wait now)."""
+    return capture.graph_error_flag(_ERR_SLOTS, lambda raw: _bounds_error(raw, dims, op))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -261,9 +276,10 @@ def launch(
     neg: bool = False,
     alpha: float | int = 1,
     skip: int | None = None,
+    op: str = "index",
     stream: int,
 ) -> None:
-    """One indexed elementwise launch over ``shape``.
+    """One indexed elementwise launch over ``shape``; ``op`` names it in errors raised at a graph's replay.
 
     ``indices``: (index buffer, its strides over ``shape``, logical dim, size of that dim, its stride on the
     indexed side). ``dst_dims`` names, for each dim of ``shape``, the destination dim it walks (-1: none, as
@@ -353,7 +369,11 @@ def launch(
             sizes.append(0)
             istrides.append(0)
             ist.extend((0,) * MAX_RANK)
-    err, err_host = _error_block(stream)
+    dims = [(d, s) for _, _, d, s, _ in indices]
+    captured = capture.capturing()
+    # Eager: the per-stream block, read after the launch (IndexError at the call). Captured: nothing
+    # may wait, so a flag owned by the graph records the bad index and the next replay() raises it.
+    err, err_host = (_captured_error_block(op, dims), 0) if captured else _error_block(stream)
     value = conv(src) if src_scalar else 0  # type: ignore[arg-type]
     fn(
         (cdiv(lay.n, _BLOCK), 1, 1),
@@ -378,7 +398,8 @@ def launch(
     )
     if wide is not None:
         copy(wide, Buffer(dst.ptr, dshape, shape1(dst)[1], dst.dtype), stream=stream)
-    _raise_if_bad(err_host, [(d, s) for _, _, d, s, _ in indices], stream)
+    if not captured:
+        _raise_if_bad(err_host, dims, stream)
 
 
 def wrap_dim(dim: int, rank: int) -> int:

@@ -6,6 +6,11 @@ two 32-bit Philox words. So a result depends only on (seed, offset, shape), neve
 on block sizes or grids: dropout can write its keep-mask (as torch's native_dropout
 returns it) or have it recomputed from the same seed and offset. The caller advances
 ``offset`` by ``numel`` after each draw.
+
+Every launcher also takes ``rng_ptr``: when nonzero (CUDA-graph capture), the kernel reads
+(seed, base offset) from the device int64[2] at that address and adds ``offset`` to the base, so
+a replayed graph draws whatever the generator's state is at replay time (:func:`write_rng_state`
+fills that buffer before each replay). ``seed`` is then ignored.
 """
 
 from __future__ import annotations
@@ -30,6 +35,17 @@ def _philox(seed, ctr):
 
 
 @triton.jit
+def philox_state(rng, seed, offset, SEED_PTR: tl.constexpr):
+    """(seed, offset) of a draw: the values passed (eager), or under CUDA-graph capture (``SEED_PTR``) the
+    (seed, base offset) that each replay writes into the device int64[2] at ``rng``, plus this op's
+    ``offset`` within the graph, fixed at capture. Both give the same numbers for the same pair."""
+    if SEED_PTR:
+        seed = tl.load(rng)
+        offset = tl.load(rng + 1) + offset
+    return seed, offset
+
+
+@triton.jit
 def _random_kernel(
     x,
     out,
@@ -38,6 +54,7 @@ def _random_kernel(
     p1,
     seed,
     offset,
+    rng,
     n,
     S1,
     S2,
@@ -73,12 +90,14 @@ def _random_kernel(
     DIST: tl.constexpr,
     X_SCALAR: tl.constexpr,
     KEEP: tl.constexpr,
+    SEED_PTR: tl.constexpr,
     RANK: tl.constexpr,
     CONTIG: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
+    seed, offset = philox_state(rng, seed, offset, SEED_PTR)
     r0, r1, _, _ = _philox(seed, offset + i)
     u = tl.random.uint_to_uniform_float(r0)  # [0, 1)
     if CONTIG:
@@ -128,6 +147,7 @@ def _launch(
     offset: int,
     stream: int,
     keep: BufferLike | None = None,
+    rng_ptr: int = 0,
 ) -> None:
     strides = [out.strides] if x is None else [out.strides, x.strides]
     for other in (x, keep):
@@ -147,6 +167,7 @@ def _launch(
         None if keep is None else keep.dtype,
         lay.rank,
         lay.contiguous,
+        rng_ptr != 0,
     )
     fn = _RANDOM.cache.get(key)
     if fn is None:
@@ -159,6 +180,7 @@ def _launch(
             "p1": pt,
             "seed": "i64",
             "offset": "i64",
+            "rng": "*i64" if rng_ptr else "i64",
             "n": it,
             **size_types(it),
             **stride_types("x", it),
@@ -166,7 +188,13 @@ def _launch(
             **stride_types("k", it),
         }
         consts = dict(
-            DIST=dist, X_SCALAR=x_scalar, KEEP=keep is not None, RANK=lay.rank, CONTIG=lay.contiguous, BLOCK=_BLOCK
+            DIST=dist,
+            X_SCALAR=x_scalar,
+            KEEP=keep is not None,
+            SEED_PTR=rng_ptr != 0,
+            RANK=lay.rank,
+            CONTIG=lay.contiguous,
+            BLOCK=_BLOCK,
         )
         fn = _RANDOM.build(key, types, consts, (), num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
@@ -183,6 +211,7 @@ def _launch(
             p1,
             seed & (2**63 - 1),
             offset,
+            rng_ptr,
             lay.n,
             *lay.sizes,
             *xs,
@@ -193,39 +222,47 @@ def _launch(
     )
 
 
-def rand(out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+def rand(out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0, rng_ptr: int = 0) -> None:
     """Uniform [0, 1) into ``out`` (float dtypes)."""
-    _launch("uniform", None, out, 0.0, 1.0, seed, offset, stream)
+    _launch("uniform", None, out, 0.0, 1.0, seed, offset, stream, rng_ptr=rng_ptr)
 
 
-def uniform(out: BufferLike, low: float, high: float, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+def uniform(
+    out: BufferLike, low: float, high: float, seed: int, offset: int = 0, *, stream: int = 0, rng_ptr: int = 0
+) -> None:
     """Uniform [low, high) into ``out``."""
-    _launch("uniform", None, out, float(low), float(high), seed, offset, stream)
+    _launch("uniform", None, out, float(low), float(high), seed, offset, stream, rng_ptr=rng_ptr)
 
 
-def randn(out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+def randn(out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0, rng_ptr: int = 0) -> None:
     """Standard normal into ``out``."""
-    _launch("normal", None, out, 0.0, 1.0, seed, offset, stream)
+    _launch("normal", None, out, 0.0, 1.0, seed, offset, stream, rng_ptr=rng_ptr)
 
 
-def normal(out: BufferLike, mean: float, std: float, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+def normal(
+    out: BufferLike, mean: float, std: float, seed: int, offset: int = 0, *, stream: int = 0, rng_ptr: int = 0
+) -> None:
     """Normal(mean, std) into ``out``."""
-    _launch("normal", None, out, float(mean), float(std), seed, offset, stream)
+    _launch("normal", None, out, float(mean), float(std), seed, offset, stream, rng_ptr=rng_ptr)
 
 
-def randint(out: BufferLike, low: int, high: int, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+def randint(
+    out: BufferLike, low: int, high: int, seed: int, offset: int = 0, *, stream: int = 0, rng_ptr: int = 0
+) -> None:
     """Integers uniform in [low, high) into ``out``."""
     if high <= low:
         raise ValueError(f"randint needs low < high, got [{low}, {high})")
-    _launch("randint", None, out, int(low), int(high), seed, offset, stream)
+    _launch("randint", None, out, int(low), int(high), seed, offset, stream, rng_ptr=rng_ptr)
 
 
-def bernoulli(p: BufferLike | float, out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0) -> None:
+def bernoulli(
+    p: BufferLike | float, out: BufferLike, seed: int, offset: int = 0, *, stream: int = 0, rng_ptr: int = 0
+) -> None:
     """``out = rand < p`` (1 or 0 in ``out.dtype``); ``p`` is a scalar or a buffer of ``out.shape``."""
     if isinstance(p, (int, float)):
-        _launch("bernoulli", None, out, float(p), 0.0, seed, offset, stream)
+        _launch("bernoulli", None, out, float(p), 0.0, seed, offset, stream, rng_ptr=rng_ptr)
     else:
-        _launch("bernoulli", p, out, 0.0, 0.0, seed, offset, stream)
+        _launch("bernoulli", p, out, 0.0, 0.0, seed, offset, stream, rng_ptr=rng_ptr)
 
 
 def dropout(
@@ -237,6 +274,7 @@ def dropout(
     *,
     mask: BufferLike | None = None,
     stream: int = 0,
+    rng_ptr: int = 0,
 ) -> None:
     """``out = x * keep / (1 - p)`` with ``keep = rand >= p`` (``out = x * 0`` for p = 1); ``mask``, if given, gets
     ``keep`` (in its dtype: bool for torch's native_dropout mask). Calling again with the same seed and offset
@@ -244,4 +282,26 @@ def dropout(
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
-    _launch("dropout", x, out, float(p), scale, seed, offset, stream, keep=mask)
+    _launch("dropout", x, out, float(p), scale, seed, offset, stream, keep=mask, rng_ptr=rng_ptr)
+
+
+@triton.jit
+def _rng_state_kernel(dst, src, seed, offset, FROM_PTR: tl.constexpr):
+    seed, offset = philox_state(src, seed, offset, FROM_PTR)
+    tl.store(dst, seed)
+    tl.store(dst + 1, offset)
+
+
+_RNG_STATE = Kernel(_rng_state_kernel)
+
+
+def write_rng_state(dst: int, seed: int, offset: int, *, src: int = 0, stream: int = 0) -> None:
+    """Write (seed, offset) into the device int64[2] at ``dst``, in stream order (a kernel whose
+    arguments carry the values: capture-safe, and the host may change its copy at once). With ``src``:
+    (src[0], src[1] + offset) instead, a snapshot of a captured draw's state (``seed`` is ignored)."""
+    key = src != 0
+    fn = _RNG_STATE.cache.get(key)
+    if fn is None:
+        types = {"dst": "*i64", "src": "*i64" if src else "i64", "seed": "i64", "offset": "i64"}
+        fn = _RNG_STATE.build(key, types, dict(FROM_PTR=key), (), num_warps=1)
+    fn((1, 1, 1), stream, (dst, src, seed & (2**63 - 1), offset, key))

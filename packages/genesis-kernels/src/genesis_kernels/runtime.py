@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from genesis_storage import graphs
+
 from .buffer import dtype_info
 from .launch_abi import Grid, LaunchFn, make_launch
 
@@ -239,6 +241,7 @@ class _Cuda:
             "cuCtxGetDevice",
             "cuMemHostAlloc",
             "cuMemHostGetDevicePointer_v2",
+            "cuMemFreeHost",
         ):
             getattr(self.lib, name).restype = ctypes.c_int
 
@@ -276,11 +279,19 @@ class _Cuda:
         ctypes.memset(host, 0, nbytes)
         return host.value or 0, int(dev.value)  # c_void_p reads NULL as None
 
+    def free_host(self, host: int) -> None:
+        """Give back pinned host memory from :meth:`mapped`."""
+        self.check(self.lib.cuMemFreeHost(ctypes.c_void_p(host)), "cuMemFreeHost")
+
     def synchronize(self, stream: int) -> None:
+        # The last line of defence: a launcher that waits must have refused a capture already
+        # (capture.forbid_readback, naming its op); a synchronise would invalidate the capture.
+        _refuse_under_capture("cuStreamSynchronize")
         self.check(self.lib.cuStreamSynchronize(ctypes.c_void_p(stream)), "cuStreamSynchronize")
 
     def read(self, ptr: int, nbytes: int, stream: int) -> bytes:
         """Copy ``nbytes`` at device ``ptr`` to the host, in order on ``stream``, and wait for it."""
+        _refuse_under_capture("cuMemcpyDtoHAsync + cuStreamSynchronize")
         host, _ = _staging(nbytes)
         self.check(
             self.lib.cuMemcpyDtoHAsync_v2(
@@ -297,6 +308,11 @@ class _Cuda:
         self.check(self.lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
         self.check(self.lib.cuDeviceGetAttribute(ctypes.byref(count), 16, dev), "cuDeviceGetAttribute")
         return int(count.value)  # 16 = CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+
+
+def _refuse_under_capture(call: str) -> None:
+    if graphs.is_current_stream_capturing():
+        raise RuntimeError(f"a host synchronisation cannot be captured: it needs a host read-back ({call})")
 
 
 _cuda: _Cuda | None = None

@@ -2,8 +2,8 @@
 
 Inputs are (B, H, L, D) views with any strides (key / value heads may divide the query heads: GQA);
 the mask is broadcast to (B, Hq, Lq, Lk) as a 0-stride view, never copied. The forward also returns
-the per-row logsumexp (fp32) and the dropout stream's (seed, offset), which the backward reuses to
-regenerate the same dropout mask.
+the per-row logsumexp (fp32) and the dropout stream's draw (seed, offset; under CUDA-graph capture a
+device buffer holding them), which the backward reuses to regenerate the same dropout mask.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import genesis_storage as gs
 
 from ...device import Device
 from .common import View, expand_to, reg, stream_of
-from .random import _take
+from .philox import Draw, snapshot, take
 
 _DTYPES = ("float32", "float16", "bfloat16")  # what the flash kernels compute in (float64: the composed path)
 
@@ -45,22 +45,25 @@ def attention(q: View, k: View, v: View, mask: View | None, dropout_p: float, is
     _check(q, k, v)
     out = gs.empty(tuple(q.shape), q.dtype, q.device)
     lse = gs.empty(tuple(q.shape[:3]), "float32", q.device)
-    seed = offset = 0
+    draw, own = Draw(0, 0), None
     if dropout_p > 0.0:
-        seed, offset = _take(Device("cuda", q.device), math.prod(q.shape[:3]) * k.shape[2])
+        # Under capture the draw's state gets a buffer of its own, which the backward reads too, even
+        # when it is captured in another graph (make_graphed_callables) or runs eagerly.
+        draw, own = snapshot(take(Device("cuda", q.device), math.prod(q.shape[:3]) * k.shape[2]), q.device)
     gk.attention_forward(
         q, k, v, out, lse, mask=_mask(mask, q, k), causal=is_causal, scale=scale,
-        dropout_p=dropout_p, seed=seed, offset=offset, stream=stream_of(q),
+        dropout_p=dropout_p, seed=draw.seed, offset=draw.offset, rng_ptr=draw.rng_ptr, stream=stream_of(q),
     )  # fmt: skip
-    return out, lse, (seed, offset)
+    return out, lse, (draw, own)
 
 
 @reg("attention_backward")
 def attention_backward(
     grad: View, q: View, k: View, v: View, out: View, lse: View, mask: View | None,
-    dropout_p: float, is_causal: bool, scale: float, rng: tuple[int, int],
+    dropout_p: float, is_causal: bool, scale: float, rng: tuple[Draw, View | None],
 ):  # fmt: skip
     _check(q, k, v)
+    draw = rng[0]  # rng[1]: the buffer a captured draw reads, kept alive by this tuple
     dq = gs.empty(tuple(q.shape), q.dtype, q.device)
     dk = gs.empty(tuple(k.shape), k.dtype, k.device)
     dv = gs.empty(tuple(v.shape), v.dtype, v.device)
@@ -68,6 +71,6 @@ def attention_backward(
         raise RuntimeError(f"attention_backward: gradient of dtype {grad.dtype} for a {q.dtype} output")
     gk.attention_backward(
         q, k, v, out, grad, lse, dq, dk, dv, mask=_mask(mask, q, k), causal=is_causal, scale=scale,
-        dropout_p=dropout_p, seed=rng[0], offset=rng[1], stream=stream_of(q),
+        dropout_p=dropout_p, seed=draw.seed, offset=draw.offset, rng_ptr=draw.rng_ptr, stream=stream_of(q),
     )  # fmt: skip
     return dq, dk, dv

@@ -35,6 +35,7 @@ _SCALAR_INDEX = frozenset({"int64", "int32", "int16", "int8", "uint8", "bool"})
 
 # ------------------------------------------------------------------ the index, on the device
 def _scalar_of(a: View):
+    gk.capture.forbid_readback("indexing with a 0-d integer tensor", "its value selects a view, on the host")
     value = gs.to_numpy(a).reshape(()).item()
     return bool(value) if a.dtype in ("bool", "uint8") else value
 
@@ -63,7 +64,7 @@ def _prepare(v: View, index) -> tuple:
                 raise IndexError("an index list must hold integers or bools")
             if host.size == 0 and host.dtype.kind == "f":
                 host = host.astype(np.int64)  # x[[]]: an empty integer index, as torch
-            items.append(host.item() if host.ndim == 0 else gs.from_numpy(host, v.device))
+            items.append(host.item() if host.ndim == 0 else _upload(host, v.device))
             continue
         try:
             items.append(operator.index(item))
@@ -72,13 +73,23 @@ def _prepare(v: View, index) -> tuple:
     return tuple(items)
 
 
+def _upload(host: np.ndarray, device: int) -> View:
+    """A host index (list, numpy array) on the device: a pageable copy, which a capture cannot take."""
+    if gk.capture.capturing():
+        raise RuntimeError(
+            "indexing with a Python list or numpy array cannot be captured: it needs a host-to-device copy "
+            "from pageable memory (index with a device tensor made before the capture)"
+        )
+    return gs.from_numpy(host, device)
+
+
 def _view(v: View, view_index: tuple) -> View:
     shape, strides, offset = basic_index(v.shape, v.strides, v.offset, view_index)
     return v.as_strided(shape, strides, offset)
 
 
 def _nonzero(mask: View) -> View:
-    n = gk.nonzero_count(mask, stream=stream_of(mask))
+    n = gk.nonzero_count(mask, stream=stream_of(mask), op="indexing with a boolean mask")
     out = gs.empty((n, len(mask.shape)), "int64", mask.device)
     if n:
         gk.nonzero(mask, out, stream=stream_of(mask))
@@ -92,7 +103,7 @@ def _resolve(base: View, advanced) -> tuple[tuple[int, ...], list[View]]:
     for adv in advanced:
         a = adv.array
         if isinstance(a, list):
-            a = gs.from_numpy(np.asarray(a, dtype=np.int64), base.device)
+            a = _upload(np.asarray(a, dtype=np.int64), base.device)
         if adv.is_mask:
             nz = _nonzero(a)
             n = nz.shape[0]
@@ -143,7 +154,8 @@ def _advanced_getitem(v: View, index) -> View:
     adv = plan.advanced
     if len(adv) == 1 and adv[0].is_mask and adv[0].array.dtype == "bool" and len(adv[0].array.shape) == len(base.shape):
         mask = adv[0].array
-        out = gs.empty((gk.nonzero_count(mask, stream=stream_of(v)),), base.dtype, base.device)
+        n = gk.nonzero_count(mask, stream=stream_of(v), op="indexing with a boolean mask")
+        out = gs.empty((n,), base.dtype, base.device)
         if out.shape[0]:
             gk.masked_select(base, mask, out, stream=stream_of(v))
         return out

@@ -232,11 +232,12 @@ def masked_fill_(input: View, mask: View, value) -> None:
 
 @reg("masked_select")
 def masked_select(input: View, mask: View) -> View:
+    gk.capture.forbid_readback("masked_select", "the number of selected elements sizes the output")
     if mask.dtype != "bool":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = broadcast_shapes(input.shape, mask.shape)
     x, m = expand_to(input, shape), expand_to(mask, shape)
-    n = gk.nonzero_count(m, stream=stream_of(input)) if math.prod(shape) else 0
+    n = gk.nonzero_count(m, stream=stream_of(input), op="masked_select") if math.prod(shape) else 0
     out = gs.empty((n,), input.dtype, input.device)
     if n:
         gk.masked_select(x, m, out, stream=stream_of(input))
@@ -246,6 +247,7 @@ def masked_select(input: View, mask: View) -> View:
 @reg("nonzero")
 def nonzero(input: View) -> View:
     """(count, ndim) int64 coordinates of the nonzero elements, in row-major order."""
+    gk.capture.forbid_readback("nonzero", "the number of nonzero elements sizes the output")
     flat = input if input.shape else input.as_strided((1,), (1,), input.offset)
     n = gk.nonzero_count(flat, stream=stream_of(input)) if math.prod(flat.shape) else 0
     out = gs.empty((n, len(input.shape)), "int64", input.device)

@@ -65,8 +65,17 @@ def _host_bytes(t: torch.Tensor) -> np.ndarray:
     return t.numpy()
 
 
+def _forbid_readback(op: str) -> None:
+    gk.capture.forbid_readback(op, "the data must reach the host, which waits for the stream")
+
+
 @reg("from_cpu")
 def from_cpu(input: torch.Tensor, device: Device, non_blocking: bool = False) -> View:
+    if gk.capture.capturing():  # the driver refuses a pageable host -> device copy in a capture
+        raise RuntimeError(
+            "copying a cpu tensor to cuda cannot be captured: it needs a host-to-device copy from pageable "
+            "memory (copy into a static device tensor before the capture, or outside it before replay())"
+        )
     out = new(tuple(input.shape), dtype_of_torch(input.dtype), device)
     if input.numel():
         out.storage.copy_from_host(_host_bytes(input).reshape(-1))
@@ -75,6 +84,7 @@ def from_cpu(input: torch.Tensor, device: Device, non_blocking: bool = False) ->
 
 @reg("to_cpu")
 def to_cpu(input: View, non_blocking: bool = False) -> torch.Tensor:
+    _forbid_readback("copying a cuda tensor to the cpu")
     host = gs.to_numpy(input)
     t = torch.from_numpy(np.ascontiguousarray(host))
     if input.dtype == "bfloat16":
@@ -84,16 +94,19 @@ def to_cpu(input: View, non_blocking: bool = False) -> torch.Tensor:
 
 @reg("to_numpy")
 def to_numpy(input: View) -> np.ndarray:
+    _forbid_readback("numpy()")
     return np.ascontiguousarray(gs.to_numpy(input)).reshape(input.shape)
 
 
 @reg("item")
 def item(input: View):
+    _forbid_readback("item()")
     return to_cpu(input).item()
 
 
 @reg("tolist")
 def tolist(input: View):
+    _forbid_readback("tolist()")
     return to_cpu(input).tolist()
 
 

@@ -37,8 +37,8 @@ def _upload(device: int) -> Callable[[np.ndarray], int]:
         graph = gs.current_capture()
         if graph is not None:
             if view is None:
-                view = gs.from_numpy(table, device)
-            graph.keep_alive(view)
+                view = gs.from_numpy(table, device)  # staged through pinned memory the graph owns
+            graph.keep_alive(view)  # the captured kernel reads it at every replay, long after eviction here
             return int(view.ptr)
         if view is None:
             # Dropping an old table is safe: the allocator reuses its block in stream order.
@@ -153,6 +153,7 @@ def multi_tensor_clip_(tensors: list[View], total_norm: View, max_norm: float) -
 @reg("advance_counters_")
 def advance_counters_(counters: list[View]) -> list[float]:
     """Each counter += 1 then read back (a synchronisation: device counters are meant for the kernels)."""
+    gk.capture.forbid_readback("advance_counters_", "the step counts are read back; keep them on the device")
     for c in counters:
         binary_("add", c, 1)
     return [float(item(c)) for c in counters]

@@ -1,8 +1,8 @@
 """Random numbers on CUDA: a counter-based (Philox) stream per device.
 
-Each device keeps (seed, offset). A draw of n numbers uses counters
-offset .. offset+n-1 and advances the offset, so a seed reproduces every
-result, whatever the launch configuration.
+Each device keeps (seed, offset) (``philox.py``, which also handles draws inside a CUDA-graph
+capture). A draw of n numbers uses counters offset .. offset+n-1 and advances the offset, so a seed
+reproduces every result, whatever the launch configuration.
 """
 
 from __future__ import annotations
@@ -19,23 +19,12 @@ from ...dtypes import DType, bool_, float32, int64
 from .common import View, dtype_of, index_of, new, reg, stream_of
 from .elementwise import binary, unary
 from .memory import cast, copy_, fill_
-
-_state: dict[int, list[int]] = {}
-_default_seed = [0]
-
-
-def _take(device: Device, n: int) -> tuple[int, int]:
-    state = _state.setdefault(index_of(device), [_default_seed[0], 0])
-    seed, offset = state
-    # Philox yields four numbers per counter; keep draws on whole counters.
-    state[1] = offset + (n + 3) // 4 * 4
-    return seed, offset
+from .philox import Draw, reseed, state_of, take
 
 
 @reg("manual_seed")
 def manual_seed(seed: int) -> None:
-    _default_seed[0] = seed
-    _state.clear()
+    reseed(seed)
 
 
 @reg("rand")
@@ -43,8 +32,8 @@ def rand(shape, dtype: DType, device: Device):
     out = new(shape, dtype, device)
     n = math.prod(shape)
     if n:
-        seed, offset = _take(device, n)
-        gk.rand(out, seed, offset, stream=stream_of(out))
+        d = take(device, n)
+        gk.rand(out, d.seed, d.offset, stream=stream_of(out), rng_ptr=d.rng_ptr)
     return out
 
 
@@ -53,8 +42,8 @@ def randn(shape, dtype: DType, device: Device):
     out = new(shape, dtype, device)
     n = math.prod(shape)
     if n:
-        seed, offset = _take(device, n)
-        gk.randn(out, seed, offset, stream=stream_of(out))
+        d = take(device, n)
+        gk.randn(out, d.seed, d.offset, stream=stream_of(out), rng_ptr=d.rng_ptr)
     return out
 
 
@@ -63,31 +52,31 @@ def randint(low: int, high: int, shape, dtype: DType, device: Device):
     out = new(shape, dtype, device)
     n = math.prod(shape)
     if n:
-        seed, offset = _take(device, n)
-        gk.randint(out, low, high, seed, offset, stream=stream_of(out))
+        d = take(device, n)
+        gk.randint(out, low, high, d.seed, d.offset, stream=stream_of(out), rng_ptr=d.rng_ptr)
     return out
 
 
 # ------------------------------------------------------------------ in-place fills
 # Each draws numel(v) counters of v's device and writes straight through v's strides:
 # element i (row-major logical index) gets counter offset + i, whatever the layout.
-def _draw(v: View) -> tuple[int, int] | None:
+def _draw(v: View) -> Draw | None:
     n = math.prod(v.shape)
-    return _take(Device("cuda", v.device), n) if n else None
+    return take(Device("cuda", v.device), n) if n else None
 
 
 @reg("uniform_")
 def uniform_(input: View, low: float, high: float) -> None:
     drawn = _draw(input)
     if drawn:
-        gk.uniform(input, low, high, *drawn, stream=stream_of(input))
+        gk.uniform(input, low, high, drawn.seed, drawn.offset, stream=stream_of(input), rng_ptr=drawn.rng_ptr)
 
 
 @reg("normal_")
 def normal_(input: View, mean: float, std: float) -> None:
     drawn = _draw(input)
     if drawn:
-        gk.normal(input, mean, std, *drawn, stream=stream_of(input))
+        gk.normal(input, mean, std, drawn.seed, drawn.offset, stream=stream_of(input), rng_ptr=drawn.rng_ptr)
 
 
 @reg("exponential_")
@@ -97,7 +86,7 @@ def exponential_(input: View, lambd: float) -> None:
     if drawn is None:
         return
     u = new(input.shape, dtype_of(input) if input.dtype == "float64" else float32, Device("cuda", input.device))
-    gk.rand(u, *drawn, stream=stream_of(u))
+    gk.rand(u, drawn.seed, drawn.offset, stream=stream_of(u), rng_ptr=drawn.rng_ptr)
     copy_(input, binary("mul", unary("log1p", unary("neg", u)), -1.0 / lambd))
 
 
@@ -106,7 +95,7 @@ def bernoulli_(input: View, p) -> None:
     """1 where a uniform draw is below p (a number, or a View of v's shape), else 0."""
     drawn = _draw(input)
     if drawn:
-        gk.bernoulli(p, input, *drawn, stream=stream_of(input))
+        gk.bernoulli(p, input, drawn.seed, drawn.offset, stream=stream_of(input), rng_ptr=drawn.rng_ptr)
 
 
 # random_() with no bounds: [0, 2**digits] for floats (every integer the dtype holds exactly), [0, max] for
@@ -132,7 +121,7 @@ def random_(input: View, low, high) -> None:
             raise RuntimeError(f"to - 1 is out of bounds for {input.dtype}")
     drawn = _draw(input)
     if drawn:
-        gk.randint(input, int(low), int(high), *drawn, stream=stream_of(input))
+        gk.randint(input, int(low), int(high), drawn.seed, drawn.offset, stream=stream_of(input), rng_ptr=drawn.rng_ptr)
 
 
 @reg("randperm")
@@ -142,9 +131,9 @@ def randperm(n: int, dtype: DType, device: Device) -> View:
     if n == 0:
         return out
     keys = new((n,), int64, device)
-    seed, offset = _take(device, n)
+    d = take(device, n)
     stream = stream_of(keys)
-    gk.randint(keys, 0, 2**62, seed, offset, stream=stream)
+    gk.randint(keys, 0, 2**62, d.seed, d.offset, stream=stream, rng_ptr=d.rng_ptr)
     index = out if dtype is int64 else new((n,), int64, device)
     gk.argsort(keys, index, new((n,), int64, device), dim=0, stream=stream)
     return out if index is out else cast(index, dtype)
@@ -164,7 +153,7 @@ def dropout(input: View, p: float, train: bool) -> tuple[View, View]:
         return out, mask
     drawn = _draw(input)
     if drawn:
-        gk.dropout(input, out, p, *drawn, mask=mask, stream=stream_of(input))
+        gk.dropout(input, out, p, drawn.seed, drawn.offset, mask=mask, stream=stream_of(input), rng_ptr=drawn.rng_ptr)
     return out, mask
 
 
@@ -178,7 +167,7 @@ def dropout_backward(grad_output: View, mask: View, scale: float) -> View:
 # The state of one device's generator is 16 bytes, as torch's CUDA generator state:
 # the seed and the offset, two little-endian uint64.
 def _state_of(device: Device) -> list[int]:
-    return _state.setdefault(index_of(device), [_default_seed[0], 0])
+    return state_of(index_of(device))
 
 
 @reg("get_rng_state")
@@ -195,7 +184,7 @@ def set_rng_state(state, device: Device) -> None:
         seed, offset = (int(x) for x in state.contiguous().numpy().view("<u8"))
     else:
         seed, offset = state
-    _state[index_of(device)] = [int(seed), int(offset)]
+    state_of(index_of(device))[:] = [int(seed), int(offset)]
 
 
 @reg("initial_seed")
