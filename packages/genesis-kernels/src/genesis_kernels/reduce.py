@@ -1024,7 +1024,7 @@ def _plan_arg(op: str, x: BufferLike, out_values: BufferLike, out_indices: Buffe
                 cfg,
                 split,
                 big,
-            )  # fmt: skip
+            )
         )
         return plan
     room = split[0] * M * 8
@@ -1032,7 +1032,7 @@ def _plan_arg(op: str, x: BufferLike, out_values: BufferLike, out_indices: Buffe
     plan.steps.append(
         _arg_launch(
             is_max, (_X, 0), (_NULL, 0), x.dtype, x.ptr % 16 == 0, pv, pi, acc, acc, False, geom, K, xk, cfg, split, big
-        )  # fmt: skip
+        )
     )
     flat = contiguous_strides(kshape)
     block_m, block_k, warps, _ = arg_tile_config(M, split[0], False, kshape[-1])
@@ -1054,7 +1054,7 @@ def _plan_arg(op: str, x: BufferLike, out_values: BufferLike, out_indices: Buffe
             (block_m, block_k, warps),
             (1, cdiv(split[0], block_k) * block_k),
             big,
-        )  # fmt: skip
+        )
     )
     return plan
 
