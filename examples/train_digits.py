@@ -33,7 +33,44 @@ def load_digits(seed: int = 0):
     return (images[train], labels[train]), (images[test], labels[test])
 
 
-def main(argv=None) -> float:
+def train_epoch(model, loader, optimizer, criterion, epoch: int, epochs: int, *, quiet: bool, progress=None) -> float:
+    """One pass over ``loader``; returns the mean loss.
+
+    One bar per epoch that ends at 100 % with the epoch's loss. Nothing else is written while a bar is
+    open: a line printed under an open bar leaves its state at that moment (``0%| 0/23``) stale on a
+    terminal. Off a terminal (``disable=None``) or with ``quiet`` the bar is off and the epoch's loss is
+    printed as a plain line instead. ``progress``: a file to draw the bar into, terminal or not (tests).
+    """
+    model.train()
+    width = len(str(epochs))
+    bar = tqdm(
+        total=len(loader),
+        desc=f"epoch {epoch:{width}d}/{epochs}",
+        unit="batch",
+        leave=True,
+        file=progress,
+        disable=True if quiet else (False if progress is not None else None),
+    )
+    shown = not bar.disable  # read now: closing a bar sets disable
+    total, batches = 0.0, 0
+    with bar:
+        for xb, yb in loader:
+            loss = criterion(model(xb), yb)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item()
+            batches += 1
+            bar.set_postfix(loss=f"{total / batches:.4f}", refresh=False)
+            bar.update()
+    mean = total / batches
+    if not shown:
+        print(f"epoch {epoch:2d}  loss {mean:.4f}")
+    return mean
+
+
+def main(argv=None, *, progress=None) -> float:
+    """Train and evaluate; ``progress`` is a file the per-epoch bars are drawn into (default: stderr on a terminal)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if genesis.cuda.is_available() else "cpu")
     parser.add_argument("--epochs", type=int, default=30)
@@ -61,21 +98,8 @@ def main(argv=None) -> float:
     print(f"training on {args.device}: {len(x_train)} train / {len(x_test)} test images")
 
     start = time.perf_counter()
-    # One bar for the whole run (it ends at 100 %); disable=None turns it off when stdout is not a terminal.
-    with tqdm(total=args.epochs * len(loader), unit="batch", disable=True if args.quiet else None) as bar:
-        for epoch in range(1, args.epochs + 1):
-            model.train()
-            total, batches = 0.0, 0
-            for xb, yb in loader:
-                loss = criterion(model(xb), yb)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                total += loss.item()
-                batches += 1
-                bar.update()
-            bar.set_postfix(epoch=epoch, loss=f"{total / batches:.4f}")
-            tqdm.write(f"epoch {epoch:2d}  loss {total / batches:.4f}")
+    for epoch in range(1, args.epochs + 1):
+        train_epoch(model, loader, optimizer, criterion, epoch, args.epochs, quiet=args.quiet, progress=progress)
 
     model.eval()
     with genesis.no_grad():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import pathlib
 
 import pytest
@@ -45,3 +46,17 @@ def test_demo_rejects_bad_flags(flag, capsys):
     demo = _load_demo()
     with pytest.raises(SystemExit):
         demo.main([flag])
+
+
+def test_demo_progress_bar_one_per_epoch_ending_at_100_percent():
+    # What a terminal keeps of each line: the text after its last carriage return.
+    demo = _load_demo()
+    bars = io.StringIO()
+    epochs = 3
+    demo.main(["--device", "cpu", "--epochs", str(epochs)], progress=bars)
+    visible = [line.rsplit("\r", 1)[-1] for line in bars.getvalue().split("\n") if line.strip("\r ")]
+    assert len(visible) == epochs, visible
+    for epoch, line in enumerate(visible, 1):
+        assert line.startswith(f"epoch {epoch}/{epochs}") and "100%" in line, line
+        assert "23/23" in line and "loss=" in line, line
+    assert not any(" 0%" in line for line in visible)

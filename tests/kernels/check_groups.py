@@ -18,6 +18,14 @@ def elementwise(b) -> None:  # type: ignore[no-untyped-def]
             gk.binary(op, b((n,), dt), b((n,), dt), b((n,), odt), compute_dtype=cdt)
     gk.binary("add", b((n,)), 2.0, b((n,)), compute_dtype="float32")
     gk.binary("add", b((64, 64), "float32", (1, 64)), b((64, 64)), b((64, 64)), compute_dtype="float32")
+    # one operand transposed: the 2-D tiled kernels (tiled.py), shared memory within sm_90's limit
+    for dt in ("float32", "bfloat16", "float64", "int8"):
+        cdt = "float32" if dt == "bfloat16" else dt
+        t, c = b((4096, 4096), dt, (1, 4096)), b((4096, 4096), dt)
+        gk.binary("add", c, t, b((4096, 4096), dt), compute_dtype=cdt)
+        gk.binary("mul", t, c, b((4096, 4096), dt), compute_dtype=cdt)
+        gk.copy(t, b((4096, 4096), dt))
+    gk.copy(b((4096, 4096), "bfloat16", (1, 4096)), b((4096, 4096), "float32"))
     gk.binary("bitwise_and", b((n,), "bool"), b((n,), "bool"), b((n,), "bool"), compute_dtype="bool")
     gk.where(b((n,), "bool"), b((n,)), 0.0, b((n,)))
     gk.clamp(b((n,)), -1.0, 1.0, b((n,)))
@@ -41,11 +49,20 @@ def reduce(b) -> None:  # type: ignore[no-untyped-def]
             gk.reduce(op, b((8192, 8192), dt), b((8192,), odt), (0,))
             gk.reduce(op, b((8192, 8192), dt), b((), odt), (0, 1))
     gk.reduce("sum", b((64, 32, 16)), b((32,)), (0, 2))
+    for op in ("sum", "max", "mean"):  # a middle dim (inner rows), and the split path of a short one
+        gk.reduce(op, b((64, 8192, 128)), b((64, 128)), (1,))
+        gk.reduce(op, b((4, 65536, 16), "bfloat16"), b((4, 16), "bfloat16"), (1,))
+    gk.norm(b((8192, 8192)), b((8192,)), 2.0, (0,))
+    gk.norm(b((8192, 8192)), b(()), 3.0, None)
+    gk.var(b((64, 8192, 128)), b((64, 128)), (1,))
     gk.var(b((4096, 512)), b((512,)), (0,))
     gk.logsumexp(b((4096, 512)), b((4096,)), (1,))
     for dt in ("float32", "bfloat16", "int32", "bool"):
         for op in ("max", "min"):
             gk.arg_reduce(op, b((1024, 1000), dt), b((1024,), dt), b((1024,), "int64"), 1)
+            gk.arg_reduce(op, b((8192, 8192), dt), b((8192,), dt), b((8192,), "int64"), 0)  # columns, split
+            gk.arg_reduce(op, b((1 << 26,), dt), b((), dt), b((), "int64"), 0)  # everything, split
+            gk.arg_reduce(op, b((64, 8192, 128), dt), b((64, 128), dt), b((64, 128), "int64"), 1)
 
 
 def softmax(b) -> None:  # type: ignore[no-untyped-def]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -382,3 +384,69 @@ def test_large_gpu_only(device: str, n: int) -> None:
     gk.copy(buf(a), buf(h))
     sync(device)
     assert torch.equal(h, a.bfloat16())
+
+
+# ----------------------------------------------------------------------------------------------
+# Operands contiguous along different dims: the 2-D tiled kernels (tiled.py), ragged tiles included
+# ----------------------------------------------------------------------------------------------
+
+from genesis_kernels import tiled  # noqa: E402  (beside the tests that use it)
+
+
+@pytest.fixture(params=["default_tiles", "small_tiles"])
+def tile_sizes(request, monkeypatch):  # type: ignore[no-untyped-def]
+    if request.param == "small_tiles":  # several tiles along both dims, and ragged ones, on small shapes
+        monkeypatch.setattr(tiled, "tile_config", lambda itemsize: (16, 32, 4))
+    return request.param
+
+
+@pytest.mark.parametrize(
+    "case", ["b_transposed", "a_transposed", "out_transposed", "permuted_3d", "bf16_to_fp32", "int32_mul"]
+)
+def test_binary_transposed_operand_tiled(device: str, tile_sizes: str, case: str) -> None:
+    rows, cols = 70, 133
+    dt, odt, op = "float32", "float32", "add"
+    if case == "bf16_to_fp32":
+        dt = "bfloat16"
+    if case == "int32_mul":
+        dt, odt, op = "int32", "int32", "mul"
+    a = make((rows, cols), dt, device)
+    b = make((cols, rows), dt, device).t()
+    out = torch.empty(rows, cols, dtype=TORCH_DTYPES[odt], device=device)
+    if case == "a_transposed":
+        a, b = b, a
+    elif case == "out_transposed":
+        b = make((rows, cols), dt, device)
+        out = torch.empty(cols, rows, device=device).t()
+        a = make((cols, rows), dt, device).t()
+        b = make((rows, cols), dt, device)
+    elif case == "permuted_3d":  # (5, 14, 133) seen as (133, 5, 14): collapses to one rank-2 space
+        a = make((5, 14, cols), dt, device).permute(2, 0, 1)
+        b = make((cols, 5, 14), dt, device)
+        out = torch.empty(cols, 5, 14, device=device)
+    assert tiled.wanted(
+        sys.modules["genesis_kernels.strided"].layout(tuple(out.shape), [out.stride(), a.stride(), b.stride()]), 2
+    )
+    cdt = "float32" if dt == "bfloat16" else dt
+    gk.binary(op, buf(a), buf(b), buf(out), compute_dtype=cdt)
+    sync(device)
+    ref = a.double() + b.double() if op == "add" else a * b
+    assert_close(out, ref.to(out.dtype), odt, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("src_dt,dst_dt", [("float32", "float32"), ("bfloat16", "bfloat16"), ("bfloat16", "float32"),
+                                           ("float64", "float16"), ("int8", "int64"), ("bool", "float32")])  # fmt: skip
+def test_copy_transposed_tiled(device: str, tile_sizes: str, src_dt: str, dst_dt: str) -> None:
+    src = make((133, 70), src_dt, device).t()  # x.t().contiguous()
+    out = torch.empty(70, 133, dtype=TORCH_DTYPES[dst_dt], device=device)
+    gk.copy(buf(src), buf(out))
+    sync(device)
+    assert_close(out, src.to(out.dtype), dst_dt, rtol=0, atol=0)
+    back = torch.empty(133, 70, dtype=TORCH_DTYPES[dst_dt], device=device).t()  # out stored transposed
+    if src_dt == "bool":
+        gk.copy(buf(src), buf(back))
+    else:
+        gk.unary("neg", buf(src), buf(back))
+    sync(device)
+    want = src.to(back.dtype) if src_dt == "bool" else (-src.double()).to(back.dtype)
+    assert_close(back, want, dst_dt, rtol=0, atol=0)

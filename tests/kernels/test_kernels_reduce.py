@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 from kernels_helpers import TORCH_DTYPES, assert_close, buf, make, sync
@@ -209,3 +211,132 @@ def test_arg_reduce_nan_and_reduce_logsumexp(device: str) -> None:
     assert indices[2].item() == 5 and torch.isnan(values[2])
     torch.testing.assert_close(indices.cpu(), x.cpu().argmax(1))
     assert_close(out[:3], torch.logsumexp(rows.double(), 1).float())
+
+
+# ----------------------------------------------------------------------------------------------
+# Every layout (rows, columns, everything, a middle dim, non-contiguous) through both row
+# addressings (flat, inner) and, with tiny tiles forced, through the split two-pass path.
+# ----------------------------------------------------------------------------------------------
+
+rd = sys.modules["genesis_kernels.reduce"]  # the package's ``reduce`` attribute is the function
+
+
+def _tiny_tiles(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int, int, int]:
+    # 4-element chunks and a demand of 64 programs per SM: any K > 32 is split over programs.
+    return (min(4, 1 << max(inner - 1, 0).bit_length()) if inner else 2), 4, 4, 64
+
+
+@pytest.fixture(params=["default", "split"])
+def tiles(request, monkeypatch):  # type: ignore[no-untyped-def]
+    rd.clear_plans()
+    if request.param == "split":
+        monkeypatch.setattr(rd, "tile_config", _tiny_tiles)
+        monkeypatch.setattr(rd, "arg_tile_config", _tiny_tiles)
+    yield request.param
+    rd.clear_plans()
+
+
+def _layouts(device: str) -> list[tuple[str, torch.Tensor, tuple[int, ...]]]:
+    base = make((6, 37, 5), "float32", device)
+    return [
+        ("rows", make((9, 53), "float32", device), (1,)),
+        ("cols", make((53, 9), "float32", device), (0,)),
+        ("all", make((7, 13), "float32", device), (0, 1)),
+        ("middle", base, (1,)),
+        ("outer_and_inner", base, (0, 2)),
+        ("middle_of_permuted", base.permute(2, 1, 0), (1,)),
+        ("cols_of_transposed", make((9, 53), "float32", device).t(), (0,)),
+        ("strided_rows", make((9, 106), "float32", device)[:, ::2], (1,)),
+        ("size1_dims", make((1, 41, 1, 3), "float32", device), (1,)),
+    ]
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "prod", "any"])
+def test_reduce_every_layout(device: str, tiles: str, op: str) -> None:
+    for _name, x, dims in _layouts(device):
+        if op == "prod":
+            x = x / 3 + 1.0  # keep products of ~50 factors in range
+        if op == "any":
+            x = x > 2.9
+        _run(op, x, dims, device)
+
+
+def test_reduce_every_layout_nan_and_empty(device: str, tiles: str) -> None:
+    for _name, x, dims in _layouts(device):
+        x = x.clone()
+        x[tuple(s // 2 for s in x.shape)] = float("nan")  # clone keeps the layout
+        _run("max", x, dims, device)
+        _run("sum", x, dims, device)
+    _run("sum", make((0, 7), "float32", device), (0,), device)
+    _run("sum", make((7, 0), "float32", device), (0,), device)
+
+
+@pytest.mark.parametrize("kind", ["var", "logsumexp", "norm2", "norm3", "norminf"])
+def test_two_pass_and_norm_every_layout(device: str, tiles: str, kind: str) -> None:
+    for _name, x, dims in _layouts(device):
+        shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
+        out = torch.empty(shape, device=device)
+        xd = x.double()
+        if kind == "var":
+            gk.var(buf(x), buf(out), dims, 1)
+            ref = torch.var(xd, dim=dims, correction=1)
+        elif kind == "logsumexp":
+            gk.logsumexp(buf(x), buf(out), dims)
+            ref = torch.logsumexp(xd, dim=dims)
+        else:
+            p = {"norm2": 2.0, "norm3": 3.0, "norminf": float("inf")}[kind]
+            gk.norm(buf(x), buf(out), p, dims)
+            ref = torch.linalg.vector_norm(xd, ord=p, dim=dims)
+        sync(device)
+        assert_close(out, ref.float(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
+def test_arg_reduce_every_layout(device: str, tiles: str, op: str, dtype: str) -> None:
+    cases = [
+        (make((9, 53), dtype, device, low=-2, high=2), 1),
+        (make((53, 9), dtype, device, low=-2, high=2), 0),
+        (make((6, 37, 5), dtype, device, low=-2, high=2), 1),
+        (make((6, 37, 5), dtype, device, low=-2, high=2).permute(2, 1, 0), 1),
+        (make((9, 53), dtype, device, low=-2, high=2).t(), 0),
+        (make((300,), dtype, device, low=-2, high=2), 0),
+    ]
+    for x, dim in cases:
+        if dtype != "int32":
+            x = (x * 2).round() / 2  # many ties: the first occurrence must win, across split programs too
+        shape = tuple(s for i, s in enumerate(x.shape) if i != dim)
+        values = torch.empty(shape, dtype=x.dtype, device=device)
+        indices = torch.empty(shape, dtype=torch.int64, device=device)
+        gk.arg_reduce(op, buf(x), buf(values), buf(indices), dim)
+        sync(device)
+        xc = x.cpu().double() if dtype == "bfloat16" else x.cpu()
+        ref_v, ref_i = xc.max(dim) if op == "max" else xc.min(dim)
+        assert torch.equal(indices.cpu(), ref_i), (tuple(x.shape), dim)
+        assert torch.equal(values.cpu().to(ref_v.dtype), ref_v)
+
+
+def test_arg_reduce_nan_across_split(device: str, tiles: str) -> None:
+    x = make((5, 200), "float32", device)
+    x[1, 150] = float("nan")
+    x[1, 170] = float("nan")
+    x[3, 7] = float("nan")
+    for op in ("max", "min"):
+        values = torch.empty(5, device=device)
+        indices = torch.empty(5, dtype=torch.int64, device=device)
+        gk.arg_reduce(op, buf(x), buf(values), buf(indices), 1)
+        sync(device)
+        ref = x.cpu().argmax(1) if op == "max" else x.cpu().argmin(1)
+        assert torch.equal(indices.cpu(), ref)
+
+
+def test_reduce_plans_are_reused_and_follow_pointers(device: str) -> None:
+    rd.clear_plans()
+    a, b = make((9, 53), "float32", device), make((9, 53), "float32", device)
+    outs = [torch.empty(9, device=device) for _ in range(2)]
+    for x, out in zip((a, b), outs):
+        gk.reduce("sum", buf(x), buf(out), (1,))
+    sync(device)
+    assert len(rd._PLANS) == 1  # one layout, one plan; the second call ran it on other memory
+    assert_close(outs[0], a.double().sum(1).float(), rtol=1e-5, atol=1e-5)
+    assert_close(outs[1], b.double().sum(1).float(), rtol=1e-5, atol=1e-5)

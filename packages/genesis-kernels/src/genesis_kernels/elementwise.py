@@ -850,6 +850,13 @@ def unary(op: str, x: BufferLike | Scalar, out: BufferLike, *, stream: int = 0) 
     if lay.contiguous:  # dense in some other order (a transposed copy of a transposed view, ...)
         _unary_dense(op, x, out, lay.n, x_scalar, stream)
         return
+    if lay.rank == 2 and not isinstance(x, _SCALARS):
+        from . import tiled  # imported here: tiled builds on this module's jit helpers
+
+        if tiled.wanted(lay, 1):  # x and out contiguous along different dims (x.t().contiguous())
+            run_op, cdt = _unary_types(op, x.dtype, out.dtype, False)
+            tiled.unary(run_op, x, out, lay, cdt, stream=stream)
+            return
     xdt = ("float64" if isinstance(x, float) else "int64") if x_scalar else x.dtype  # type: ignore[union-attr]
     odt = out.dtype
     run_op, cdt = _unary_types(op, xdt, odt, x_scalar)
@@ -965,6 +972,12 @@ def binary(
     if lay.contiguous:
         _binary_dense(op, a, b, out, lay.n, a_scalar, b_scalar, compute_dtype, stream)
         return
+    if lay.rank == 2 and not a_scalar and not b_scalar:
+        from . import tiled  # imported here: tiled builds on this module's jit helpers
+
+        if tiled.wanted(lay, 2):  # operands contiguous along different dims (a + b.t())
+            tiled.binary(op, a, b, out, lay, _binary_compute(op, compute_dtype, out.dtype), stream=stream)  # type: ignore[arg-type]
+            return
     odt = out.dtype
     cdt = _binary_compute(op, compute_dtype, odt)
     adt = "scalar" if a_scalar else a.dtype  # type: ignore[union-attr]

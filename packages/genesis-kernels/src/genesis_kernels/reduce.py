@@ -1,40 +1,56 @@
-"""Reductions over any set of dims: sum, mean, prod, max/min, all/any, var, logsumexp, norm.
+"""Reductions over any set of dims: sum, mean, prod, max/min, all/any, var, logsumexp, norm, argmax/argmin.
 
 The launcher splits the input's dims into *kept* dims (the output's) and *reduced*
 dims, collapses each group, and views the input as an ``M x K`` matrix of rows
 (kept) by reduced elements, both through arbitrary strides. One program owns
 ``BLOCK_M`` rows and walks ``K`` in ``BLOCK_K`` chunks, accumulating elementwise in
 a register tile (in float32 for half types, int64 for integers) and folding the
-tile once at the end. The tile shape follows the layout:
+tile once at the end. Two ways to address the kept rows:
 
-* reduced dim contiguous (``sum(-1)``): wide ``BLOCK_K``, a few rows per program;
-* kept dim contiguous (``sum(0)``): wide ``BLOCK_M`` columns, a short ``BLOCK_K``;
-* when there are too few rows to fill the GPU (``sum()`` of everything, or the
-  8192-column ``sum(0)``), ``K`` is split across programs: partial results go to a
-  per-stream scratch block and a second launch of the same kernel folds them.
+* *flat*: the program's rows are ``BLOCK_M`` consecutive flat kept indices, unravelled
+  through the kept strides. Used when no kept dim is contiguous in the input, e.g.
+  ``sum(-1)``, where the tile is wide along the contiguous reduced dim instead;
+* *inner*: the innermost kept dim is contiguous in the input (``sum(0)``, or the middle
+  dim of a 3-D tensor): a program owns one index of the outer kept dims and ``BLOCK_M``
+  consecutive inner elements, so the compiler sees unit-stride rows and loads 16
+  bytes per thread along them, every warp reading whole rows of the reduced dim.
+
+When there are too few programs to fill the GPU (``sum()`` of everything, the
+8192-column ``sum(0)``), ``K`` is split across programs: partial results go to a
+per-stream scratch block and a second launch of the same kernel folds them (no
+atomics, so the result does not depend on timing).
 
 ``var`` and ``logsumexp`` first reduce a per-row statistic (mean or max) into
 scratch, then reduce ``(x - mean)^2`` or ``exp(x - max)`` against it. ``norm``
 folds a per-element transform (``x^2``, ``|x|``, ``|x|^p``, ``x != 0``) with a sum,
 or ``|x|`` with a max or min, and takes the root in the final pass.
+
+Host time: everything that depends only on shapes, strides, dtypes and the op is
+planned once (:class:`_Plan`: compiled launch functions, grids, argument tuples) and
+cached, so a repeated reduction costs a dict lookup and one or two launches.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import triton
 import triton.language as tl
 
 from genesis_storage import contiguous_strides
 
-from .buffer import INT32_LIMIT, MAX_RANK, Buffer, BufferLike, collapse, dtype_info, extent, numel, pad_dims
+from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel, pad_dims
 from .elementwise import cast_to, div_rn, fill, unary
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch, sm_count
 from .strided import offset_of, stride_types
 
 # ----------------------------------------------------------------------------------------------
-# Kernel
+# Kernel pieces
 # ----------------------------------------------------------------------------------------------
+
+_INDEX_NONE = tl.constexpr(9223372036854775807)  # the index of "no element yet": loses every tie
 
 
 @triton.jit
@@ -116,6 +132,41 @@ def _prepare_values(v, center, p, OP: tl.constexpr, ACC: tl.constexpr):
 
 
 @triton.jit
+def _kept_rows(M, M_INNER, NB_INNER, INNER: tl.constexpr, INT64: tl.constexpr, BLOCK_M: tl.constexpr):
+    """This program's kept rows: (outer index or flat rows, inner rows, flat rows, mask, all rows in range)."""
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    if INNER:
+        outer = pid // NB_INNER
+        first = (pid - outer * NB_INNER) * BLOCK_M
+        m_in = first + tl.arange(0, BLOCK_M)
+        return outer, m_in, outer * M_INNER + m_in, m_in < M_INNER, first + BLOCK_M <= M_INNER
+    else:
+        m = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+        return m, m, m, m < M, (pid + 1) * BLOCK_M <= M
+
+
+@triton.jit
+def _kept_offset(
+    outer, m_in, inner_stride, S1, S2, S3, S4, S5, S6, S7, t0, t1, t2, t3, t4, t5, t6, t7, RANK, INNER: tl.constexpr
+):
+    """Element offsets of the rows from ``_kept_rows`` for an operand with kept strides ``t0..t7``.
+
+    Inner mode: ``t`` are the strides of the outer kept dims and ``inner_stride`` the innermost's.
+    """
+    if INNER:
+        return offset_of(outer, S1, S2, S3, S4, S5, S6, S7, t0, t1, t2, t3, t4, t5, t6, t7, RANK) + m_in * inner_stride
+    else:
+        return offset_of(outer, S1, S2, S3, S4, S5, S6, S7, t0, t1, t2, t3, t4, t5, t6, t7, RANK)
+
+
+# ----------------------------------------------------------------------------------------------
+# The reduction kernel
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
 def _reduce_kernel(
     x,
     aux,
@@ -123,6 +174,9 @@ def _reduce_kernel(
     M,
     K,
     K_PER,
+    M_INNER,
+    NB_INNER,
+    oi,
     divisor,
     KS1,
     KS2,
@@ -168,26 +222,20 @@ def _reduce_kernel(
     FINALIZE: tl.constexpr,
     KEPT_RANK: tl.constexpr,
     RED_RANK: tl.constexpr,
-    KEPT_CONTIG: tl.constexpr,
+    INNER: tl.constexpr,
     RED_CONTIG: tl.constexpr,
     INT64: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
-    pid_m = tl.program_id(0)
+    outer, m_in, m, m_mask, full_m = _kept_rows(M, M_INNER, NB_INNER, INNER, INT64, BLOCK_M)
+    row = _kept_offset(outer, m_in, 1, KS1, KS2, KS3, KS4, KS5, KS6, KS7, xk0, xk1, xk2, xk3, xk4, xk5, xk6, xk7,
+                       KEPT_RANK, INNER)  # fmt: skip
     pid_s = tl.program_id(1)
     if INT64:
-        m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
         k_start = pid_s.to(tl.int64) * K_PER
     else:
-        m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         k_start = pid_s * K_PER
-    m_mask = m < M
-    if KEPT_CONTIG:
-        row = m
-    else:
-        row = offset_of(m, KS1, KS2, KS3, KS4, KS5, KS6, KS7, xk0, xk1, xk2, xk3, xk4, xk5, xk6, xk7, KEPT_RANK)
-    full_m = (pid_m + 1) * BLOCK_M <= M
     if OP == "sqdev" or OP == "sumexp":
         center = tl.load(aux + m, mask=m_mask, other=0).to(ACC)
         if OP == "sumexp":
@@ -200,7 +248,6 @@ def _reduce_kernel(
     # Loop bounds from plain arguments (the interpreter cannot range over program_id-derived values).
     for k0 in range(0, K_PER, BLOCK_K):
         k = k_start + k0 + tl.arange(0, BLOCK_K)
-        k_mask = k < k_end
         if RED_CONTIG:
             col = k
         else:
@@ -211,7 +258,7 @@ def _reduce_kernel(
         if full_m & (k_start + k0 + BLOCK_K <= k_end):
             acc = _combine(acc, _prepare_values(tl.load(ptrs), center, divisor, OP, ACC), OP)
         else:
-            mask = m_mask[:, None] & k_mask[None, :]
+            mask = m_mask[:, None] & (k < k_end)[None, :]
             v = _prepare_values(tl.load(ptrs, mask=mask), center, divisor, OP, ACC)
             acc = _combine(acc, tl.where(mask, v, ident), OP)
     r = _fold(acc, OP)
@@ -225,10 +272,8 @@ def _reduce_kernel(
         elif FINALIZE == "log_plus_aux":
             c = tl.load(aux + m, mask=m_mask, other=0).to(ACC)
             r = lib.log(r) + tl.where(c == float("-inf"), 0.0, c)
-        if KEPT_CONTIG:
-            o = m
-        else:
-            o = offset_of(m, KS1, KS2, KS3, KS4, KS5, KS6, KS7, ok0, ok1, ok2, ok3, ok4, ok5, ok6, ok7, KEPT_RANK)
+        o = _kept_offset(outer, m_in, oi, KS1, KS2, KS3, KS4, KS5, KS6, KS7, ok0, ok1, ok2, ok3, ok4, ok5, ok6, ok7,
+                         KEPT_RANK, INNER)  # fmt: skip
         tl.store(out + o, cast_to(r, out.dtype.element_ty), mask=m_mask)
     else:
         tl.store(out + pid_s * M + m, r, mask=m_mask)  # partials, row-major (split, row)
@@ -236,8 +281,142 @@ def _reduce_kernel(
 
 _REDUCE = Kernel(_reduce_kernel)
 
+
 # ----------------------------------------------------------------------------------------------
-# Launcher
+# max/min with indices (argmax/argmin): the same rows and split, a (value, index) accumulator
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _pick_max(a, ia, b, ib):
+    # a wins if larger, or NaN (NaN counts as the maximum, as torch), or equal with a smaller index.
+    a_nan = a != a
+    b_nan = b != b
+    win = (a > b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (ia < ib))
+    return tl.where(win, a, b), tl.where(win, ia, ib)
+
+
+@triton.jit
+def _pick_min(a, ia, b, ib):
+    a_nan = a != a
+    b_nan = b != b
+    win = (a < b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (ia < ib))
+    return tl.where(win, a, b), tl.where(win, ia, ib)
+
+
+@triton.jit
+def _arg_kernel(
+    x,
+    xi,
+    values,
+    indices,
+    M,
+    K,
+    K_PER,
+    M_INNER,
+    NB_INNER,
+    red_stride,
+    vi_stride,
+    ii_stride,
+    KS1,
+    KS2,
+    KS3,
+    KS4,
+    KS5,
+    KS6,
+    KS7,
+    xk0,
+    xk1,
+    xk2,
+    xk3,
+    xk4,
+    xk5,
+    xk6,
+    xk7,
+    v0,
+    v1,
+    v2,
+    v3,
+    v4,
+    v5,
+    v6,
+    v7,
+    i0,
+    i1,
+    i2,
+    i3,
+    i4,
+    i5,
+    i6,
+    i7,
+    IS_MAX: tl.constexpr,
+    ACC: tl.constexpr,
+    FINAL: tl.constexpr,
+    IN_INDEX: tl.constexpr,
+    KEPT_RANK: tl.constexpr,
+    INNER: tl.constexpr,
+    RED_CONTIG: tl.constexpr,
+    INT64: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    # IN_INDEX (the second pass of a split): x holds partial values and xi their indices, (split, M).
+    outer, m_in, m, m_mask, full_m = _kept_rows(M, M_INNER, NB_INNER, INNER, INT64, BLOCK_M)
+    row = _kept_offset(outer, m_in, 1, KS1, KS2, KS3, KS4, KS5, KS6, KS7, xk0, xk1, xk2, xk3, xk4, xk5, xk6, xk7,
+                       KEPT_RANK, INNER)  # fmt: skip
+    pid_s = tl.program_id(1)
+    if INT64:
+        k_start = pid_s.to(tl.int64) * K_PER
+    else:
+        k_start = pid_s * K_PER
+    if IS_MAX:
+        ident = _identity("max", ACC)
+    else:
+        ident = _identity("min", ACC)
+    best = tl.full([BLOCK_M, BLOCK_K], ident, ACC)
+    best_i = tl.full([BLOCK_M, BLOCK_K], _INDEX_NONE, tl.int64)
+    k_end = tl.minimum(k_start + K_PER, K)
+    for k0 in range(0, K_PER, BLOCK_K):
+        k = k_start + k0 + tl.arange(0, BLOCK_K)
+        if RED_CONTIG:
+            col = k
+        else:
+            col = k * red_stride
+        offs = row[:, None] + col[None, :]
+        mask = m_mask[:, None] & (k < k_end)[None, :]
+        if full_m & (k_start + k0 + BLOCK_K <= k_end):
+            v = cast_to(tl.load(x + offs), ACC)
+        else:
+            v = tl.where(mask, cast_to(tl.load(x + offs, mask=mask), ACC), ident)
+        if IN_INDEX:
+            vi = tl.load(xi + offs, mask=mask, other=_INDEX_NONE)
+        else:
+            vi = tl.where(mask, k[None, :].to(tl.int64), _INDEX_NONE)
+        # Elementwise, the earlier chunk is ``best``: ties keep the smaller index, as torch.
+        if IS_MAX:
+            best, best_i = _pick_max(best, best_i, v, vi)
+        else:
+            best, best_i = _pick_min(best, best_i, v, vi)
+    if IS_MAX:
+        val, idx = tl.reduce((best, best_i), 1, _pick_max)
+    else:
+        val, idx = tl.reduce((best, best_i), 1, _pick_min)
+    if FINAL:
+        vo = _kept_offset(outer, m_in, vi_stride, KS1, KS2, KS3, KS4, KS5, KS6, KS7, v0, v1, v2, v3, v4, v5, v6, v7,
+                          KEPT_RANK, INNER)  # fmt: skip
+        io = _kept_offset(outer, m_in, ii_stride, KS1, KS2, KS3, KS4, KS5, KS6, KS7, i0, i1, i2, i3, i4, i5, i6, i7,
+                          KEPT_RANK, INNER)  # fmt: skip
+        tl.store(values + vo, cast_to(val, values.dtype.element_ty), mask=m_mask)
+        tl.store(indices + io, idx, mask=m_mask)
+    else:
+        tl.store(values + pid_s * M + m, val, mask=m_mask)
+        tl.store(indices + pid_s * M + m, idx, mask=m_mask)
+
+
+_ARG = Kernel(_arg_kernel)
+
+# ----------------------------------------------------------------------------------------------
+# Tile choices (plain functions, so that benchmarks/sweep_reduce.py can replace them)
 # ----------------------------------------------------------------------------------------------
 
 REDUCE_OPS = frozenset(("sum", "mean", "prod", "max", "min", "amax", "amin", "all", "any"))
@@ -255,6 +434,294 @@ _FINAL_OP = {
 _TILE = 4096  # elements per register tile (32 fp32 values per thread with 4 warps)
 
 
+def _tile(M: int, K: int, red_contig: bool, inner: int, tile: int) -> tuple[int, int, int, int]:
+    if inner:  # rows of the contiguous inner dim (sum(0), a middle dim): wide along it, short K chunks
+        block_m = min(next_pow2(inner), 512)
+        block_k = max(1, min(next_pow2(K), tile // block_m))
+        return block_m, block_k, 4 if block_m * block_k <= 2048 else 8, 8
+    if red_contig and M == 1:  # everything into one value: wide tiles over the split K
+        block_k = min(next_pow2(K), tile)
+        return 1, block_k, 8 if block_k >= 4096 else 4, 4
+    block_k = min(next_pow2(K), tile // 2 if red_contig else 256)
+    block_m = max(1, min(next_pow2(M), tile // block_k))
+    return block_m, block_k, 4 if block_m * block_k <= 2048 else 8, 4
+
+
+def tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_K, num_warps, programs per SM wanted before K is split) for an ``M x K`` reduction.
+
+    ``red_contig``: the reduced elements of a row are contiguous (``sum(-1)``); ``inner``: the size of the
+    innermost kept dim when it is contiguous in the input (``sum(0)``, a middle dim), else 0. The tile is
+    long along whichever side is contiguous in memory.
+    """
+    return _tile(M, K, red_contig, inner, _TILE)
+
+
+def arg_tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int, int, int]:
+    """``tile_config`` for argmax / argmin: half the tile, for the int64 index beside every value."""
+    return _tile(M, K, red_contig, inner, _TILE // 2)
+
+
+def _split(programs_m: int, K: int, block_k: int, per_sm: int) -> tuple[int, int]:
+    """(programs along K, reduced elements per program): split K when the rows leave SMs idle."""
+    split = 1
+    want = per_sm * sm_count()  # programs needed to keep every SM busy
+    if programs_m < want and K > 8 * block_k:
+        split = max(1, min(cdiv(want, programs_m), cdiv(K, 4 * block_k), 1024))
+    k_per = cdiv(cdiv(K, split), block_k) * block_k
+    return cdiv(K, k_per), k_per
+
+
+# ----------------------------------------------------------------------------------------------
+# Plans: everything but the pointers, decided once per (op, layout, dtypes)
+# ----------------------------------------------------------------------------------------------
+
+# Where a pointer argument of a planned launch comes from.
+_X, _OUT, _OUT2, _SCRATCH, _NULL = 0, 1, 2, 3, 4
+_Src = tuple[int, int]  # (one of the above, byte offset)
+_Step = tuple[Callable[..., None], tuple[int, int, int], tuple[_Src, ...], tuple[Any, ...]]
+
+
+class _Plan:
+    """The launches of one reduction: compiled functions, grids and arguments, pointers left as sources.
+
+    Scratch holds statistics kept between passes (``keep``) at its start, and the partial results of
+    split reductions (``partials``) after them; a later pass may reuse the partials' room.
+    """
+
+    __slots__ = ("fixed", "scratch_bytes", "steps")
+
+    def __init__(self) -> None:
+        self.fixed = 0
+        self.scratch_bytes = 0
+        self.steps: list[_Step] = []
+
+    def keep(self, nbytes: int) -> int:
+        offset = self.fixed
+        self.fixed += cdiv(nbytes, 256) * 256
+        self.scratch_bytes = max(self.scratch_bytes, self.fixed)
+        return offset
+
+    def partials(self, nbytes: int) -> int:
+        self.scratch_bytes = max(self.scratch_bytes, self.fixed + nbytes)
+        return self.fixed
+
+    def run(self, x: int, out: int, out2: int, stream: int) -> None:
+        ptrs = (x, out, out2, scratch(self.scratch_bytes, stream) if self.scratch_bytes else 0, 0)
+        for fn, grid, srcs, rest in self.steps:
+            fn(grid, stream, (*[ptrs[s] + off for s, off in srcs], *rest))
+
+
+_PLANS: dict[tuple, _Plan] = {}
+
+
+def clear_plans() -> None:
+    """Forget every cached plan (after replacing ``tile_config``, so the next call plans again)."""
+    _PLANS.clear()
+
+
+def _remember(key: tuple, plan: _Plan) -> _Plan:
+    if len(_PLANS) > 4096:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _sizes(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Sizes of dims 1..7 as the kernels take them."""
+    return tuple(shape[1:]) + (1,) * (MAX_RANK - len(shape))
+
+
+_Dims = tuple[int, ...]
+
+
+def _kept_args(kshape: _Dims, strides: list[_Dims], inner: bool) -> tuple[_Dims, list[_Dims], int, list[int]]:
+    """(shape, strides of each operand, inner size, inner stride of each operand) as the kernels take them.
+
+    Inner mode passes the outer kept dims (a size-1 dim when there are none) and the innermost apart.
+    """
+    if not inner:
+        return kshape, strides, 1, [0] * len(strides)
+    if len(kshape) == 1:
+        return (1,), [(0,)] * len(strides), kshape[0], [st[0] for st in strides]
+    return kshape[:-1], [st[:-1] for st in strides], kshape[-1], [st[-1] for st in strides]
+
+
+def _aligned(names: str, values: _Dims) -> tuple[str, ...]:
+    return tuple(f"{names}{d}" for d, v in enumerate(values) if v % 16 == 0)
+
+
+def _reduce_launch(
+    op: str,
+    x: _Src,
+    xdt: str,
+    x_aligned: bool,
+    aux: _Src,
+    out: _Src,
+    outdt: str,
+    acc: str,
+    final: bool,
+    finalize: str,
+    divisor: float,
+    kept: tuple[_Dims, _Dims, _Dims],
+    red: tuple[_Dims, _Dims],
+    cfg: tuple[int, int, int],
+    split: tuple[int, int],
+    big: bool,
+) -> _Step:
+    kshape, kx, ko = kept
+    rshape, rx = red
+    block_m, block_k, warps = cfg
+    nsplit, k_per = split
+    inner = kx[-1] == 1
+    oshape, (okx, oko), m_inner, (_, oi) = _kept_args(kshape, [kx, ko], inner)
+    nb = cdiv(m_inner, block_m) if inner else 1
+    programs_m = numel(oshape) * nb if inner else cdiv(numel(kshape), block_m)
+    red_contig = len(rshape) == 1 and rx[0] == 1
+    aligned = (
+        (("x",) if x_aligned else ())
+        + _aligned("xk", pad_dims(okx, 0))
+        + _aligned("xr", pad_dims(rx, 0))
+        + (("K_PER",) if k_per % 16 == 0 else ())
+    )
+    finalize = finalize if final else "none"
+    key = (
+        op,
+        xdt,
+        outdt,
+        acc,
+        final,
+        finalize,
+        len(oshape),
+        len(rshape),
+        inner,
+        red_contig,
+        big,
+        *cfg,
+        aux[0],
+        aligned,
+    )
+    fn = _REDUCE.cache.get(key)
+    if fn is None:
+        it = "i64" if big else "i32"
+        types = {
+            "x": ptr_type(xdt),
+            "aux": "i64" if aux[0] == _NULL else ptr_type(acc),
+            "out": ptr_type(outdt),
+            **{n: it for n in ("M", "K", "K_PER", "M_INNER", "NB_INNER", "oi")},
+            "divisor": "fp64",
+            **{f"KS{d}": it for d in range(1, MAX_RANK)},
+            **stride_types("xk", it),
+            **stride_types("ok", it),
+            **{f"RS{d}": it for d in range(1, MAX_RANK)},
+            **stride_types("xr", it),
+        }
+        consts = dict(
+            OP=op,
+            ACC=dtype_info(acc).tl,
+            FINAL=final,
+            FINALIZE=finalize,
+            KEPT_RANK=len(oshape),
+            RED_RANK=len(rshape),
+            INNER=inner,
+            RED_CONTIG=red_contig,
+            INT64=big,
+            BLOCK_M=block_m,
+            BLOCK_K=block_k,
+        )
+        fn = _REDUCE.build(key, types, consts, aligned, num_warps=warps)
+        fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    rest = (
+        numel(kshape),
+        numel(rshape),
+        k_per,
+        m_inner,
+        nb,
+        oi,
+        float(divisor),
+        *_sizes(oshape),
+        *pad_dims(okx, 0),
+        *pad_dims(oko, 0),
+        *_sizes(rshape),
+        *pad_dims(rx, 0),
+        *fn._consts,  # type: ignore[attr-defined]
+    )
+    return fn, (programs_m, nsplit, 1), (x, aux, out), rest
+
+
+def _programs_m(kshape: _Dims, kx: _Dims, block_m: int) -> int:
+    if kx[-1] == 1:
+        return numel(kshape) // kshape[-1] * cdiv(kshape[-1], block_m)
+    return cdiv(numel(kshape), block_m)
+
+
+def _big(*extents: int) -> bool:
+    return max(extents) >= INT32_LIMIT - 65536
+
+
+def _reduce_steps(
+    plan: _Plan,
+    op: str,
+    xdt: str,
+    x_aligned: bool,
+    aux: _Src,
+    out: _Src,
+    outdt: str,
+    acc: str,
+    kept: tuple[_Dims, _Dims, _Dims],
+    red: tuple[_Dims, _Dims],
+    divisor: float,
+    finalize: str,
+) -> None:
+    """Plan one reduction of an ``M x K`` strided view; splits ``K`` over programs when rows are few."""
+    kshape, kx, ko = kept
+    rshape, rx = red
+    M, K = numel(kshape), numel(rshape)
+    inner = kshape[-1] if kx[-1] == 1 else 0
+    block_m, block_k, warps, per_sm = tile_config(M, K, len(rshape) == 1 and rx[0] == 1, inner)
+    split = _split(_programs_m(kshape, kx, block_m), K, block_k, per_sm)
+    big = _big(M, K, extent(kshape, kx) + extent(rshape, rx), extent(kshape, ko), split[0] * M)
+    cfg = (block_m, block_k, warps)
+    if split[0] == 1:
+        plan.steps.append(
+            _reduce_launch(
+                op, (_X, 0), xdt, x_aligned, aux, out, outdt, acc, True, finalize, divisor, kept, red, cfg, split, big
+            )
+        )
+        return
+    # Pass 1: partials of shape (split, M), contiguous, in the accumulation dtype.
+    part = (_SCRATCH, plan.partials(split[0] * M * dtype_info(acc).itemsize))
+    plan.steps.append(
+        _reduce_launch(
+            op, (_X, 0), xdt, x_aligned, aux, part, acc, acc, False, "none", divisor, kept, red, cfg, split, big
+        )
+    )
+    # Pass 2: fold the partials; kept = the flat row index (contiguous), reduced = the split index (stride M).
+    kept2 = (kshape, contiguous_strides(kshape), ko)
+    red2 = ((split[0],), (M,))
+    block_m, block_k, warps, _ = tile_config(M, split[0], False, kshape[-1])
+    plan.steps.append(
+        _reduce_launch(
+            _FINAL_OP.get(op, op),
+            part,
+            acc,
+            True,
+            aux,
+            out,
+            outdt,
+            acc,
+            True,
+            finalize,
+            divisor,
+            kept2,
+            red2,
+            (block_m, block_k, warps),
+            (1, cdiv(split[0], block_k) * block_k),
+            big,
+        )
+    )
+
+
 def _acc_dtype(op: str, dtype: str) -> str:
     if op in ("all", "any"):
         return "int32"
@@ -263,11 +730,6 @@ def _acc_dtype(op: str, dtype: str) -> str:
     if dtype == "float64":
         return "float64"
     return "int64"
-
-
-def _sizes(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Sizes of dims 1..7 as the kernel takes them."""
-    return tuple(shape[1:]) + (1,) * (MAX_RANK - len(shape))
 
 
 def _normalize_dims(dims: tuple[int, ...] | int | None, rank: int) -> tuple[int, ...]:
@@ -283,211 +745,11 @@ def _normalize_dims(dims: tuple[int, ...] | int | None, rank: int) -> tuple[int,
     return tuple(sorted(set(out)))
 
 
-def tile_config(M: int, K: int, red_contig: bool, kept_contig: bool) -> tuple[int, int, int, int]:
-    """(BLOCK_M, BLOCK_K, num_warps, programs per SM wanted before K is split) for an ``M x K`` reduction.
-
-    The tile is long along whichever side is contiguous in memory. A plain function, so that a
-    tuning script can replace it and measure other choices.
-    """
-    if red_contig and M == 1:  # everything into one value: wide tiles over the split K
-        block_m, block_k = 1, min(next_pow2(K), 4096)
-        return block_m, block_k, 8 if block_k >= 4096 else 4, 4
-    if red_contig or not kept_contig:
-        block_k = min(next_pow2(K), 2048 if red_contig else 256)
-        block_m = max(1, min(next_pow2(M), _TILE // block_k))
-        return block_m, block_k, 4 if block_m * block_k <= 2048 else 8, 4
-    # Kept dim contiguous (sum over the first dim): wide rows of columns, short K chunks, and more
-    # programs per SM before K is split (measured on an H200 with tools/probe_kernels.py).
-    block_m = min(next_pow2(M), 512)
-    block_k = max(1, min(next_pow2(K), _TILE // block_m))
-    return block_m, block_k, 4 if block_m * block_k <= 2048 else 8, 8
-
-
-def _run(
-    op: str,
-    x_ptr: int,
-    x_dtype: str,
-    aux: int,
-    out: BufferLike,
-    acc: str,
-    kept: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
-    red: tuple[tuple[int, ...], tuple[int, ...]],
-    divisor: float,
-    finalize: str,
-    stream: int,
-) -> None:
-    """One reduction of an ``M x K`` strided view; splits ``K`` over programs when rows are few."""
-    kshape, kx, ko = kept
-    rshape, rx = red
-    M, K = numel(kshape), numel(rshape)
-    kept_contig = len(kshape) == 1 and kx[0] == 1 and ko[0] == 1
-    red_contig = len(rshape) == 1 and rx[0] == 1
-    big = max(M, K, extent(kshape, kx) + extent(rshape, rx), extent(kshape, ko)) >= INT32_LIMIT - 65536
-    block_m, block_k, num_warps, per_sm = tile_config(M, K, red_contig, kept_contig)
-    programs_m = cdiv(M, block_m)
-    split = 1
-    want = per_sm * sm_count()  # programs needed to keep every SM busy
-    if programs_m < want and K > 8 * block_k:
-        split = max(1, min(cdiv(want, programs_m), cdiv(K, 4 * block_k), 1024))
-    k_per = cdiv(cdiv(K, split), block_k) * block_k
-    split = cdiv(K, k_per)
-    final_op = _FINAL_OP.get(op, op)
-    it = "i64" if big else "i32"
-    ints = (M, K, k_per)
-    kernel_args = (*_sizes(kshape), *pad_dims(kx, 0), *pad_dims(ko, 0), *_sizes(rshape), *pad_dims(rx, 0))
-
-    def launch(
-        xp: int,
-        xdt: str,
-        outp: int,
-        outdt: str,
-        rop: str,
-        final: bool,
-        bm: int,
-        bk: int,
-        warps: int,
-        grid: tuple[int, int, int],
-        kargs: tuple,
-        kc: bool,
-        rc: bool,
-        kr: int,
-        rr: int,
-        ints: tuple[int, int, int],
-    ) -> None:
-        # Pointers and strides divisible by 16 let the compiler prove rows start 16-byte aligned,
-        # which is what turns the contiguous side's loads into vector loads.
-        names = ("xk0", "xk1", "xk2", "xk3", "xk4", "xk5", "xk6", "xk7")
-        aligned = (
-            tuple(["x"] if xp % 16 == 0 else [])
-            + tuple(
-                n
-                for n, v in zip(names + tuple(f"xr{d}" for d in range(MAX_RANK)), kargs[7:15] + kargs[30:38])
-                if v % 16 == 0
-            )
-            + (("K_PER",) if ints[2] % 16 == 0 else ())
-        )
-        key = (
-            rop,
-            xdt,
-            outdt,
-            acc,
-            final,
-            finalize if final else "none",
-            kr,
-            rr,
-            kc,
-            rc,
-            big,
-            bm,
-            bk,
-            warps,
-            aux != 0,
-            aligned,
-        )
-        fn = _REDUCE.cache.get(key)
-        if fn is None:
-            types = {
-                "x": ptr_type(xdt),
-                "aux": ptr_type(acc) if aux else "i64",
-                "out": ptr_type(outdt),
-                "M": it,
-                "K": it,
-                "K_PER": it,
-                "divisor": "fp64",
-                **{f"KS{d}": it for d in range(1, MAX_RANK)},
-                **stride_types("xk", it),
-                **stride_types("ok", it),
-                **{f"RS{d}": it for d in range(1, MAX_RANK)},
-                **stride_types("xr", it),
-            }
-            consts = dict(
-                OP=rop,
-                ACC=dtype_info(acc).tl,
-                FINAL=final,
-                FINALIZE=finalize if final else "none",
-                KEPT_RANK=kr,
-                RED_RANK=rr,
-                KEPT_CONTIG=kc,
-                RED_CONTIG=rc,
-                INT64=big,
-                BLOCK_M=bm,
-                BLOCK_K=bk,
-            )
-            fn = _REDUCE.build(key, types, consts, aligned, num_warps=warps)
-            fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-        fn(grid, stream, (xp, aux, outp, *ints, float(divisor), *kargs, *fn._consts))  # type: ignore[attr-defined]
-
-    if split == 1:
-        launch(
-            x_ptr,
-            x_dtype,
-            out.ptr,
-            out.dtype,
-            op,
-            True,
-            block_m,
-            block_k,
-            num_warps,
-            (programs_m, 1, 1),
-            kernel_args,
-            kept_contig,
-            red_contig,
-            len(kshape),
-            len(rshape),
-            ints,
-        )
-        return
-    # Stage 1: partials of shape (split, M), contiguous, in the accumulation dtype.
-    part = scratch(split * M * dtype_info(acc).itemsize, stream)
-    launch(
-        x_ptr,
-        x_dtype,
-        part,
-        acc,
-        op,
-        False,
-        block_m,
-        block_k,
-        num_warps,
-        (programs_m, split, 1),
-        kernel_args,
-        kept_contig,
-        red_contig,
-        len(kshape),
-        len(rshape),
-        ints,
-    )
-    # Stage 2: fold the partials: kept = the flat row index, reduced = the split index (stride M).
-    flat = contiguous_strides(kshape)
-    bk2 = min(next_pow2(split), 64)
-    bm2 = max(1, min(next_pow2(M), _TILE // bk2))
-    args2 = (*_sizes(kshape), *pad_dims(flat, 0), *pad_dims(ko, 0), *_sizes((split,)), *pad_dims((M,), 0))
-    kc2 = len(kshape) == 1 and ko[0] == 1
-    launch(
-        part,
-        acc,
-        out.ptr,
-        out.dtype,
-        final_op,
-        True,
-        bm2,
-        bk2,
-        4,
-        (cdiv(M, bm2), 1, 1),
-        args2,
-        kc2,
-        False,
-        len(kshape),
-        1,
-        (M, split, split),
-    )
-
-
-_Dims = tuple[int, ...]
-
-
 def _prepare(x: BufferLike, out: BufferLike, dims: _Dims) -> tuple[tuple[_Dims, _Dims, _Dims], tuple[_Dims, _Dims]]:
-    """((kept shape, x's kept strides, out's strides), (reduced shape, x's reduced strides)), collapsed."""
+    """((kept shape, x's kept strides, out's strides), (reduced shape, x's reduced strides)), collapsed.
+
+    Kept dims are ordered by the input's strides, so a kept dim contiguous in the input comes last.
+    """
     rank = len(x.shape)
     kept_dims = [d for d in range(rank) if d not in dims]
     kshape_full = tuple(x.shape[d] for d in kept_dims)
@@ -495,7 +757,7 @@ def _prepare(x: BufferLike, out: BufferLike, dims: _Dims) -> tuple[tuple[_Dims, 
         raise ValueError(
             f"out.shape {tuple(out.shape)} != {kshape_full} (x.shape {tuple(x.shape)} without dims {dims})"
         )
-    kshape, (ko, kx) = collapse(kshape_full, [tuple(out.strides), tuple(x.strides[d] for d in kept_dims)])
+    kshape, (kx, ko) = collapse(kshape_full, [tuple(x.strides[d] for d in kept_dims), tuple(out.strides)])
     if not kshape:
         kshape, ko, kx = (1,), (0,), (0,)
     rshape, (rx,) = collapse(tuple(x.shape[d] for d in dims), [tuple(x.strides[d] for d in dims)])
@@ -506,6 +768,10 @@ def _prepare(x: BufferLike, out: BufferLike, dims: _Dims) -> tuple[tuple[_Dims, 
     return (kshape, kx, ko), (rshape, rx)
 
 
+def _dims_key(dims: Any) -> Any:
+    return tuple(dims) if isinstance(dims, list) else dims
+
+
 def reduce(
     op: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, *, stream: int = 0
 ) -> None:
@@ -514,28 +780,44 @@ def reduce(
     Ops: sum mean prod max min amax amin all any (and logsumexp). Half types accumulate in float32, integers in
     int64; max/min propagate NaN as torch. (For max/min with indices use ``arg_reduce``.)
     """
-    if op == "logsumexp":
-        logsumexp(x, out, dims, stream=stream)
-        return
+    dims = _dims_key(dims)
+    key = ("reduce", op, x.dtype, x.shape, x.strides, x.ptr & 15 == 0, out.dtype, out.shape, out.strides, dims)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if op == "logsumexp":
+            logsumexp(x, out, dims, stream=stream)
+            return
+        built = _plan_reduce(op, x, out, dims, stream)
+        if built is None:
+            return
+        plan = _remember(key, built)
+    plan.run(x.ptr, out.ptr, 0, stream)
+
+
+def _plan_reduce(op: str, x: BufferLike, out: BufferLike, dims: Any, stream: int) -> _Plan | None:
+    """The plan of ``reduce``; None (after filling ``out`` where there is something to fill) if nothing to launch."""
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduction {op!r}")
     op = {"amax": "max", "amin": "min"}.get(op, op)
     dims = _normalize_dims(dims, len(x.shape))
     if numel(tuple(out.shape)) == 0:
-        return
+        return None
     K = numel(tuple(x.shape[d] for d in dims))
     if K == 0:
         if op in ("max", "min"):
             raise ValueError(f"{op} of an empty dimension has no identity")
         fill(out, {"sum": 0, "prod": 1, "all": True, "any": False, "mean": float("nan")}[op], stream=stream)
-        return
+        return None
     kept, red = _prepare(x, out, dims)
-    acc = _acc_dtype(op, x.dtype)
+    plan = _Plan()
+    aligned = x.ptr % 16 == 0
     if op == "mean":
         acc = "float64" if x.dtype == "float64" else "float32"
-        _run("sum", x.ptr, x.dtype, 0, out, acc, kept, red, K, "divide", stream)
+        _reduce_steps(plan, "sum", x.dtype, aligned, (_NULL, 0), (_OUT, 0), out.dtype, acc, kept, red, K, "divide")
     else:
-        _run(op, x.ptr, x.dtype, 0, out, acc, kept, red, 1, "none", stream)
+        acc = _acc_dtype(op, x.dtype)
+        _reduce_steps(plan, op, x.dtype, aligned, (_NULL, 0), (_OUT, 0), out.dtype, acc, kept, red, 1, "none")
+    return plan
 
 
 def norm(
@@ -547,18 +829,30 @@ def norm(
     inputs only; half types accumulate in float32. An empty reduction gives 0 (inf and negative
     ``p`` have no identity there and raise ValueError, as torch raises).
     """
+    dims = _dims_key(dims)
+    p = float(p)
+    key = ("norm", p, x.dtype, x.shape, x.strides, x.ptr & 15 == 0, out.dtype, out.shape, out.strides, dims)
+    plan = _PLANS.get(key)
+    if plan is None:
+        built = _plan_norm(x, out, p, dims, stream)
+        if built is None:
+            return
+        plan = _remember(key, built)
+    plan.run(x.ptr, out.ptr, 0, stream)
+
+
+def _plan_norm(x: BufferLike, out: BufferLike, p: float, dims: Any, stream: int) -> _Plan | None:
     if not dtype_info(x.dtype).is_float:
         raise TypeError(f"norm needs a floating point input, got {x.dtype}")
-    p = float(p)
     dims = _normalize_dims(dims, len(x.shape))
     if numel(tuple(out.shape)) == 0:
-        return
+        return None
     K = numel(tuple(x.shape[d] for d in dims))
     if K == 0:
         if p < 0 or p == float("inf"):
             raise ValueError(f"norm of order {p} over an empty dimension has no identity")
         fill(out, 0, stream=stream)
-        return
+        return None
     kept, red = _prepare(x, out, dims)
     acc = "float64" if x.dtype == "float64" else "float32"
     if p == 2:
@@ -573,7 +867,9 @@ def norm(
         op, finalize = "count", "none"
     else:
         op, finalize = "sumpow", "root"
-    _run(op, x.ptr, x.dtype, 0, out, acc, kept, red, p, finalize, stream)
+    plan = _Plan()
+    _reduce_steps(plan, op, x.dtype, x.ptr % 16 == 0, (_NULL, 0), (_OUT, 0), out.dtype, acc, kept, red, p, finalize)
+    return plan
 
 
 def var(
@@ -599,136 +895,46 @@ def logsumexp(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None
 def _two_pass(
     kind: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None, correction: int, stream: int
 ) -> None:
+    dims = _dims_key(dims)
+    key = (kind, correction, x.dtype, x.shape, x.strides, x.ptr & 15 == 0, out.dtype, out.shape, out.strides, dims)
+    plan = _PLANS.get(key)
+    if plan is None:
+        built = _plan_two_pass(kind, x, out, dims, correction, stream)
+        if built is None:
+            return
+        plan = _remember(key, built)
+    plan.run(x.ptr, out.ptr, 0, stream)
+
+
+def _plan_two_pass(kind: str, x: BufferLike, out: BufferLike, dims: Any, correction: int, stream: int) -> _Plan | None:
     dims = _normalize_dims(dims, len(x.shape))
     if numel(tuple(out.shape)) == 0:
-        return
+        return None
     K = numel(tuple(x.shape[d] for d in dims))
     acc = "float64" if x.dtype == "float64" else "float32"
     if K == 0:
         fill(out, float("nan") if kind == "var" else float("-inf"), stream=stream)
-        return
+        return None
     kept, red = _prepare(x, out, dims)
     M = numel(kept[0])
-    # The per-row statistic (mean or max) sits in this stream's scratch block above the room the
-    # split partials may use (at most 1024 x M values at offset 0), so the passes never overlap.
-    # If a later pass grows the scratch, the old block stays allocated, so the pointer stays valid.
-    part_bytes = 1024 * M * 8
-    stat_ptr = scratch(part_bytes + M * 8, stream) + part_bytes
-    stat = Buffer(stat_ptr, (M,), (1,), acc)
+    plan = _Plan()
+    # The per-row statistic (mean or max), flat and contiguous, at the start of scratch.
+    stat = (_SCRATCH, plan.keep(M * dtype_info(acc).itemsize))
     stat_kept = (kept[0], kept[1], contiguous_strides(kept[0]))
+    aligned = x.ptr % 16 == 0
     if kind == "var":
-        _run("sum", x.ptr, x.dtype, 0, stat, acc, stat_kept, red, K, "divide", stream)
-        _run("sqdev", x.ptr, x.dtype, stat_ptr, out, acc, kept, red, max(K - correction, 0), "divide", stream)
+        _reduce_steps(plan, "sum", x.dtype, aligned, (_NULL, 0), stat, acc, acc, stat_kept, red, K, "divide")
+        divisor, op2, fin = max(K - correction, 0), "sqdev", "divide"
     else:
-        _run("max", x.ptr, x.dtype, 0, stat, acc, stat_kept, red, 1, "none", stream)
-        _run("sumexp", x.ptr, x.dtype, stat_ptr, out, acc, kept, red, 1, "log_plus_aux", stream)
+        _reduce_steps(plan, "max", x.dtype, aligned, (_NULL, 0), stat, acc, acc, stat_kept, red, 1, "none")
+        divisor, op2, fin = 1, "sumexp", "log_plus_aux"
+    _reduce_steps(plan, op2, x.dtype, aligned, stat, (_OUT, 0), out.dtype, acc, kept, red, divisor, fin)
+    return plan
 
 
 # ----------------------------------------------------------------------------------------------
-# max/min with indices (argmax/argmin)
+# argmax / argmin
 # ----------------------------------------------------------------------------------------------
-
-
-@triton.jit
-def _pick_max(a, ia, b, ib):
-    # a wins if larger, or NaN (NaN counts as the maximum, as torch), or equal with a smaller index.
-    a_nan = a != a
-    b_nan = b != b
-    win = (a > b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (ia < ib))
-    return tl.where(win, a, b), tl.where(win, ia, ib)
-
-
-@triton.jit
-def _pick_min(a, ia, b, ib):
-    a_nan = a != a
-    b_nan = b != b
-    win = (a < b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (ia < ib))
-    return tl.where(win, a, b), tl.where(win, ia, ib)
-
-
-@triton.jit
-def _arg_reduce_kernel(
-    x,
-    values,
-    indices,
-    M,
-    K,
-    xk_dim,
-    S1,
-    S2,
-    S3,
-    S4,
-    S5,
-    S6,
-    S7,
-    x0,
-    x1,
-    x2,
-    x3,
-    x4,
-    x5,
-    x6,
-    x7,
-    v0,
-    v1,
-    v2,
-    v3,
-    v4,
-    v5,
-    v6,
-    v7,
-    i0,
-    i1,
-    i2,
-    i3,
-    i4,
-    i5,
-    i6,
-    i7,
-    IS_MAX: tl.constexpr,
-    ACC: tl.constexpr,
-    RANK: tl.constexpr,
-    INT64: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-):
-    pid = tl.program_id(0)
-    if INT64:
-        m = pid.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    else:
-        m = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_mask = m < M
-    row = offset_of(m, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, RANK)
-    if IS_MAX:
-        ident = _identity("max", ACC)
-    else:
-        ident = _identity("min", ACC)
-    best = tl.full([BLOCK_M, BLOCK_K], ident, ACC)
-    best_i = tl.full([BLOCK_M, BLOCK_K], 9223372036854775807, tl.int64)
-    for k0 in range(0, K, BLOCK_K):
-        k = k0 + tl.arange(0, BLOCK_K)
-        mask = m_mask[:, None] & (k < K)[None, :]
-        v = cast_to(tl.load(x + row[:, None] + k[None, :] * xk_dim, mask=mask), ACC)
-        v = tl.where(mask, v, ident)
-        kk = tl.where(mask, k[None, :].to(tl.int64), 9223372036854775807)
-        # Chunks arrive in increasing k, so a strict comparison keeps the first occurrence.
-        if IS_MAX:
-            take = ((v > best) | ((v != v) & (best == best))) & mask
-        else:
-            take = ((v < best) | ((v != v) & (best == best))) & mask
-        best = tl.where(take, v, best)
-        best_i = tl.where(take | ((best_i == 9223372036854775807) & mask), kk, best_i)
-    if IS_MAX:
-        val, idx = tl.reduce((best, best_i), 1, _pick_max)
-    else:
-        val, idx = tl.reduce((best, best_i), 1, _pick_min)
-    vo = offset_of(m, S1, S2, S3, S4, S5, S6, S7, v0, v1, v2, v3, v4, v5, v6, v7, RANK)
-    io = offset_of(m, S1, S2, S3, S4, S5, S6, S7, i0, i1, i2, i3, i4, i5, i6, i7, RANK)
-    tl.store(values + vo, cast_to(val, values.dtype.element_ty), mask=m_mask)
-    tl.store(indices + io, idx, mask=m_mask)
-
-
-_ARG_REDUCE = Kernel(_arg_reduce_kernel)
 
 
 def arg_reduce(
@@ -738,6 +944,31 @@ def arg_reduce(
 
     ``op``: "max"/"argmax" or "min"/"argmin". ``out_values``/``out_indices`` have ``x.shape`` without ``dim``.
     """
+    key = (
+        "arg",
+        op,
+        dim,
+        x.dtype,
+        x.shape,
+        x.strides,
+        x.ptr & 15 == 0,
+        out_values.dtype,
+        out_values.shape,
+        out_values.strides,
+        out_indices.dtype,
+        out_indices.shape,
+        out_indices.strides,
+    )
+    plan = _PLANS.get(key)
+    if plan is None:
+        built = _plan_arg(op, x, out_values, out_indices, dim)
+        if built is None:
+            return
+        plan = _remember(key, built)
+    plan.run(x.ptr, out_values.ptr, out_indices.ptr, stream)
+
+
+def _plan_arg(op: str, x: BufferLike, out_values: BufferLike, out_indices: BufferLike, dim: int) -> _Plan | None:
     if op not in ("max", "min", "argmax", "argmin"):
         raise ValueError(f"unknown arg reduction {op!r}")
     is_max = op in ("max", "argmax")
@@ -753,61 +984,157 @@ def arg_reduce(
         raise TypeError("arg_reduce indices must be int64")
     M = numel(kshape_full)
     if M == 0:
-        return
+        return None
     if K == 0:
         raise IndexError(f"{op}: reduction dim {dim} has size 0")
-    kshape, (vs, xs, is_) = collapse(
-        kshape_full, [tuple(out_values.strides), tuple(x.strides[d] for d in kept_dims), tuple(out_indices.strides)]
+    kshape, (kx, vs, is_) = collapse(
+        kshape_full, [tuple(x.strides[d] for d in kept_dims), tuple(out_values.strides), tuple(out_indices.strides)]
     )
     if not kshape:
-        kshape, vs, xs, is_ = (1,), (0,), (0,), (0,)
+        kshape, kx, vs, is_ = (1,), (0,), (0,), (0,)
     xk = x.strides[dim] if rank else 1
     acc = (
         "float32"
         if x.dtype in ("float16", "bfloat16")
         else ("int64" if x.dtype in ("bool", "uint8", "int8", "int16", "int32") else x.dtype)
     )
-    big = (
-        max(extent(tuple(x.shape), tuple(x.strides)), extent(kshape, vs), extent(kshape, is_), M * K)
-        >= INT32_LIMIT - 65536
+    inner = kshape[-1] if kx[-1] == 1 else 0
+    block_m, block_k, warps, per_sm = arg_tile_config(M, K, xk == 1, inner)
+    split = _split(_programs_m(kshape, kx, block_m), K, block_k, per_sm)
+    big = _big(M * K, extent(tuple(x.shape), tuple(x.strides)), extent(kshape, vs), extent(kshape, is_), split[0] * M)
+    plan = _Plan()
+    cfg = (block_m, block_k, warps)
+    geom = (kshape, kx, vs, is_)
+    if split[0] == 1:
+        plan.steps.append(
+            _arg_launch(
+                is_max,
+                (_X, 0),
+                (_NULL, 0),
+                x.dtype,
+                x.ptr % 16 == 0,
+                (_OUT, 0),
+                (_OUT2, 0),
+                out_values.dtype,
+                acc,
+                True,
+                geom,
+                K,
+                xk,
+                cfg,
+                split,
+                big,
+            )
+        )
+        return plan
+    room = split[0] * M * 8
+    pv, pi = (_SCRATCH, plan.partials(2 * room)), (_SCRATCH, plan.fixed + room)
+    plan.steps.append(
+        _arg_launch(
+            is_max, (_X, 0), (_NULL, 0), x.dtype, x.ptr % 16 == 0, pv, pi, acc, acc, False, geom, K, xk, cfg, split, big
+        )
     )
-    block_k = min(next_pow2(K), 1024)
-    block_m = max(1, min(next_pow2(M), 2048 // block_k))
-    key = (is_max, x.dtype, out_values.dtype, len(kshape), big, block_m, block_k)
-    fn = _ARG_REDUCE.cache.get(key)
+    flat = contiguous_strides(kshape)
+    block_m, block_k, warps, _ = arg_tile_config(M, split[0], False, kshape[-1])
+    plan.steps.append(
+        _arg_launch(
+            is_max,
+            pv,
+            pi,
+            acc,
+            True,
+            (_OUT, 0),
+            (_OUT2, 0),
+            out_values.dtype,
+            acc,
+            True,
+            (kshape, flat, vs, is_),
+            split[0],
+            M,
+            (block_m, block_k, warps),
+            (1, cdiv(split[0], block_k) * block_k),
+            big,
+        )
+    )
+    return plan
+
+
+def _arg_launch(
+    is_max: bool,
+    x: _Src,
+    xi: _Src,
+    xdt: str,
+    x_aligned: bool,
+    values: _Src,
+    indices: _Src,
+    vdt: str,
+    acc: str,
+    final: bool,
+    geom: tuple[_Dims, _Dims, _Dims, _Dims],
+    K: int,
+    red_stride: int,
+    cfg: tuple[int, int, int],
+    split: tuple[int, int],
+    big: bool,
+) -> _Step:
+    kshape, kx, vs, is_ = geom
+    block_m, block_k, warps = cfg
+    nsplit, k_per = split
+    inner = kx[-1] == 1
+    oshape, (okx, ovs, ois), m_inner, (_, vi, ii) = _kept_args(kshape, [kx, vs, is_], inner)
+    nb = cdiv(m_inner, block_m) if inner else 1
+    programs_m = numel(oshape) * nb if inner else cdiv(numel(kshape), block_m)
+    red_contig = red_stride == 1
+    in_index = xi[0] != _NULL
+    aligned = (
+        (("x",) if x_aligned else ())
+        + _aligned("xk", pad_dims(okx, 0))
+        + (("red_stride",) if red_stride % 16 == 0 else ())
+        + (("K_PER",) if k_per % 16 == 0 else ())
+    )
+    key = (is_max, xdt, vdt, acc, final, in_index, len(oshape), inner, red_contig, big, *cfg, aligned)
+    fn = _ARG.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
         types = {
-            "x": ptr_type(x.dtype),
-            "values": ptr_type(out_values.dtype),
+            "x": ptr_type(xdt),
+            "xi": ptr_type("int64"),
+            "values": ptr_type(vdt),
             "indices": ptr_type("int64"),
-            "M": it,
-            "K": it,
-            "xk_dim": it,
-            **{f"S{d}": it for d in range(1, MAX_RANK)},
-            **stride_types("x", it),
+            **{n: it for n in ("M", "K", "K_PER", "M_INNER", "NB_INNER", "red_stride", "vi_stride", "ii_stride")},
+            **{f"KS{d}": it for d in range(1, MAX_RANK)},
+            **stride_types("xk", it),
             **stride_types("v", it),
             **stride_types("i", it),
         }
         consts = dict(
-            IS_MAX=is_max, ACC=dtype_info(acc).tl, RANK=len(kshape), INT64=big, BLOCK_M=block_m, BLOCK_K=block_k
+            IS_MAX=is_max,
+            ACC=dtype_info(acc).tl,
+            FINAL=final,
+            IN_INDEX=in_index,
+            KEPT_RANK=len(oshape),
+            INNER=inner,
+            RED_CONTIG=red_contig,
+            INT64=big,
+            BLOCK_M=block_m,
+            BLOCK_K=block_k,
         )
-        fn = _ARG_REDUCE.build(key, types, consts, (), num_warps=4)
+        fn = _ARG.build(key, types, consts, aligned, num_warps=warps)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn(
-        (cdiv(M, block_m), 1, 1),
-        stream,
-        (
-            x.ptr,
-            out_values.ptr,
-            out_indices.ptr,
-            M,
-            K,
-            xk,
-            *_sizes(kshape),
-            *pad_dims(xs, 0),
-            *pad_dims(vs, 0),
-            *pad_dims(is_, 0),
-            *fn._consts,  # type: ignore[attr-defined]
-        ),
+    M = numel(kshape)
+    rest = (
+        M,
+        K,
+        k_per,
+        m_inner,
+        nb,
+        red_stride,
+        vi,
+        ii,
+        *_sizes(oshape),
+        *pad_dims(okx, 0),
+        *pad_dims(ovs, 0),
+        *pad_dims(ois, 0),
+        *fn._consts,  # type: ignore[attr-defined]
     )
+    return fn, (programs_m, nsplit, 1), (x, xi, values, indices), rest
