@@ -9,6 +9,7 @@ from kernels_helpers import buf, make, sync
 import genesis_kernels as gk
 from genesis_kernels.buffer import collapse
 from genesis_kernels.elementwise import BINARY, BINARY_DENSE
+from genesis_kernels.tiled import _BINARY as TILED_BINARY
 
 
 def test_buffer_validates() -> None:
@@ -43,7 +44,8 @@ def test_new_shapes_do_not_recompile(device: str) -> None:
 
 def test_dense_and_strided_paths(device: str) -> None:
     # Same-layout dense operands (including a transposed-but-dense trio) take the few-argument
-    # dense kernel; a lone transposed operand takes the strided one. Both must be right.
+    # dense kernel; a lone transposed operand of a matrix takes the tiled kernel (tiled.py), and
+    # one of a rank-3 tensor the strided one. All must be right.
     a = make((37, 29), "float32", device)
     b = make((37, 29), "float32", device)
     for x, y in ((a, b), (a.t(), b.t()), (a, b.t().contiguous().t())):
@@ -59,6 +61,13 @@ def test_dense_and_strided_paths(device: str) -> None:
     gk.binary("sub", 2.5, buf(b[0, :7]), buf(scalar_out), compute_dtype="float32")
     sync(device)
     torch.testing.assert_close(scalar_out, 2.5 - b[0, :7])
+    assert any(k[:2] == ("mul", "float32") for k in TILED_BINARY.cache)  # the lone transposed matrix
+    c = make((5, 7, 3), "float32", device)
+    d = make((3, 7, 5), "float32", device).permute(2, 1, 0)
+    out3 = torch.empty_like(c)
+    gk.binary("mul", buf(c), buf(d), buf(out3), compute_dtype="float32")
+    sync(device)
+    torch.testing.assert_close(out3, c * d)
     assert any(k[:2] == ("mul", "float32") for k in BINARY.cache)  # the strided case ran
 
 

@@ -25,6 +25,7 @@ import ctypes
 import inspect
 import os
 import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -242,6 +243,8 @@ class _Cuda:
             "cuMemHostAlloc",
             "cuMemHostGetDevicePointer_v2",
             "cuMemFreeHost",
+            "cuThreadExchangeStreamCaptureMode",
+            "cuMemFree_v2",
         ):
             getattr(self.lib, name).restype = ctypes.c_int
 
@@ -260,18 +263,35 @@ class _Cuda:
             self.check(self.lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
         return ctx.value or 0  # c_void_p reads NULL as None; set and checked above
 
+    def _capture_mode(self, mode: int) -> int:
+        """Set this thread's stream-capture mode; returns the previous one (0 global, 1 thread-local, 2 relaxed)."""
+        m = ctypes.c_int(mode)
+        self.check(self.lib.cuThreadExchangeStreamCaptureMode(ctypes.byref(m)), "cuThreadExchangeStreamCaptureMode")
+        return m.value
+
     def malloc(self, nbytes: int) -> int:
         ptr = ctypes.c_uint64()
-        self.check(self.lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(nbytes)), "cuMemAlloc")
+        # Allocating is a "potentially unsafe" call that a global-mode capture refuses; relaxed mode
+        # allows it (as torch's allocator does): the memory is not part of the captured work.
+        prev = self._capture_mode(2)
+        try:
+            self.check(self.lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(nbytes)), "cuMemAlloc")
+        finally:
+            self._capture_mode(prev)
         return int(ptr.value)
 
     def mapped(self, nbytes: int) -> tuple[int, int]:
         """Pinned host memory the device can address: (host pointer, device pointer)."""
         host, dev = ctypes.c_void_p(), ctypes.c_uint64()
-        # CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP
-        self.check(
-            self.lib.cuMemHostAlloc(ctypes.byref(host), ctypes.c_size_t(nbytes), ctypes.c_uint(0x3)), "cuMemHostAlloc"
-        )
+        prev = self._capture_mode(2)  # a graph's error flags are made while it captures: see malloc
+        try:
+            # CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP
+            self.check(
+                self.lib.cuMemHostAlloc(ctypes.byref(host), ctypes.c_size_t(nbytes), ctypes.c_uint(0x3)),
+                "cuMemHostAlloc",
+            )
+        finally:
+            self._capture_mode(prev)
         self.check(
             self.lib.cuMemHostGetDevicePointer_v2(ctypes.byref(dev), host, ctypes.c_uint(0)),
             "cuMemHostGetDevicePointer",
@@ -354,6 +374,8 @@ def scratch(nbytes: int, stream: int) -> int:
     stream are ordered, so a launcher may use it for the kernels it enqueues.
     """
     nbytes = max(256, nbytes)
+    if not INTERPRET and graphs.is_current_stream_capturing():
+        return _graph_scratch(nbytes)
     ctx = 0 if INTERPRET else cuda().ensure_context()
     entry = _scratch.get((ctx, stream))
     if entry is not None and entry[1] >= nbytes:
@@ -368,6 +390,43 @@ def scratch(nbytes: int, stream: int) -> int:
         ptr = cuda().malloc(size)  # never freed: a handful of small blocks per process
         _scratch[(ctx, stream)] = (ptr, size, entry)
     return ptr
+
+
+class _GraphScratch:
+    """A device block one CUDA graph's kernels use as scratch; freed when the graph lets it go."""
+
+    __slots__ = ("nbytes", "ptr")
+
+    def __init__(self, nbytes: int) -> None:
+        self.ptr = cuda().malloc(nbytes)  # relaxed capture mode: allowed while the graph captures
+        self.nbytes = nbytes
+
+    def __del__(self) -> None:
+        # The graph drops what it keeps alive only once the device is idle and no capture runs.
+        if getattr(self, "ptr", None) and _cuda is not None:
+            try:
+                _cuda.lib.cuMemFree_v2(ctypes.c_uint64(self.ptr))
+            except Exception:
+                pass
+
+
+def _graph_scratch(nbytes: int) -> int:
+    """Scratch for a kernel being captured: owned by the graph.
+
+    The graph's kernels read it at every replay, on whatever stream replays them, possibly while
+    eager work uses the stream's own scratch; so each graph gets a block of its own, kept as long
+    as it lives. Kernels of one capture are ordered on its stream and share its largest block."""
+    graph = graphs.current_capture()
+    held = _graph_scratch_blocks.get(graph)
+    if held is not None and held.nbytes >= nbytes:
+        return held.ptr
+    block = _GraphScratch(next_pow2(nbytes))
+    graph.keep_alive(block)  # type: ignore[union-attr]
+    _graph_scratch_blocks[graph] = block
+    return block.ptr
+
+
+_graph_scratch_blocks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # graph -> its largest block
 
 
 def read_int32(ptr: int, count: int, stream: int) -> list[int]:

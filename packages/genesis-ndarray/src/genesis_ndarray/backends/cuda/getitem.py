@@ -74,12 +74,8 @@ def _prepare(v: View, index) -> tuple:
 
 
 def _upload(host: np.ndarray, device: int) -> View:
-    """A host index (list, numpy array) on the device: a pageable copy, which a capture cannot take."""
-    if gk.capture.capturing():
-        raise RuntimeError(
-            "indexing with a Python list or numpy array cannot be captured: it needs a host-to-device copy "
-            "from pageable memory (index with a device tensor made before the capture)"
-        )
+    """A host index (list, numpy array) on the device; during a capture genesis_storage stages it
+    in pinned memory the graph owns, so every replay reads the same index."""
     return gs.from_numpy(host, device)
 
 

@@ -71,11 +71,7 @@ def _forbid_readback(op: str) -> None:
 
 @reg("from_cpu")
 def from_cpu(input: torch.Tensor, device: Device, non_blocking: bool = False) -> View:
-    if gk.capture.capturing():  # the driver refuses a pageable host -> device copy in a capture
-        raise RuntimeError(
-            "copying a cpu tensor to cuda cannot be captured: it needs a host-to-device copy from pageable "
-            "memory (copy into a static device tensor before the capture, or outside it before replay())"
-        )
+    # Capture-safe: during a capture genesis_storage stages the bytes in pinned memory the graph owns.
     out = new(tuple(input.shape), dtype_of_torch(input.dtype), device)
     if input.numel():
         out.storage.copy_from_host(_host_bytes(input).reshape(-1))
