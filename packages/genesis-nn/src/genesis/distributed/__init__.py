@@ -13,6 +13,7 @@ This is the one package of ``genesis`` that imports torch: torch.distributed is 
 store (pyproject.toml narrows the import contract for it).
 """
 
+from . import optim
 from .collectives import (
     all_gather,
     all_gather_into_tensor,
@@ -76,6 +77,7 @@ __all__ = [
     "is_nccl_available",
     "isend",
     "new_group",
+    "optim",
     "recv",
     "reduce_scatter_single",
     "reduce_scatter_tensor",
