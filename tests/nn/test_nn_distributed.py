@@ -5,7 +5,6 @@ in the same processes; the NCCL path is tests/nn/test_nn_distributed_nccl.py (GP
 from __future__ import annotations
 
 import tempfile
-import time
 
 import dist_helpers
 import numpy as np
@@ -148,17 +147,20 @@ def test_ddp_find_unused_parameters_and_the_error_without_it():
     mp.spawn(dist_helpers.ddp_unused, args=(WORLD, _file_url()), nprocs=WORLD)
 
 
-def test_a_rank_that_dies_makes_the_other_fail_within_the_timeout():
+@pytest.mark.parametrize("mode", ["dies", "stalls"])
+def test_a_rank_that_dies_or_stalls_makes_the_other_fail_within_the_timeout(mode):
     ctx = mp.get_context("spawn")
     queue, url = ctx.Queue(), _file_url()
-    procs = [ctx.Process(target=dist_helpers.failing, args=(r, WORLD, url, queue)) for r in range(WORLD)]
-    start = time.monotonic()
+    procs = [ctx.Process(target=dist_helpers.failing, args=(r, WORLD, url, queue, mode)) for r in range(WORLD)]
     for p in procs:
         p.start()
-    kind, message, waited = queue.get(timeout=60)  # rank 0's outcome; a hang fails here
+    raised, message, waited = queue.get(timeout=60)  # rank 0's outcome; a hang fails here
     for p in procs:
         p.join(timeout=30)
-    assert kind == "RuntimeError" and message, (kind, message)  # gloo's: the peer closed the connection
-    assert waited < 30, waited
-    assert procs[1].exitcode == 3
-    assert time.monotonic() - start < 60
+    assert raised, message  # a RuntimeError (gloo's class), saying what failed where
+    assert "all_reduce failed on rank 0" in message and "timeout" in message, message
+    if mode == "stalls":  # the group's timeout, not the default ten minutes
+        assert 0.8 * dist_helpers.TIMEOUT <= waited < dist_helpers.TIMEOUT + 15, waited
+    else:  # the connection to the dead peer closes: sooner than the timeout, or at it
+        assert waited < dist_helpers.TIMEOUT + 15, waited
+    assert [p.exitcode for p in procs] == [0, 3]  # rank 1 exits as it chose, without an abort at exit

@@ -123,8 +123,15 @@ class NcclBackend:
         return self.ranks.index(rank)
 
     def destroy(self) -> None:
+        """ncclCommDestroy: waits for the communicator's work in flight."""
         if self._comm is not None:
             self._comm.destroy()
+            self._comm = None
+
+    def abort(self) -> None:
+        """ncclCommAbort: ends the communicator at once, work in flight included (a dead peer, an exit)."""
+        if self._comm is not None:
+            self._comm.abort()
             self._comm = None
 
     # ------------------------------------------------------------- collectives

@@ -9,6 +9,7 @@ process group on that store (cpu tensors, barrier); with the nccl backend, also 
 
 from __future__ import annotations
 
+import atexit
 import os
 from datetime import timedelta
 from typing import Any
@@ -55,9 +56,14 @@ class ProcessGroup:
     def gloo(self) -> GlooBackend:
         return self._gloo
 
-    def destroy(self) -> None:
+    def destroy(self, abort: bool = False) -> None:
+        """Release this group's communicators now, not whenever the object is collected: the NCCL
+        communicator (``abort``: without waiting for work in flight, as at exit after an error), and the
+        reference to torch's gloo group, which torch's destroy_process_group then frees."""
         if self._nccl is not None:
-            self._nccl.destroy()
+            self._nccl.abort() if abort else self._nccl.destroy()
+            self._nccl = None
+        self._gloo.release()
 
     def __repr__(self) -> str:
         return f"ProcessGroup(backend={self.backend!r}, ranks={self.ranks})"
@@ -69,6 +75,7 @@ class _World:
     group: ProcessGroup | None = None
     store: Any = None
     groups: list[ProcessGroup] = []
+    exit_handler = False
 
 
 class GroupMember:
@@ -145,6 +152,9 @@ def init_process_group(
     _World.group = ProcessGroup(backend, tdist.group.WORLD, list(range(world_size)), _World.store, "nccl/0")
     _World.groups = [_World.group]
     GroupMember.WORLD = _World.group
+    if not _World.exit_handler:
+        atexit.register(_destroy_at_exit)  # after torch's import: runs before torch's own exit handlers
+        _World.exit_handler = True
 
 
 def default_group(group: ProcessGroup | None = None) -> ProcessGroup:
@@ -181,11 +191,29 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
             _World.groups.remove(group)
         return
     default_group()  # torch's error when nothing is initialized
+    _destroy_all(abort=False)
+
+
+def _destroy_all(abort: bool) -> None:
     for g in _World.groups:
-        g.destroy()
+        g.destroy(abort)
     tdist.destroy_process_group()
     _World.group, _World.store, _World.groups = None, None, []
     GroupMember.WORLD = None
+
+
+def _destroy_at_exit() -> None:
+    """Tear down what a process leaves initialized (no destroy_process_group, or an exception) while the
+    interpreter is whole.
+
+    Left to interpreter teardown, torch's gloo group dies in whatever order the finalizer frees objects:
+    its worker and store threads may still hold work and tensors whose release needs the GIL, and a
+    C++ thread that asks for the GIL after finalization has begun is ended with pthread_exit, whose
+    unwinding through a noexcept frame is std::terminate ("terminate called without an active
+    exception", about one exit in five before this handler). Nothing here talks to the other ranks,
+    so a rank exiting on an error does not wait for them."""
+    if _World.group is not None:
+        _destroy_all(abort=True)
 
 
 def get_rank(group: ProcessGroup | None = None) -> int:
