@@ -5,6 +5,7 @@ in the same processes; the NCCL path is tests/nn/test_nn_distributed_nccl.py (GP
 from __future__ import annotations
 
 import tempfile
+import time
 
 import dist_helpers
 import numpy as np
@@ -164,3 +165,59 @@ def test_a_rank_that_dies_or_stalls_makes_the_other_fail_within_the_timeout(mode
     else:  # the connection to the dead peer closes: sooner than the timeout, or at it
         assert waited < dist_helpers.TIMEOUT + 15, waited
     assert [p.exitcode for p in procs] == [0, 3]  # rank 1 exits as it chose, without an abort at exit
+
+
+# ----------------------------------------------------------------------------- the NCCL watchdog, without a GPU
+class _Event:
+    def __init__(self, done: bool = False) -> None:
+        self.done = done
+
+    def query(self) -> bool:
+        return self.done
+
+
+def test_the_nccl_watchdog_reports_a_collective_past_the_timeout_and_an_async_error():
+    from genesis.distributed.watchdog import Watchdog
+
+    failures: list[str] = []
+    dog = Watchdog(timeout=0.3, on_failure=failures.append, interval=0.05)
+    finished, stuck = _Event(), _Event()
+    dog.watch(finished, "broadcast")
+    dog.watch(stuck, "all_reduce")
+    finished.done = True
+    dog.check()
+    assert failures == [] and len(dog._in_flight) == 1  # the finished one is dropped, the other not late yet
+    start = time.monotonic()
+    while not failures and time.monotonic() - start < 5:  # the thread's polls
+        time.sleep(0.05)
+    assert len(failures) == 1 and "all_reduce did not finish within the group's timeout (0.3 s" in failures[0]
+    assert 0.3 <= time.monotonic() - start < 3
+    dog.stop()
+
+    def async_error() -> None:
+        raise RuntimeError("NCCL error: remote process exited or there was a network error")
+
+    failures.clear()
+    dog = Watchdog(timeout=60, on_failure=failures.append, async_error=async_error)
+    dog.check()
+    assert failures == [
+        "NCCL reported an asynchronous error: NCCL error: remote process exited or there was a network error"
+    ]
+
+
+def test_the_nccl_backend_aborts_and_raises_after_the_watchdogs_verdict(capsys):
+    from genesis.distributed.nccl import NcclBackend
+
+    class Comm:
+        aborted = False
+
+        def abort(self) -> None:
+            Comm.aborted = True
+
+    backend = NcclBackend(store=None, key="nccl/0", ranks=[0, 1], rank=1, timeout=5.0)
+    backend._comm = Comm()
+    backend._on_failure("all_reduce did not finish within the group's timeout (5 s; it has run 5.1 s)")
+    assert Comm.aborted and backend._comm is None
+    with pytest.raises(RuntimeError, match=r"NCCL all_reduce did not finish .* on rank 1 \(group ranks \[0, 1\]\)"):
+        backend._launch("broadcast", [genesis.ones(2)], lambda stream: None)  # the next one raises, before issuing
+    assert "the communicator was aborted" in capsys.readouterr().err

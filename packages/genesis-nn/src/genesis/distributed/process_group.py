@@ -29,11 +29,14 @@ _DEFAULT_TIMEOUT = timedelta(minutes=10)  # torch's default for both backends
 class ProcessGroup:
     """Ranks that run collectives together. ``rank()`` / ``size()`` are this process' place in it."""
 
-    def __init__(self, backend: str, torch_group: Any, ranks: list[int], store: Any, key: str) -> None:
+    def __init__(
+        self, backend: str, torch_group: Any, ranks: list[int], store: Any, key: str, timeout: timedelta
+    ) -> None:
         self.backend = backend
         self.ranks = ranks  # global ranks, in group-rank order
-        self._gloo = GlooBackend(torch_group)
-        self._nccl = NcclBackend(store, key, ranks, tdist.get_rank()) if backend == "nccl" else None
+        self._gloo = GlooBackend(torch_group)  # gloo times out by itself; NCCL through a watchdog
+        seconds = timeout.total_seconds()
+        self._nccl = NcclBackend(store, key, ranks, tdist.get_rank(), seconds) if backend == "nccl" else None
 
     def rank(self) -> int:
         return self.ranks.index(tdist.get_rank())
@@ -75,6 +78,7 @@ class _World:
     group: ProcessGroup | None = None
     store: Any = None
     groups: list[ProcessGroup] = []
+    timeout = _DEFAULT_TIMEOUT  # the default group's: new_group's default, as torch's
     exit_handler = False
 
 
@@ -148,8 +152,8 @@ def init_process_group(
     elif rank < 0 or world_size <= 0:
         raise ValueError("world_size and rank must be given with a store")
     tdist.init_process_group("gloo", store=store, rank=rank, world_size=world_size, timeout=timeout)
-    _World.store = tdist.PrefixStore("genesis", store)
-    _World.group = ProcessGroup(backend, tdist.group.WORLD, list(range(world_size)), _World.store, "nccl/0")
+    _World.store, _World.timeout = tdist.PrefixStore("genesis", store), timeout
+    _World.group = ProcessGroup(backend, tdist.group.WORLD, list(range(world_size)), _World.store, "nccl/0", timeout)
     _World.groups = [_World.group]
     GroupMember.WORLD = _World.group
     if not _World.exit_handler:
@@ -178,7 +182,7 @@ def new_group(ranks: list[int] | None = None, timeout: timedelta | None = None, 
     ranks = sorted(ranks) if ranks is not None else list(world.ranks)
     torch_group = tdist.new_group(ranks, timeout=timeout, backend="gloo")
     key = f"nccl/{len(_World.groups)}"  # the same on every rank: all ranks call new_group in the same order
-    group = ProcessGroup(backend, torch_group, ranks, _World.store, key)
+    group = ProcessGroup(backend, torch_group, ranks, _World.store, key, timeout or _World.timeout)
     _World.groups.append(group)
     return group if tdist.get_rank() in ranks else GroupMember.NON_GROUP_MEMBER
 
