@@ -7,7 +7,8 @@
 Backends: ``gloo`` runs collectives on genesis cpu tensors through torch.distributed's gloo group
 (zero-copy, through DLPack); ``nccl`` runs them on genesis cuda tensors through CuPy's NCCL binding,
 on a stream of its own ordered by events against genesis' current stream. The rendezvous and the
-stores are torch.distributed's (env://, tcp://, file://).
+stores are torch.distributed's (env://, tcp://, file://). ``genesis.distributed.optim`` has
+ZeroRedundancyOptimizer (optimizer state sharded over the ranks).
 
 This is the one package of ``genesis`` that imports torch: torch.distributed is its transport and
 store (pyproject.toml narrows the import contract for it).
