@@ -13,8 +13,9 @@ reports the validation loss and writes a checkpoint (genesis.save: safetensors) 
 loss-curve PNG next to it; at the end it prints a text sample.
 
 Under torchrun (WORLD_SIZE > 1) each process takes one GPU (LOCAL_RANK), the model is wrapped in
-DistributedDataParallel, each rank draws its own batches (--batch-size per rank), and rank 0 alone
-reports, evaluates, writes the checkpoint and samples.
+DistributedDataParallel, each rank trains on its slice of --batch-size of a global batch of
+--batch-size x WORLD_SIZE (drawn alike on every rank, so it trains as one process with the global
+batch), and rank 0 alone reports the global batch's loss, evaluates, writes the checkpoint and samples.
 
 The script uses torch's names only: replace its genesis imports by torch's and it runs
 under PyTorch unchanged (tests/e2e/test_e2e_gpt.py does exactly that).
@@ -275,7 +276,10 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     rank, world_size = init_distributed(args)
     genesis.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed if world_size == 1 else [args.seed, rank])  # each rank its own batches
+    # Every rank draws the same global batch of batch_size x world_size and trains on its own slice: N
+    # processes of batch B see exactly what one process of batch B x N sees (the same loss curve).
+    rng = np.random.default_rng(args.seed)
+    mine = slice(rank * args.batch_size, (rank + 1) * args.batch_size)
     data = CharData()
     config = GPTConfig(
         vocab_size=len(data.chars),
@@ -304,7 +308,7 @@ def main(argv=None) -> dict:
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start_step, history = state["step"], state["history"]
-        rng = np.random.default_rng([args.seed, start_step] if world_size == 1 else [args.seed, start_step, rank])
+        rng = np.random.default_rng([args.seed, start_step])
         if rank == 0:
             print(f"resumed from {ckpt_path} at step {start_step}")
     if world_size > 1:  # after loading: rank 0's weights are broadcast to the others
@@ -329,8 +333,8 @@ def main(argv=None) -> dict:
     last_time = time.perf_counter()
     model.train()
     for step in range(start_step, args.steps):
-        x, y = data.batch("train", args.batch_size, args.block_size, rng)
-        x, y = genesis.tensor(x, device=args.device), genesis.tensor(y, device=args.device)
+        x, y = data.batch("train", args.batch_size * world_size, args.block_size, rng)
+        x, y = genesis.tensor(x[mine], device=args.device), genesis.tensor(y[mine], device=args.device)
         with autocast():
             _, loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)
@@ -339,6 +343,9 @@ def main(argv=None) -> dict:
         optimizer.step()
         scheduler.step()
         if step % 10 == 0 or step == args.steps - 1:
+            if world_size > 1:  # the whole batch's loss: the mean of the ranks' equal-sized slices
+                loss = loss.detach().clone()
+                genesis.distributed.all_reduce(loss, op=genesis.distributed.ReduceOp.AVG)
             value = loss.item()  # a host sync every ten steps, not every step
             smoothed = value if smoothed is None else 0.9 * smoothed + 0.1 * value
             history["step"].append(step)

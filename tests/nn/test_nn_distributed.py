@@ -148,17 +148,76 @@ def test_ddp_find_unused_parameters_and_the_error_without_it():
     mp.spawn(dist_helpers.ddp_unused, args=(WORLD, _file_url()), nprocs=WORLD)
 
 
-def test_a_rank_that_dies_makes_the_other_fail_within_the_timeout():
+@pytest.mark.parametrize("mode", ["dies", "stalls"])
+def test_a_rank_that_dies_or_stalls_makes_the_other_fail_within_the_timeout(mode):
     ctx = mp.get_context("spawn")
     queue, url = ctx.Queue(), _file_url()
-    procs = [ctx.Process(target=dist_helpers.failing, args=(r, WORLD, url, queue)) for r in range(WORLD)]
-    start = time.monotonic()
+    procs = [ctx.Process(target=dist_helpers.failing, args=(r, WORLD, url, queue, mode)) for r in range(WORLD)]
     for p in procs:
         p.start()
-    kind, message, waited = queue.get(timeout=60)  # rank 0's outcome; a hang fails here
+    raised, message, waited = queue.get(timeout=60)  # rank 0's outcome; a hang fails here
     for p in procs:
         p.join(timeout=30)
-    assert kind == "RuntimeError" and message, (kind, message)  # gloo's: the peer closed the connection
-    assert waited < 30, waited
-    assert procs[1].exitcode == 3
-    assert time.monotonic() - start < 60
+    assert raised, message  # a RuntimeError (gloo's class), saying what failed where
+    assert "all_reduce failed on rank 0" in message and "timeout" in message, message
+    if mode == "stalls":  # the group's timeout, not the default ten minutes
+        assert 0.8 * dist_helpers.TIMEOUT <= waited < dist_helpers.TIMEOUT + 15, waited
+    else:  # the connection to the dead peer closes: sooner than the timeout, or at it
+        assert waited < dist_helpers.TIMEOUT + 15, waited
+    assert [p.exitcode for p in procs] == [0, 3]  # rank 1 exits as it chose, without an abort at exit
+
+
+# ----------------------------------------------------------------------------- the NCCL watchdog, without a GPU
+class _Event:
+    def __init__(self, done: bool = False) -> None:
+        self.done = done
+
+    def query(self) -> bool:
+        return self.done
+
+
+def test_the_nccl_watchdog_reports_a_collective_past_the_timeout_and_an_async_error():
+    from genesis.distributed.watchdog import Watchdog
+
+    failures: list[str] = []
+    dog = Watchdog(timeout=0.3, on_failure=failures.append, interval=0.05)
+    finished, stuck = _Event(), _Event()
+    dog.watch(finished, "broadcast")
+    dog.watch(stuck, "all_reduce")
+    finished.done = True
+    dog.check()
+    assert failures == [] and len(dog._in_flight) == 1  # the finished one is dropped, the other not late yet
+    start = time.monotonic()
+    while not failures and time.monotonic() - start < 5:  # the thread's polls
+        time.sleep(0.05)
+    assert len(failures) == 1 and "all_reduce did not finish within the group's timeout (0.3 s" in failures[0]
+    assert 0.3 <= time.monotonic() - start < 3
+    dog.stop()
+
+    def async_error() -> None:
+        raise RuntimeError("NCCL error: remote process exited or there was a network error")
+
+    failures.clear()
+    dog = Watchdog(timeout=60, on_failure=failures.append, async_error=async_error)
+    dog.check()
+    assert failures == [
+        "NCCL reported an asynchronous error: NCCL error: remote process exited or there was a network error"
+    ]
+
+
+def test_the_nccl_backend_aborts_and_raises_after_the_watchdogs_verdict(capsys):
+    from genesis.distributed.nccl import NcclBackend
+
+    class Comm:
+        aborted = False
+
+        def abort(self) -> None:
+            Comm.aborted = True
+
+    backend = NcclBackend(store=None, key="nccl/0", ranks=[0, 1], rank=1, timeout=5.0)
+    backend._comm = Comm()
+    backend._on_failure("all_reduce did not finish within the group's timeout (5 s; it has run 5.1 s)")
+    assert Comm.aborted and backend._comm is None
+    with pytest.raises(RuntimeError, match=r"NCCL all_reduce did not finish .* on rank 1 \(group ranks \[0, 1\]\)"):
+        backend._launch("broadcast", [genesis.ones(2)], lambda stream: None)  # the next one raises, before issuing
+    assert "the communicator was aborted" in capsys.readouterr().err

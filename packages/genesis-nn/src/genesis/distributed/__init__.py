@@ -7,12 +7,14 @@
 Backends: ``gloo`` runs collectives on genesis cpu tensors through torch.distributed's gloo group
 (zero-copy, through DLPack); ``nccl`` runs them on genesis cuda tensors through CuPy's NCCL binding,
 on a stream of its own ordered by events against genesis' current stream. The rendezvous and the
-stores are torch.distributed's (env://, tcp://, file://).
+stores are torch.distributed's (env://, tcp://, file://). ``genesis.distributed.optim`` has
+ZeroRedundancyOptimizer (optimizer state sharded over the ranks).
 
 This is the one package of ``genesis`` that imports torch: torch.distributed is its transport and
 store (pyproject.toml narrows the import contract for it).
 """
 
+from . import optim
 from .collectives import (
     all_gather,
     all_gather_into_tensor,
@@ -76,6 +78,7 @@ __all__ = [
     "is_nccl_available",
     "isend",
     "new_group",
+    "optim",
     "recv",
     "reduce_scatter_single",
     "reduce_scatter_tensor",

@@ -50,32 +50,70 @@ def _flat(tensor: Tensor) -> torch.Tensor:
     return _view(tensor).view(-1)
 
 
-def _wrap(work: Any) -> Work:
-    return Work(work.wait, work.is_completed)
+def _failed(error: RuntimeError, what: str, group: Any) -> RuntimeError:
+    """``error`` (gloo's, a RuntimeError) again, saying which collective on which rank failed."""
+    message = (
+        f"genesis.distributed: {what} failed on rank {tdist.get_rank()} (rank {group.rank()} of a group of "
+        f"{group.size()}): a peer died or did not join within the group's timeout. gloo: {error}"
+    )
+    try:
+        return type(error)(message)  # torch's class (DistBackendError...)
+    except Exception:
+        return RuntimeError(message)
+
+
+def _wrap(work: Any, what: str, group: Any) -> Work:
+    def wait() -> None:
+        try:
+            work.wait()
+        except RuntimeError as e:
+            raise _failed(e, what, group) from e
+
+    return Work(wait, work.is_completed)
 
 
 class GlooBackend:
     """One torch gloo process group, seen through genesis tensors; ``src`` / ``dst`` are global ranks."""
 
     def __init__(self, group: Any) -> None:
-        self.group = group  # a torch ProcessGroup
+        self._group = group  # a torch ProcessGroup
+
+    @property
+    def group(self) -> Any:
+        if self._group is None:
+            raise RuntimeError("Invalid process group specified: it has been destroyed (destroy_process_group)")
+        return self._group
+
+    def release(self) -> None:
+        """Drop the reference to torch's group (destroy_process_group), so that torch frees it now."""
+        self._group = None
 
     def all_reduce(self, tensor: Tensor, op: ReduceOp) -> Work:
-        return _wrap(tdist.all_reduce(_view(tensor), op=_TORCH_OPS[op], group=self.group, async_op=True))
+        return _wrap(
+            tdist.all_reduce(_view(tensor), op=_TORCH_OPS[op], group=self.group, async_op=True),
+            "all_reduce",
+            self.group,
+        )
 
     def broadcast(self, tensor: Tensor, src: int) -> Work:
-        return _wrap(tdist.broadcast(_view(tensor), src, group=self.group, async_op=True))
+        return _wrap(tdist.broadcast(_view(tensor), src, group=self.group, async_op=True), "broadcast", self.group)
 
     def all_gather(self, tensor_list: list[Tensor], tensor: Tensor) -> Work:
         outputs = [_view(t) for t in tensor_list]
-        return _wrap(tdist.all_gather(outputs, _view(tensor), group=self.group, async_op=True))
+        return _wrap(
+            tdist.all_gather(outputs, _view(tensor), group=self.group, async_op=True), "all_gather", self.group
+        )
 
     def all_gather_into_tensor(self, output: Tensor, input: Tensor) -> Work:
-        return _wrap(_all_gather_single(_flat(output), _flat(input), group=self.group, async_op=True))
+        return _wrap(
+            _all_gather_single(_flat(output), _flat(input), group=self.group, async_op=True),
+            "all_gather_into_tensor",
+            self.group,
+        )
 
     def reduce_scatter_tensor(self, output: Tensor, input: Tensor, op: ReduceOp) -> Work:
         work = _reduce_scatter_single(_view(output), _view(input), op=_TORCH_OPS[op], group=self.group, async_op=True)
-        return _wrap(work)
+        return _wrap(work, "reduce_scatter_tensor", self.group)
 
     def all_to_all_single(
         self, output: Tensor, input: Tensor, output_split_sizes: list[int] | None, input_split_sizes: list[int] | None
@@ -83,16 +121,16 @@ class GlooBackend:
         work = tdist.all_to_all_single(
             _view(output), _view(input), output_split_sizes, input_split_sizes, group=self.group, async_op=True
         )
-        return _wrap(work)
+        return _wrap(work, "all_to_all_single", self.group)
 
     def send(self, tensor: Tensor, dst: int, tag: int) -> Work:
-        return _wrap(tdist.isend(_view(tensor), dst, group=self.group, tag=tag))
+        return _wrap(tdist.isend(_view(tensor), dst, group=self.group, tag=tag), "send", self.group)
 
     def recv(self, tensor: Tensor, src: int | None, tag: int) -> Work:
-        return _wrap(tdist.irecv(_view(tensor), src, group=self.group, tag=tag))
+        return _wrap(tdist.irecv(_view(tensor), src, group=self.group, tag=tag), "recv", self.group)
 
     def barrier(self) -> Work:
-        return _wrap(tdist.barrier(group=self.group, async_op=True))
+        return _wrap(tdist.barrier(group=self.group, async_op=True), "barrier", self.group)
 
     def recv_from_any(self, tensor: Tensor, tag: int) -> int:
         """Receive from whichever rank sends first; returns that rank."""

@@ -5,7 +5,9 @@ of the group draws NCCL's unique id, the others read it from torch.distributed's
 TCPStore / FileStore the rendezvous made). Every collective runs on the communicator's own stream:
 it first waits for an event recorded on genesis' current stream (so it reads finished inputs), and
 records an event when it is done, which Work.wait() makes the current stream wait for (the host does
-not block, as with torch's NCCL). The Work keeps the tensors alive until then.
+not block, as with torch's NCCL). The Work keeps the tensors alive until then. A watchdog thread
+(watchdog.py) aborts the communicator when a collective outlives the group's timeout (a dead or stalled
+peer) and the next collective or wait() on the group raises a RuntimeError naming it.
 
 Runs only on a machine with GPUs and CuPy (tests/nn/test_nn_distributed_nccl.py, the 2-GPU machine).
 """
@@ -13,12 +15,14 @@ Runs only on a machine with GPUs and CuPy (tests/nn/test_nn_distributed_nccl.py,
 from __future__ import annotations
 
 import pickle
+import sys
 from typing import Any
 
 from genesis_autograd import Tensor
 from genesis_autograd.cuda import Event, Stream, current_stream, device_guard
 
 from .reduce_op import ReduceOp
+from .watchdog import Watchdog
 from .work import Work
 
 # NCCL's ABI values (nccl.h: ncclRedOp_t, ncclDataType_t), stable since NCCL 2.10 (AVG: 2.10, bfloat16: 2.10).
@@ -75,10 +79,13 @@ def _buffer(tensor: Tensor, device: int) -> tuple[int, int, int]:
 class NcclBackend:
     """One NCCL communicator over a process group's ranks; ``src`` / ``dst`` are global ranks."""
 
-    def __init__(self, store: Any, key: str, ranks: list[int], rank: int) -> None:
+    def __init__(self, store: Any, key: str, ranks: list[int], rank: int, timeout: float = 600.0) -> None:
         self._store, self._key = store, key  # a torch.distributed Store, and this group's key in it
         self.ranks, self.rank = ranks, rank  # the group's global ranks; this process' global rank
+        self.timeout = timeout  # seconds a collective may run before the watchdog aborts the communicator
         self._comm: Any = None
+        self._watchdog: Watchdog | None = None
+        self._error: str | None = None
         self._device = -1
         self._stream: Stream | None = None
 
@@ -97,9 +104,24 @@ class NcclBackend:
         self._device = device
         with device_guard(device):
             self._stream = Stream(device)
+        self._watchdog = Watchdog(self.timeout, self._on_failure, async_error=self._comm.check_async_error)
 
-    def _launch(self, tensors: list[Tensor], issue: Any) -> Work:
+    def _on_failure(self, message: str) -> None:
+        """The watchdog's verdict (its thread): abort, so that nothing waits on the dead peer any longer."""
+        self._error = (
+            f"genesis.distributed: NCCL {message}, on rank {self.rank} (group ranks {self.ranks}); "
+            "the communicator was aborted"
+        )
+        print(self._error, file=sys.stderr, flush=True)
+        self.abort()
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise RuntimeError(self._error)
+
+    def _launch(self, what: str, tensors: list[Tensor], issue: Any) -> Work:
         """Run ``issue(stream_handle)`` on the communicator's stream, ordered after the current stream."""
+        self._raise_if_failed()
         device = _index(tensors[0])
         if self._comm is None:
             self._connect(device)
@@ -111,9 +133,12 @@ class NcclBackend:
             issue(self._stream.handle)
             done = Event()
             done.record(self._stream)
+        assert self._watchdog is not None
+        self._watchdog.watch(done, what)
         keep = list(tensors)  # alive until the current stream is ordered after the transfer
 
         def wait() -> None:
+            self._raise_if_failed()
             current_stream(self._device).wait_event(done)
             keep.clear()
 
@@ -123,26 +148,39 @@ class NcclBackend:
         return self.ranks.index(rank)
 
     def destroy(self) -> None:
+        """ncclCommDestroy: waits for the communicator's work in flight."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
         if self._comm is not None:
             self._comm.destroy()
+            self._comm = None
+
+    def abort(self) -> None:
+        """ncclCommAbort: ends the communicator at once, work in flight included (a dead peer, an exit)."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
+        if self._comm is not None:
+            self._comm.abort()
             self._comm = None
 
     # ------------------------------------------------------------- collectives
     def all_reduce(self, tensor: Tensor, op: ReduceOp) -> Work:
         ptr, n, dt = _buffer(tensor, _index(tensor))
-        return self._launch([tensor], lambda s: self._comm.allReduce(ptr, ptr, n, dt, _OPS[op], s))
+        return self._launch("all_reduce", [tensor], lambda s: self._comm.allReduce(ptr, ptr, n, dt, _OPS[op], s))
 
     def broadcast(self, tensor: Tensor, src: int) -> Work:
         ptr, n, dt = _buffer(tensor, _index(tensor))
         root = self._peer(src)
-        return self._launch([tensor], lambda s: self._comm.broadcast(ptr, ptr, n, dt, root, s))
+        return self._launch("broadcast", [tensor], lambda s: self._comm.broadcast(ptr, ptr, n, dt, root, s))
 
     def all_gather_into_tensor(self, output: Tensor, input: Tensor) -> Work:
         dev = _index(input)
         (src, n, dt), (dst, total, _) = _buffer(input, dev), _buffer(output, dev)
         if total != n * len(self.ranks):
             raise ValueError("output tensor size must be equal to world_size times input tensor size")
-        return self._launch([output, input], lambda s: self._comm.allGather(src, dst, n, dt, s))
+        return self._launch(
+            "all_gather_into_tensor", [output, input], lambda s: self._comm.allGather(src, dst, n, dt, s)
+        )
 
     def all_gather(self, tensor_list: list[Tensor], tensor: Tensor) -> Work:
         # NCCL gathers into one buffer; one grouped broadcast per rank writes straight into the list instead.
@@ -159,14 +197,16 @@ class NcclBackend:
                 self._comm.broadcast(src, dst, n, dt, root, s)
             nccl.groupEnd()
 
-        return self._launch([tensor, *tensor_list], issue)
+        return self._launch("all_gather", [tensor, *tensor_list], issue)
 
     def reduce_scatter_tensor(self, output: Tensor, input: Tensor, op: ReduceOp) -> Work:
         dev = _index(input)
         (dst, n, dt), (src, total, _) = _buffer(output, dev), _buffer(input, dev)
         if total != n * len(self.ranks):
             raise ValueError("input tensor must be the same size as output size times world size")
-        return self._launch([output, input], lambda s: self._comm.reduceScatter(src, dst, n, dt, _OPS[op], s))
+        return self._launch(
+            "reduce_scatter_tensor", [output, input], lambda s: self._comm.reduceScatter(src, dst, n, dt, _OPS[op], s)
+        )
 
     def all_to_all_single(
         self, output: Tensor, input: Tensor, output_split_sizes: list[int] | None, input_split_sizes: list[int] | None
@@ -189,16 +229,16 @@ class NcclBackend:
                 send_at, recv_at = send_at + sends[peer], recv_at + recvs[peer]
             nccl.groupEnd()
 
-        return self._launch([output, input], issue)
+        return self._launch("all_to_all_single", [output, input], issue)
 
     def send(self, tensor: Tensor, dst: int, tag: int) -> Work:
         ptr, n, dt = _buffer(tensor, _index(tensor))
         peer = self._peer(dst)
-        return self._launch([tensor], lambda s: self._comm.send(ptr, n, dt, peer, s))
+        return self._launch("send", [tensor], lambda s: self._comm.send(ptr, n, dt, peer, s))
 
     def recv(self, tensor: Tensor, src: int | None, tag: int) -> Work:
         if src is None:
             raise RuntimeError("the nccl backend cannot receive from any source: give src")
         ptr, n, dt = _buffer(tensor, _index(tensor))
         peer = self._peer(src)
-        return self._launch([tensor], lambda s: self._comm.recv(ptr, n, dt, peer, s))
+        return self._launch("recv", [tensor], lambda s: self._comm.recv(ptr, n, dt, peer, s))

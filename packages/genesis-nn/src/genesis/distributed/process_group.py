@@ -9,6 +9,7 @@ process group on that store (cpu tensors, barrier); with the nccl backend, also 
 
 from __future__ import annotations
 
+import atexit
 import os
 from datetime import timedelta
 from typing import Any
@@ -28,11 +29,14 @@ _DEFAULT_TIMEOUT = timedelta(minutes=10)  # torch's default for both backends
 class ProcessGroup:
     """Ranks that run collectives together. ``rank()`` / ``size()`` are this process' place in it."""
 
-    def __init__(self, backend: str, torch_group: Any, ranks: list[int], store: Any, key: str) -> None:
+    def __init__(
+        self, backend: str, torch_group: Any, ranks: list[int], store: Any, key: str, timeout: timedelta
+    ) -> None:
         self.backend = backend
         self.ranks = ranks  # global ranks, in group-rank order
-        self._gloo = GlooBackend(torch_group)
-        self._nccl = NcclBackend(store, key, ranks, tdist.get_rank()) if backend == "nccl" else None
+        self._gloo = GlooBackend(torch_group)  # gloo times out by itself; NCCL through a watchdog
+        seconds = timeout.total_seconds()
+        self._nccl = NcclBackend(store, key, ranks, tdist.get_rank(), seconds) if backend == "nccl" else None
 
     def rank(self) -> int:
         return self.ranks.index(tdist.get_rank())
@@ -55,9 +59,14 @@ class ProcessGroup:
     def gloo(self) -> GlooBackend:
         return self._gloo
 
-    def destroy(self) -> None:
+    def destroy(self, abort: bool = False) -> None:
+        """Release this group's communicators now, not whenever the object is collected: the NCCL
+        communicator (``abort``: without waiting for work in flight, as at exit after an error), and the
+        reference to torch's gloo group, which torch's destroy_process_group then frees."""
         if self._nccl is not None:
-            self._nccl.destroy()
+            self._nccl.abort() if abort else self._nccl.destroy()
+            self._nccl = None
+        self._gloo.release()
 
     def __repr__(self) -> str:
         return f"ProcessGroup(backend={self.backend!r}, ranks={self.ranks})"
@@ -69,6 +78,8 @@ class _World:
     group: ProcessGroup | None = None
     store: Any = None
     groups: list[ProcessGroup] = []
+    timeout = _DEFAULT_TIMEOUT  # the default group's: new_group's default, as torch's
+    exit_handler = False
 
 
 class GroupMember:
@@ -141,10 +152,13 @@ def init_process_group(
     elif rank < 0 or world_size <= 0:
         raise ValueError("world_size and rank must be given with a store")
     tdist.init_process_group("gloo", store=store, rank=rank, world_size=world_size, timeout=timeout)
-    _World.store = tdist.PrefixStore("genesis", store)
-    _World.group = ProcessGroup(backend, tdist.group.WORLD, list(range(world_size)), _World.store, "nccl/0")
+    _World.store, _World.timeout = tdist.PrefixStore("genesis", store), timeout
+    _World.group = ProcessGroup(backend, tdist.group.WORLD, list(range(world_size)), _World.store, "nccl/0", timeout)
     _World.groups = [_World.group]
     GroupMember.WORLD = _World.group
+    if not _World.exit_handler:
+        atexit.register(_destroy_at_exit)  # after torch's import: runs before torch's own exit handlers
+        _World.exit_handler = True
 
 
 def default_group(group: ProcessGroup | None = None) -> ProcessGroup:
@@ -168,7 +182,7 @@ def new_group(ranks: list[int] | None = None, timeout: timedelta | None = None, 
     ranks = sorted(ranks) if ranks is not None else list(world.ranks)
     torch_group = tdist.new_group(ranks, timeout=timeout, backend="gloo")
     key = f"nccl/{len(_World.groups)}"  # the same on every rank: all ranks call new_group in the same order
-    group = ProcessGroup(backend, torch_group, ranks, _World.store, key)
+    group = ProcessGroup(backend, torch_group, ranks, _World.store, key, timeout or _World.timeout)
     _World.groups.append(group)
     return group if tdist.get_rank() in ranks else GroupMember.NON_GROUP_MEMBER
 
@@ -181,11 +195,29 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
             _World.groups.remove(group)
         return
     default_group()  # torch's error when nothing is initialized
+    _destroy_all(abort=False)
+
+
+def _destroy_all(abort: bool) -> None:
     for g in _World.groups:
-        g.destroy()
+        g.destroy(abort)
     tdist.destroy_process_group()
     _World.group, _World.store, _World.groups = None, None, []
     GroupMember.WORLD = None
+
+
+def _destroy_at_exit() -> None:
+    """Tear down what a process leaves initialized (no destroy_process_group, or an exception) while the
+    interpreter is whole.
+
+    Left to interpreter teardown, torch's gloo group dies in whatever order the finalizer frees objects:
+    its worker and store threads may still hold work and tensors whose release needs the GIL, and a
+    C++ thread that asks for the GIL after finalization has begun is ended with pthread_exit, whose
+    unwinding through a noexcept frame is std::terminate ("terminate called without an active
+    exception", about one exit in five before this handler). Nothing here talks to the other ranks,
+    so a rank exiting on an error does not wait for them."""
+    if _World.group is not None:
+        _destroy_all(abort=True)
 
 
 def get_rank(group: ProcessGroup | None = None) -> int:

@@ -1,0 +1,77 @@
+"""The NCCL watchdog: a collective that does not finish within the group's timeout aborts the communicator.
+
+NCCL's Work.wait() does not block the host: it orders the current stream after the collective. A dead or
+stalled peer therefore shows up as a kernel that never ends, and a host that later synchronises hangs
+with it. As torch's ProcessGroupNCCL watchdog, a daemon thread polls the events of the collectives in
+flight (and NCCL's asynchronous error, e.g. a peer's closed connection); when one is still running after
+the timeout, or NCCL reports an error, it calls ``on_failure(message)``: the backend aborts the
+communicator (ncclCommAbort ends the kernels, so a host blocked in a synchronize returns), writes the
+message to stderr and raises it, a RuntimeError naming the collective and the rank, from the next
+collective or wait() on that group. (torch's default also ends the process; genesis leaves that to the
+caller's exception.)
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+class Watchdog:
+    """Collectives in flight as ``(event, what, started)``; ``check()`` is one poll (the thread runs it
+    every ``interval`` seconds), which also makes it testable without a GPU."""
+
+    def __init__(
+        self,
+        timeout: float,
+        on_failure: Callable[[str], None],
+        async_error: Callable[[], None] | None = None,
+        interval: float = 0.1,
+    ) -> None:
+        self.timeout, self.interval = timeout, interval
+        self._on_failure, self._async_error = on_failure, async_error
+        self._in_flight: list[tuple[Any, str, float]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.failed: str | None = None
+
+    def watch(self, event: Any, what: str) -> None:
+        """Follow ``event`` (anything with ``query()``: True once the collective is done)."""
+        with self._lock:
+            self._in_flight.append((event, what, time.monotonic()))
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="genesis-nccl-watchdog", daemon=True)
+            self._thread.start()
+
+    def check(self) -> None:
+        """Drop the finished collectives; report the first one past the timeout, or NCCL's async error."""
+        if self.failed is not None:
+            return
+        with self._lock:
+            self._in_flight = [entry for entry in self._in_flight if not entry[0].query()]
+            late = [entry for entry in self._in_flight if time.monotonic() - entry[2] > self.timeout]
+        if late:
+            _, what, started = late[0]
+            self._fail(
+                f"{what} did not finish within the group's timeout ({self.timeout:g} s; it has run "
+                f"{time.monotonic() - started:.1f} s): a peer died or stalled"
+            )
+        elif self._async_error is not None:
+            try:
+                self._async_error()
+            except Exception as e:  # NCCL's own report (a peer's connection closed, ...)
+                self._fail(f"NCCL reported an asynchronous error: {e}")
+
+    def _fail(self, message: str) -> None:
+        self.failed = message
+        self._on_failure(message)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval) and self.failed is None:
+            self.check()
+
+    def stop(self) -> None:
+        self._stop.set()
