@@ -2,7 +2,8 @@
 
 1. A small op: add of 1,024 float32 elements on cuda, in a tight loop, with
    requires_grad False and True (host wall time per op: what launch overhead costs).
-2. A 4-layer MLP (width 1024, batch 64, float32): forward + backward wall time.
+2. ``empty`` of 1 MiB on cuda and its release, through the full stack (genesis.empty, torch.empty).
+3. A 4-layer MLP (width 1024, batch 64, float32): forward + backward wall time.
 
 Medians over rounds; each round times both frameworks back to back.
     python3 benchmarks/bench_stack.py [--quick]
@@ -60,6 +61,23 @@ def bench_small_add(quick: bool) -> None:
         print(f"{requires_grad!s:>14} {g:9.2f} {t:9.2f} {g / t:7.2f}")
 
 
+def bench_empty(quick: bool) -> None:
+    iters, rounds = (500, 5) if quick else (5000, 11)
+    n = (1 << 20) // 4  # 1 MiB of float32; the tensor dies at once, so its block goes back to the cache
+    result = _interleaved(
+        {
+            "genesis": lambda: genesis.empty(n, device="cuda"),
+            "torch": lambda: torch.empty(n, device="cuda"),
+        },
+        {"genesis": genesis.cuda.synchronize, "torch": torch.cuda.synchronize},
+        iters,
+        rounds,
+    )
+    g, t = result["genesis"] * 1e6, result["torch"] * 1e6
+    print("== empty(1 MiB, device='cuda') + free, full stack (host wall time per call, us) ==")
+    print(f"genesis {g:.2f}   torch {t:.2f}   ratio {g / t:.2f}")
+
+
 def bench_mlp(quick: bool) -> None:
     iters, rounds = (10, 3) if quick else (50, 7)
     width, batch, depth = 1024, 64, 4
@@ -105,6 +123,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     bench_small_add(args.quick)
+    bench_empty(args.quick)
     bench_mlp(args.quick)
 
 
