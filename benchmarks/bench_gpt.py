@@ -7,6 +7,7 @@ frameworks; each step is timed from a synchronised start to a synchronised end, 
 after warm-up give tokens per second. Peak memory is each allocator's own peak.
     python3 benchmarks/bench_gpt.py                 # GPT-2 small: 12 x 768, vocabulary 50,304, 1024 x 8
     python3 benchmarks/bench_gpt.py --quick         # a smaller model, for a smoke run
+    python3 benchmarks/bench_gpt.py --graph         # also genesis with the whole step captured as a CUDA graph
 """
 
 from __future__ import annotations
@@ -63,11 +64,52 @@ class Trainer:
         self.lib.cuda.synchronize()
 
 
+class GraphTrainer(Trainer):
+    """The same step captured whole as one CUDA graph (torch's whole-network recipe): the batch is
+    copied into static tensors and the graph replayed. The first call warms up on a side stream
+    (three optimizer steps) and captures; Adam's step counters live on the device (capturable)."""
+
+    def __init__(self, script: types.ModuleType, config: dict, batch: int) -> None:
+        super().__init__(script, config, batch)
+        for group in self.optimizer.param_groups:
+            group["capturable"] = True
+        self.graph = None
+
+    def _body(self):
+        lib = self.lib
+        with lib.autocast("cuda", dtype=lib.bfloat16):
+            _, loss = self.model(self.static_x, self.static_y)
+        loss.backward()
+        self.script.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        return loss
+
+    def step(self, x: np.ndarray, y: np.ndarray) -> None:
+        lib = self.lib
+        if self.graph is None:
+            self.static_x, self.static_y = lib.tensor(x, device="cuda"), lib.tensor(y, device="cuda")
+            side = lib.cuda.Stream()
+            side.wait_stream(lib.cuda.current_stream())
+            with lib.cuda.stream(side):
+                for _ in range(3):
+                    self.optimizer.zero_grad(set_to_none=True)
+                    self._body()
+            lib.cuda.current_stream().wait_stream(side)
+            self.optimizer.zero_grad(set_to_none=True)  # backward makes .grad in the graph's pool
+            self.graph = lib.cuda.CUDAGraph()
+            with lib.cuda.graph(self.graph):
+                self.static_loss = self._body()
+        self.static_x.copy_(lib.tensor(x, device="cuda"))
+        self.static_y.copy_(lib.tensor(y, device="cuda"))
+        self.graph.replay()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--graph", action="store_true", help="also time genesis with the step captured whole")
     args = parser.parse_args()
     if args.quick:
         config, batch = dict(vocab_size=8192, block_size=256, n_layer=4, n_head=8, n_embd=512), 8
@@ -78,6 +120,8 @@ def main() -> None:
         "genesis": Trainer(load("gpt_genesis", None), config, batch),
         "torch": Trainer(load("gpt_torch", TO_TORCH), config, batch),
     }
+    if args.graph:
+        trainers["genesis graph"] = GraphTrainer(load("gpt_genesis_graph", None), config, batch)
     times: dict[str, list[float]] = {name: [] for name in trainers}
     first: dict[str, float] = {}
     for step in range(args.warmup + args.steps):
@@ -99,8 +143,11 @@ def main() -> None:
     params = sum(p.numel() for p in trainers["torch"].model.parameters())
     print(f"GPT {params / 1e6:.1f} M parameters, {batch} x {config['block_size']} tokens, bf16 autocast, AdamW")
     for name in trainers:
-        print(f"  {name:8s} {rate[name]:12,.0f} tokens/s   peak {peak[name]:6.2f} GiB   first step {first[name]:.1f} s")
+        mem = peak["torch" if name == "torch" else "genesis"]  # with --graph: both genesis models together
+        print(f"  {name:14s} {rate[name]:12,.0f} tokens/s   peak {mem:6.2f} GiB   first step {first[name]:.1f} s")
     print(f"  ratio genesis / torch eager tokens/s: {rate['genesis'] / rate['torch']:.3f}")
+    if args.graph:
+        print(f"  ratio genesis graph / torch eager tokens/s: {rate['genesis graph'] / rate['torch']:.3f}")
 
 
 if __name__ == "__main__":

@@ -459,3 +459,69 @@ def test_make_graphed_callables_functions():
         ((ref * w).sum() + ref_red.sum()).backward()
         assert_bitwise(a.grad, a2.grad, "grad a")
         assert_bitwise(b.grad, b2.grad, "grad b")
+
+
+def _load_gpt_example():
+    """examples/train_gpt.py as a module (its GPT, GPTConfig, configure_optimizer)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "train_gpt.py"
+    spec = importlib.util.spec_from_file_location("train_gpt_for_graphs", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@cuda_only
+def test_gpt_example_step_captured_whole_matches_eager():
+    """The GPT example's step (bf16 autocast, attention, cross-entropy, clipping, AdamW) captured
+    once and replayed on new batches gives the eager twin's losses and weights bit for bit."""
+    script = _load_gpt_example()
+    config = script.GPTConfig(vocab_size=97, block_size=32, n_layer=2, n_head=2, n_embd=64, dropout=0.0)
+    model = script.GPT(config).to("cuda")
+    twin = copy.deepcopy(model)
+    opt = script.configure_optimizer(model, lr=1e-3, weight_decay=0.1)
+    twin_opt = script.configure_optimizer(twin, lr=1e-3, weight_decay=0.1)
+    for group in [*opt.param_groups, *twin_opt.param_groups]:
+        group["capturable"] = True
+    rng = np.random.default_rng()
+
+    def batch():
+        return tuple(genesis.tensor(rng.integers(0, 97, (4, 32)), device="cuda") for _ in range(2))
+
+    def step(m, o, x, y):
+        with genesis.autocast("cuda", dtype=genesis.bfloat16):
+            _, loss = m(x, y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        o.step()
+        return loss
+
+    static_x, static_y = batch()
+    batches = [batch() for _ in range(6)]
+    side = genesis.cuda.Stream()
+    side.wait_stream(genesis.cuda.current_stream())
+    with genesis.cuda.stream(side):
+        for x, y in batches[:3]:
+            opt.zero_grad(set_to_none=True)
+            static_x.copy_(x)
+            static_y.copy_(y)
+            step(model, opt, static_x, static_y)
+    genesis.cuda.current_stream().wait_stream(side)
+    for x, y in batches[:3]:
+        twin_opt.zero_grad(set_to_none=True)
+        step(twin, twin_opt, x, y)
+    opt.zero_grad(set_to_none=True)
+    g = genesis.cuda.CUDAGraph()
+    with genesis.cuda.graph(g):
+        static_loss = step(model, opt, static_x, static_y)
+    for x, y in batches[3:]:
+        static_x.copy_(x)
+        static_y.copy_(y)
+        g.replay()
+        twin_opt.zero_grad(set_to_none=True)
+        loss = step(twin, twin_opt, x, y)
+        assert_bitwise(static_loss, loss, "loss")
+        for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+            assert_bitwise(p, q, name)
