@@ -156,6 +156,12 @@ def matmul(b) -> None:  # type: ignore[no-untyped-def]
     # float32 at the wide-output shape class (N >= 2048), tf32 and IEEE: the tiles must fit shared memory
     for tf32 in (True, False):
         gk.matmul(b((1, 512, 256)), b((1, 256, 4096), "float32", (0, 1, 256)), b((1, 512, 4096)), allow_tf32=tf32)
+    # split-K (few output tiles, long K): both passes, with and without the epilogue
+    for dt in ("float32", "float64", "bfloat16"):
+        gk.matmul(b((1, 48, 1024), dt), b((1, 1024, 1024), dt), b((1, 48, 1024), dt))
+        gk.matmul(
+            b((1, 48, 1024), dt), b((1, 1024, 1024), dt), b((1, 48, 1024), dt), bias=b((1024,), dt), activation="relu"
+        )
 
 
 def random(b) -> None:  # type: ignore[no-untyped-def]

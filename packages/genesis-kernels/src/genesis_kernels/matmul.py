@@ -16,6 +16,7 @@ from collections.abc import Callable
 import triton
 import triton.language as tl
 
+from . import runtime as rt
 from .buffer import INT32_LIMIT, BufferLike, dtype_info, extent
 from .elementwise import cast_to, fill, unary_op
 from .runtime import INTERPRET, Kernel, LaunchFn, cdiv, next_pow2, ptr_type, sm_count
@@ -53,6 +54,8 @@ def _matmul_kernel(
     som,
     son,
     sbias,
+    ws,
+    k_per,
     ACC: tl.constexpr,
     PRECISION: tl.constexpr,
     INT64: tl.constexpr,
@@ -65,7 +68,11 @@ def _matmul_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    SPLIT: tl.constexpr,
 ):
+    # SPLIT > 1 (split-K, for products with too few output tiles to fill the chip): program
+    # (tile, batch, s) sums K's slice [s * k_per, (s + 1) * k_per) and writes its float32 (float64)
+    # partial to ws (SPLIT, B, M, N); _split_sum_kernel adds the slices, the bias and the activation.
     pid = tl.program_id(0)
     batch = tl.program_id(1)
     grid_m = tl.cdiv(M, BLOCK_M)
@@ -81,7 +88,12 @@ def _matmul_kernel(
     a_base = a + batch * sab + rm[:, None] * sam
     b_base = b + batch * sbb + rn[None, :] * sbn
     acc = tl.zeros([BLOCK_M, BLOCK_N], ACC)
-    for k0 in range(0, K, BLOCK_K):
+    k_lo = 0
+    k_hi = K
+    if SPLIT > 1:
+        k_lo = tl.program_id(2) * k_per  # k_per is a multiple of BLOCK_K: the slices tile K exactly
+        k_hi = tl.minimum(K, k_lo + k_per)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
         k = k0 + rk
         if A_K_CONTIG:
             a_ptrs = a_base + k[None, :]
@@ -99,6 +111,10 @@ def _matmul_kernel(
             acc = tl.dot(av.to(tl.float32), bv.to(tl.float32), acc, input_precision="ieee")
         else:
             acc = tl.dot(av, bv, acc, input_precision=PRECISION)
+    if SPLIT > 1:
+        part = ws + ((tl.program_id(2) * tl.num_programs(1) + batch) * M + rm[:, None]) * N + rn[None, :]
+        tl.store(part, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+        return
     acc = _epilogue(acc, bias, sbias, rn, N, HAS_BIAS, ACT)
     if O_N_CONTIG:
         o = out + batch * sob + rm[:, None] * som + rn[None, :]
@@ -115,6 +131,31 @@ def _grouped(tile, grid_m, grid_n, GROUP_M: tl.constexpr):
     first_m = group * GROUP_M
     size_m = tl.minimum(grid_m - first_m, GROUP_M)
     return first_m + (tile % per_group) % size_m, (tile % per_group) // size_m
+
+
+@triton.jit
+def _split_sum_kernel(
+    ws, out, bias, M, N, total, sob, som, son, sbias,
+    SPLIT: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """out = act(sum of the SPLIT partials + bias), rounded once: split-K's second pass, in slice order
+    (deterministic)."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if INT64:
+        i = i.to(tl.int64)
+    mask = i < total
+    acc = tl.load(ws + i, mask=mask, other=0)
+    for s in tl.static_range(1, SPLIT):
+        acc += tl.load(ws + s * total + i, mask=mask, other=0)
+    mn = M * N
+    b = i // mn
+    m = (i % mn) // N
+    n = i % N
+    if HAS_BIAS:
+        acc += tl.load(bias + n * sbias, mask=mask, other=0).to(acc.dtype)
+    if ACT != "none":
+        acc = unary_op(acc, ACT)
+    tl.store(out + b * sob + m * som + n * son, cast_to(acc, out.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -221,6 +262,7 @@ def _matmul_tma_kernel(
 
 
 _MATMUL = Kernel(_matmul_kernel)
+_SPLIT_SUM = Kernel(_split_sum_kernel)
 _MATMUL_TMA = Kernel(_matmul_tma_kernel)
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
@@ -497,7 +539,8 @@ def _matmul_pointers(
         + [n for n in ("sab", "sam", "sbb", "sbk", "sob", "som") if strides[n] % 16 == 0]
     )
     bias_dtype = bias.dtype if bias is not None else None
-    key = (a.dtype, out.dtype, precision, big, a_k, b_n, o_n, bm, bn, bk, aligned, has_bias, act, bias_dtype)
+    split, k_per = _split_k(B, M, N, K, bm, bn, bk)
+    key = (a.dtype, out.dtype, precision, big, a_k, b_n, o_n, bm, bn, bk, aligned, has_bias, act, bias_dtype, split)
     fn = _MATMUL.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
@@ -506,7 +549,9 @@ def _matmul_pointers(
             "b": ptr_type(b.dtype),
             "out": ptr_type(out.dtype),
             "bias": ptr_type(bias.dtype if bias is not None else out.dtype),
-            **{n: it for n in ("M", "N", "K", "sab", "sam", "sak", "sbb", "sbk", "sbn", "sob", "som", "son", "sbias")},
+            "ws": ptr_type(acc),
+            **{n: it for n in ("M", "N", "K", "sab", "sam", "sak", "sbb", "sbk", "sbn", "sob", "som", "son")},
+            **{n: it for n in ("sbias", "k_per")},
         }
         consts = dict(
             ACC=dtype_info(acc).tl,
@@ -521,10 +566,82 @@ def _matmul_pointers(
             BLOCK_N=bn,
             BLOCK_K=bk,
             GROUP_M=8,
+            SPLIT=split,
         )
         fn = _MATMUL.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    grid = (cdiv(M, bm) * cdiv(N, bn), B, 1)
     sbias = bias.strides[0] if bias is not None else 0
     args = (M, N, K, *a.strides, *b.strides, *out.strides, sbias)
-    return _bind(fn, grid, (*args, *fn._consts))  # type: ignore[attr-defined]
+    if split == 1:
+        return _bind(fn, (cdiv(M, bm) * cdiv(N, bn), B, 1), (*args, 0, K, *fn._consts))  # type: ignore[attr-defined]
+    grid = (cdiv(M, bm) * cdiv(N, bn), B, split)
+    return _split_plan(fn, grid, a, b, out, bias, act, acc, k_per, args, big)
+
+
+# Split-K: a product whose output tiles cannot fill the chip (a batch of 64 rows times a square
+# weight: 16 tiles for 132 SMs) splits K over several programs per tile, each writing a float32
+# partial; a second small kernel sums them. It pays only while a tile's K loop is long enough to
+# hide the extra pass: each slice keeps at least _MIN_SLICE_TILES of BLOCK_K.
+_MIN_SLICE_TILES = 4
+_MAX_SPLIT = 16
+
+
+def _split_k(B: int, M: int, N: int, K: int, bm: int, bn: int, bk: int) -> tuple[int, int]:
+    """(number of K slices, K per slice); (1, K) when the tiles alone fill half of the SMs or K is short."""
+    programs = B * cdiv(M, bm) * cdiv(N, bn)
+    sms = sm_count()
+    if 2 * programs > sms or K < 2 * _MIN_SLICE_TILES * bk:
+        return 1, K
+    split = min(cdiv(sms, programs), K // (_MIN_SLICE_TILES * bk), _MAX_SPLIT)
+    if split < 2 or split * B * M * N >= INT32_LIMIT:
+        return 1, K
+    k_per = cdiv(cdiv(K, split), bk) * bk
+    return cdiv(K, k_per), k_per
+
+
+def _split_plan(
+    fn: LaunchFn,
+    grid: tuple[int, int, int],
+    a: BufferLike,
+    b: BufferLike,
+    out: BufferLike,
+    bias: BufferLike | None,
+    act: str,
+    acc: str,
+    k_per: int,
+    args: tuple,
+    big: bool,
+) -> MatmulPlan:
+    """Both passes of a split-K product; the partials live in the stream's scratch (a graph's own
+    block under capture), which stream order keeps valid from the first pass to the second."""
+    B, M, _ = a.shape
+    N = b.shape[2]
+    split = grid[2]
+    total = B * M * N
+    ws_bytes = split * total * dtype_info(acc).itemsize
+    has_bias = bias is not None
+    key = (acc, out.dtype, has_bias, bias.dtype if bias is not None else None, act, split, big)
+    red = _SPLIT_SUM.cache.get(key)
+    if red is None:
+        it = "i64" if big else "i32"
+        types = {
+            "ws": ptr_type(acc),
+            "out": ptr_type(out.dtype),
+            "bias": ptr_type(bias.dtype if bias is not None else out.dtype),
+            **{n: it for n in ("M", "N", "total", "sob", "som", "son", "sbias")},
+        }
+        consts = dict(SPLIT=split, HAS_BIAS=has_bias, ACT=act, INT64=big, BLOCK=1024)
+        red = _SPLIT_SUM.build(key, types, consts, num_warps=4, num_stages=1)
+        red._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    red_grid = (cdiv(total, 1024), 1, 1)
+    sob, som, son = out.strides
+    sbias = bias.strides[0] if bias is not None else 0
+    consts = fn._consts  # type: ignore[attr-defined]
+    second = (M, N, total, sob, som, son, sbias, *red._consts)  # type: ignore[attr-defined]
+
+    def plan(a_ptr: int, b_ptr: int, out_ptr: int, bias_ptr: int, stream: int) -> None:
+        ws = rt.scratch(ws_bytes, stream)
+        fn(grid, stream, (a_ptr, b_ptr, out_ptr, bias_ptr, *args, ws, k_per, *consts))
+        red(red_grid, stream, (ws, out_ptr, bias_ptr, *second))
+
+    return plan
