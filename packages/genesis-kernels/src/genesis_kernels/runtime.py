@@ -395,7 +395,7 @@ def scratch(nbytes: int, stream: int) -> int:
 class _GraphScratch:
     """A device block one CUDA graph's kernels use as scratch; freed when the graph lets it go."""
 
-    __slots__ = ("nbytes", "ptr")
+    __slots__ = ("__weakref__", "nbytes", "ptr")
 
     def __init__(self, nbytes: int) -> None:
         self.ptr = cuda().malloc(nbytes)  # relaxed capture mode: allowed while the graph captures
@@ -417,16 +417,18 @@ def _graph_scratch(nbytes: int) -> int:
     eager work uses the stream's own scratch; so each graph gets a block of its own, kept as long
     as it lives. Kernels of one capture are ordered on its stream and share its largest block."""
     graph = graphs.current_capture()
-    held = _graph_scratch_blocks.get(graph)
+    ref = _graph_scratch_blocks.get(graph)
+    held = ref() if ref is not None else None
     if held is not None and held.nbytes >= nbytes:
         return held.ptr
     block = _GraphScratch(next_pow2(nbytes))
-    graph.keep_alive(block)  # type: ignore[union-attr]
-    _graph_scratch_blocks[graph] = block
+    graph.keep_alive(block)  # type: ignore[union-attr]  # the graph alone owns it (reset drops it)
+    _graph_scratch_blocks[graph] = weakref.ref(block)
     return block.ptr
 
 
-_graph_scratch_blocks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # graph -> its largest block
+# graph -> a weak reference to its largest scratch block (owned by the graph through keep_alive)
+_graph_scratch_blocks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def read_int32(ptr: int, count: int, stream: int) -> list[int]:
