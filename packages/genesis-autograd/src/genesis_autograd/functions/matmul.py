@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import grad_mode
 from ..tensor_base import TensorBase
-from ._util import Primitive
+from ._util import Primitive, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
@@ -65,13 +66,26 @@ class Linear(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        rows = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # a 2-D input's rows need no reshape op
-        gx = g.matmul(w) if ctx.needs_input_grad[0] else None
-        if ctx.needs_input_grad[1]:
-            gw = rows.mT.matmul(x if x.ndim == 2 else x.reshape(-1, x.shape[-1]))
-        else:
-            gw = None
-        gb = rows.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        need = ctx.needs_input_grad
+        if g.requires_grad or grad_mode.is_grad_enabled():  # a recorded backward: Tensor ops, differentiable
+            rows = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # a 2-D input's rows need no reshape op
+            gx = g.matmul(w) if need[0] else None
+            gw = rows.mT.matmul(x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None
+            gb = rows.sum(0) if ctx.has_bias and need[2] else None
+            return gx, gw, gb
+        # The usual backward: NDArray ops on 2-D rows (the matmuls take their cached 2-D plans), none of
+        # the Tensor layer's per-op cost; the same products in the same layouts as the recorded path.
+        gd = g.data
+        rows = gd if gd.ndim == 2 else gd.reshape(-1, gd.shape[-1])
+        gx = gw = gb = None
+        if need[0]:
+            gx = rows.matmul(w.data)
+            gx = wrap(g, gx if gd.ndim == 2 else gx.reshape(*gd.shape[:-1], gx.shape[-1]))
+        if need[1]:
+            xd = x.data
+            gw = wrap(g, rows.mT.matmul(xd if xd.ndim == 2 else xd.reshape(-1, xd.shape[-1])))
+        if ctx.has_bias and need[2]:
+            gb = wrap(g, rows.sum(0))
         return gx, gw, gb
 
 
