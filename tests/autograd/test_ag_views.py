@@ -321,3 +321,35 @@ def test_stack_error_names_both_shapes(device, second):
 def test_cat_mismatch_raises(device):
     with pytest.raises(RuntimeError, match=r"Sizes of tensors must match except in dimension 1"):
         genesis.cat([genesis.zeros(2, 3, device=device), genesis.zeros(3, 3, device=device)], 1)
+
+
+def test_split_is_one_node_whose_backward_fills_unused_pieces_and_follows_in_place_writes(device: str) -> None:
+    """split / chunk make one SplitBackward0 node for all pieces (torch's): pieces without a gradient
+    count as zeros, a piece written in place reaches the base's history, and the backward is
+    differentiable (create_graph)."""
+    import numpy as np
+
+    w = np.random.default_rng().standard_normal((6, 4)).astype(np.float32)
+
+    def in_place(lib, t):
+        a = t * 1.5
+        x, y, z = a.split(2) if lib is genesis else (a[0:2], a[2:4], a[4:6])  # torch refuses in-place on split's
+        y.mul_(3)
+        return a.sin().sum() + (x * z).sum() + y.sum()
+
+    def one_piece(lib, t):
+        return t.split([1, 2, 3])[1].pow(2).sum()
+
+    def second_order(lib, t):
+        a, b = t.chunk(2)
+        (g,) = lib.autograd.grad((a * b).pow(2).sum(), t, create_graph=True)
+        return g.pow(2).sum()
+
+    for fn in (in_place, one_piece, second_order):
+        ours = genesis.tensor(w, device=device, requires_grad=True)
+        theirs = torch.tensor(w, requires_grad=True)
+        fn(genesis, ours).backward()
+        fn(torch, theirs).backward()
+        torch.testing.assert_close(torch.from_numpy(ours.grad.cpu().numpy()), theirs.grad, rtol=1e-5, atol=1e-5)
+    pieces = genesis.tensor(w, device=device, requires_grad=True).split(2)
+    assert {p.grad_fn for p in pieces} == {pieces[0].grad_fn} and pieces[0].grad_fn.name() == "SplitBackward0"

@@ -344,7 +344,7 @@ def _wrap_outputs(out: Any, ctx: Node | None, base: Tensor | None, make: type[Te
         if isinstance(item, make):
             item = item.data
         t = make(item)
-        if base is not None and i == 0:
+        if base is not None:  # a view Function's outputs (split's pieces too) all show the base's memory
             t._version = base._version
             t._base = base if base._base is None else base._base
             t._view_version = base._version[0]

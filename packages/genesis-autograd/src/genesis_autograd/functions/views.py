@@ -162,6 +162,38 @@ class Narrow(Primitive):
         return scatter_into_zeros(g, shape, dtype, device, index), None, None, None
 
 
+class Split(Primitive):
+    """split / chunk: every piece a view of the input, one graph node for all of them (torch's
+    SplitBackward0). Its backward writes the pieces' gradients into one buffer, where a node per
+    piece would make a zero-filled input-sized gradient each and add them up."""
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, dim, sizes):
+        data = a.data
+        dim = normalize_dim(dim, data.ndim)
+        ctx.split = (dim, tuple(data.shape), data.dtype, data.device)
+        out, start = [], 0
+        for size in sizes:
+            out.append(data.narrow(dim, start, size))
+            start += size
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):  # the engine makes a missing piece's gradient zeros
+        dim, shape, dtype, device = ctx.split
+        if any(g.requires_grad for g in grads) or grad_mode.is_grad_enabled():  # recorded: differentiable
+            return Cat.apply(dim, *grads), None, None
+        out = empty(*shape, dtype=dtype, device=device)
+        start = 0
+        for g in grads:
+            size = g.shape[dim]
+            out[(slice(None),) * dim + (slice(start, start + size),)] = g.data
+            start += size
+        return grads[0]._result_type(out), None, None
+
+
 class Cat(Primitive):
     @staticmethod
     def forward(ctx, dim, *tensors):
@@ -553,11 +585,7 @@ class ViewsMixin(TensorBase):
                     f"split_with_sizes expects split_sizes to sum exactly to {size} (input "
                     f"tensor's size at dimension {dim}), but got split_sizes={sizes}"
                 )
-        out, start = [], 0
-        for s in sizes:
-            out.append(self.narrow(dim, start, s))
-            start += s
-        return tuple(out)
+        return Split.apply(self, dim, sizes)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
         """``chunks`` views of (nearly) equal size along ``dim``; the last may be smaller, and fewer may
