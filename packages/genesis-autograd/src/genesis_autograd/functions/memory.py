@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import DType, NDArray, as_device, as_dtype
 
+from .. import grad_mode
 from ..tensor_base import Scalar, TensorBase
-from ._util import Primitive, meta, reduce_to
+from ._util import Primitive, meta, reduce_to, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     import numpy as np
@@ -29,7 +30,10 @@ class Cast(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return g.to(ctx.dtype), None
+        if g.requires_grad or grad_mode.is_grad_enabled():  # recorded: a differentiable cast
+            return g.to(ctx.dtype), None
+        data = g.data  # the usual case (every autocast cast of a step): straight to the NDArray
+        return (g if data.dtype == ctx.dtype else wrap(g, data.astype(ctx.dtype))), None
 
 
 class ToDevice(Primitive):
