@@ -30,6 +30,17 @@ if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
 
 
+def _plain(g) -> bool:
+    """Whether a backward is not itself recorded (the usual case): it may then work on NDArrays
+    directly, without the Tensor layer's per-op cost; a recorded one uses Tensor ops (differentiable)."""
+    return not (g.requires_grad or grad_mode.is_grad_enabled())
+
+
+def _reshaped(g, shape):
+    """``g`` reshaped to ``shape``: the gradient of every view that only regroups dimensions."""
+    return g._result_type(g.data.reshape(*shape)) if _plain(g) else g.reshape(*shape)
+
+
 # ---------------------------------------------------------------- layout
 class Reshape(Primitive):
     is_view = True
@@ -42,7 +53,7 @@ class Reshape(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(*ctx.in_shape), None
+        return _reshaped(g, ctx.in_shape), None
 
 
 class View(Primitive):
@@ -56,7 +67,7 @@ class View(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(*ctx.in_shape), None
+        return _reshaped(g, ctx.in_shape), None
 
 
 class Permute(Primitive):
@@ -73,7 +84,7 @@ class Permute(Primitive):
         inverse = [0] * len(ctx.dims)
         for i, d in enumerate(ctx.dims):
             inverse[d] = i
-        return g.permute(*inverse), None
+        return (g._result_type(g.data.permute(*inverse)) if _plain(g) else g.permute(*inverse)), None
 
 
 class Transpose(Primitive):
@@ -86,7 +97,8 @@ class Transpose(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return g.transpose(*ctx.dims), None, None
+        d0, d1 = ctx.dims
+        return (g._result_type(g.data.transpose(d0, d1)) if _plain(g) else g.transpose(d0, d1)), None, None
 
 
 class Expand(Primitive):
@@ -114,7 +126,7 @@ class Squeeze(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(*ctx.in_shape), None
+        return _reshaped(g, ctx.in_shape), None
 
 
 class Unsqueeze(Primitive):
@@ -128,7 +140,7 @@ class Unsqueeze(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(*ctx.in_shape), None
+        return _reshaped(g, ctx.in_shape), None
 
 
 class Flatten(Primitive):
@@ -142,7 +154,7 @@ class Flatten(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(*ctx.in_shape), None, None
+        return _reshaped(g, ctx.in_shape), None, None
 
 
 class Narrow(Primitive):
