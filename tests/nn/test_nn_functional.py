@@ -114,7 +114,13 @@ NORMS = [
 
 @pytest.mark.parametrize("fn,inputs", [pytest.param(f, i, id=n) for n, f, i in NORMS])
 def test_function_matches_torch(device, fn, inputs):
-    tol = dict(rtol=1e-5, atol=1e-7) if inputs[0].dtype == torch.float32 else {}
+    tol = {}
+    if inputs[0].dtype == torch.float32:
+        # A normalization's input gradient scales as 1 / rms(x): for the 1e-3-scaled input it is ~1e3,
+        # and an element that cancels to a few units carries the fp32 roundoff of those 1e3-sized
+        # terms. So the absolute floor scales the same way; for inputs of unit size it stays 1e-7.
+        scale = float(inputs[0].pow(2).mean().sqrt())
+        tol = dict(rtol=1e-5, atol=1e-7 if scale >= 0.1 else 1e-7 / scale)
     check_forward_backward(lambda *a: fn(TF, *a), lambda *a: fn(F, *a), inputs, device, **tol)
 
 
