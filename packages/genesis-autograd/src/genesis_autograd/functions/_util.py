@@ -54,6 +54,13 @@ def tensor_arg(self, x, op: str, name: str):
     raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
 
 
+def backward_recorded(*grads) -> bool:
+    """Whether a backward is itself recorded (create_graph, or a gradient that requires grad): it must
+    then use Tensor ops, which can be differentiated; otherwise it may work on the NDArrays directly,
+    without the Tensor layer's per-op cost (the usual case)."""
+    return grad_mode.is_grad_enabled() or any(g is not None and g.requires_grad for g in grads)
+
+
 def plain(x):
     """A Tensor argument's NDArray; a Python scalar (or an NDArray) unchanged."""
     return x.data if is_tensor(x) else x

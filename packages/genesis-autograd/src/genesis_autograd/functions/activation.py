@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 from genesis_ndarray import empty, promote_types
 from genesis_ndarray.shape import broadcast_shapes, normalize_dim
 
-from .. import grad_mode
-from ._util import Primitive, wrap
+from ._util import Primitive, backward_recorded, wrap
 from .views import Cat
 
 if TYPE_CHECKING:
@@ -51,10 +50,6 @@ def _slope(x, kind: str):
     return s * (1 + x * (1 - s)) if kind == "silu" else s * (1 - s)
 
 
-def _recorded(g) -> bool:
-    return g.requires_grad or grad_mode.is_grad_enabled()
-
-
 # ------------------------------------------------------------ y = act(x)
 class _Activation(Primitive):
     kind = ""
@@ -70,7 +65,7 @@ class _Activation(Primitive):
     def backward(cls, ctx, g):
         (x,) = ctx.saved_tensors
         # An integer input computes in float: its gradient is composed (and cast back by the engine).
-        if _recorded(g) or g.dtype != x.dtype:
+        if backward_recorded(g) or g.dtype != x.dtype:
             return g * _slope(x, cls.kind)
         return wrap(g, x.data.activation_backward(g.data, cls.kind))
 
@@ -100,7 +95,7 @@ class Gated(Primitive):
     @staticmethod
     def backward(ctx, g):
         gate, up = ctx.saved_tensors
-        if _recorded(g):
+        if backward_recorded(g):
             need = ctx.needs_input_grad
             dgate = g * up * _slope(gate, ctx.kind) if need[0] else None
             return dgate, g * _act(gate, ctx.kind) if need[1] else None, None
@@ -124,7 +119,7 @@ class Glu(Primitive):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         dim, half = ctx.dim, ctx.half
-        if _recorded(g):
+        if backward_recorded(g):
             a, b = x.narrow(dim, 0, half), x.narrow(dim, half, half)
             s = b.sigmoid()
             return Cat.apply(dim, g * s, g * a * s * (1 - s)), None

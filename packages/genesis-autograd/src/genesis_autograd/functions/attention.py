@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from .. import grad_mode
-from ._util import Primitive, check_output_version, plain, wrap
+from ._util import Primitive, backward_recorded, check_output_version, plain, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
@@ -33,7 +32,7 @@ class ScaledDotProductAttention(Primitive):
         q, k, v = ctx.saved_tensors
         dropout_p, is_causal, scale = ctx.args
         check_output_version(ctx)
-        if g.requires_grad or grad_mode.is_grad_enabled():
+        if backward_recorded(g):
             if dropout_p > 0.0:
                 raise RuntimeError("scaled_dot_product_attention: double backward with dropout is not supported")
             return (*_composed_backward(q, k, v, g, ctx.mask, is_causal, scale), None, None, None, None)

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 from genesis_ndarray import DType, float32
 
-from .. import grad_mode
-from ._util import Primitive, wrap
+from ._util import Primitive, backward_recorded, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this package
     from ..tensor import Tensor
@@ -47,7 +46,7 @@ class CrossEntropy(Primitive):
     def backward(ctx, g):
         logits, target, weight = ctx.saved_tensors
         ignore_index, label_smoothing, _ = ctx.args
-        if g.requires_grad or grad_mode.is_grad_enabled():
+        if backward_recorded(g):
             return _composed_backward(ctx, g, logits, target, weight), None, None, None, None, None, None
         dx = logits.data.cross_entropy_backward(
             target.data,

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import grad_mode
 from ..tensor_base import TensorBase
-from ._util import Primitive, wrap
+from ._util import Primitive, backward_recorded, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
@@ -67,7 +66,7 @@ class Linear(Primitive):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need = ctx.needs_input_grad
-        if g.requires_grad or grad_mode.is_grad_enabled():  # a recorded backward: Tensor ops, differentiable
+        if backward_recorded(g):  # a recorded backward: Tensor ops, differentiable
             rows = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # a 2-D input's rows need no reshape op
             gx = g.matmul(w) if need[0] else None
             gw = rows.mT.matmul(x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None

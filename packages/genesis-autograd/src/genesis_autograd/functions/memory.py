@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import DType, NDArray, as_device, as_dtype
 
-from .. import grad_mode
 from ..tensor_base import Scalar, TensorBase
-from ._util import Primitive, meta, reduce_to, wrap
+from ._util import Primitive, backward_recorded, meta, reduce_to, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     import numpy as np
@@ -30,7 +29,7 @@ class Cast(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        if g.requires_grad or grad_mode.is_grad_enabled():  # recorded: a differentiable cast
+        if backward_recorded(g):  # recorded: a differentiable cast
             return g.to(ctx.dtype), None
         data = g.data  # the usual case (every autocast cast of a step): straight to the NDArray
         return (g if data.dtype == ctx.dtype else wrap(g, data.astype(ctx.dtype))), None

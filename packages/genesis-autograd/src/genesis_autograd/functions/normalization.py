@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 from genesis_ndarray import bfloat16, float16, float32
 
-from .. import grad_mode
-from ._util import Primitive, wrap
+from ._util import Primitive, backward_recorded, wrap
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
@@ -85,7 +84,7 @@ class LayerNorm(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, w, b = ctx.saved_tensors
-        if g.requires_grad or grad_mode.is_grad_enabled():
+        if backward_recorded(g):
             dx, dw, db = _composed_grads(ctx, g, x, w, b, rms=False)
             return dx, dw, db, None, None
         mean, rstd = ctx.stats
@@ -117,7 +116,7 @@ class RMSNorm(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        if g.requires_grad or grad_mode.is_grad_enabled():
+        if backward_recorded(g):
             dx, dw, _ = _composed_grads(ctx, g, x, w, None, rms=True)
             return dx, dw, None, None
         need = ctx.needs_input_grad

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import grad_mode
 from ..tensor_base import TensorBase
-from ._util import Primitive, check_output_version, saved_output, wrap
+from ._util import Primitive, backward_recorded, check_output_version, saved_output, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
@@ -26,7 +25,7 @@ class Softmax(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        if g.requires_grad or grad_mode.is_grad_enabled():
+        if backward_recorded(g):
             y = saved_output(ctx, g, lambda a: a.softmax(ctx.dim))
             return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None
         check_output_version(ctx)
@@ -43,7 +42,7 @@ class LogSoftmax(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        if g.requires_grad or grad_mode.is_grad_enabled():
+        if backward_recorded(g):
             y = saved_output(ctx, g, lambda a: a.log_softmax(ctx.dim))
             return g - y.exp() * g.sum(ctx.dim, keepdim=True), None
         check_output_version(ctx)

@@ -23,22 +23,16 @@ from genesis_ndarray.shape import movedim_order, normalize_dim, unflatten_shape
 
 from .. import grad_mode
 from ..tensor_base import TensorBase
-from ._util import Primitive, meta, reduce_to
+from ._util import Primitive, backward_recorded, meta, reduce_to, wrap
 from .getitem import scatter_into_zeros
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
 
 
-def _plain(g) -> bool:
-    """Whether a backward is not itself recorded (the usual case): it may then work on NDArrays
-    directly, without the Tensor layer's per-op cost; a recorded one uses Tensor ops (differentiable)."""
-    return not (g.requires_grad or grad_mode.is_grad_enabled())
-
-
 def _reshaped(g, shape):
     """``g`` reshaped to ``shape``: the gradient of every view that only regroups dimensions."""
-    return g._result_type(g.data.reshape(*shape)) if _plain(g) else g.reshape(*shape)
+    return g.reshape(*shape) if backward_recorded(g) else wrap(g, g.data.reshape(*shape))
 
 
 # ---------------------------------------------------------------- layout
@@ -84,7 +78,7 @@ class Permute(Primitive):
         inverse = [0] * len(ctx.dims)
         for i, d in enumerate(ctx.dims):
             inverse[d] = i
-        return (g._result_type(g.data.permute(*inverse)) if _plain(g) else g.permute(*inverse)), None
+        return (g.permute(*inverse) if backward_recorded(g) else wrap(g, g.data.permute(*inverse))), None
 
 
 class Transpose(Primitive):
@@ -98,7 +92,7 @@ class Transpose(Primitive):
     @staticmethod
     def backward(ctx, g):
         d0, d1 = ctx.dims
-        return (g._result_type(g.data.transpose(d0, d1)) if _plain(g) else g.transpose(d0, d1)), None, None
+        return (g.transpose(d0, d1) if backward_recorded(g) else wrap(g, g.data.transpose(d0, d1))), None, None
 
 
 class Expand(Primitive):
@@ -195,7 +189,7 @@ class Split(Primitive):
     @staticmethod
     def backward(ctx, *grads):  # the engine makes a missing piece's gradient zeros
         dim, shape, dtype, device = ctx.split
-        if any(g.requires_grad for g in grads) or grad_mode.is_grad_enabled():  # recorded: differentiable
+        if backward_recorded(*grads):  # recorded: differentiable
             return Cat.apply(dim, *grads), None, None
         out = empty(*shape, dtype=dtype, device=device)
         start = 0
@@ -203,7 +197,7 @@ class Split(Primitive):
             size = g.shape[dim]
             out[(slice(None),) * dim + (slice(start, start + size),)] = g.data
             start += size
-        return grads[0]._result_type(out), None, None
+        return wrap(grads[0], out), None, None
 
 
 class Cat(Primitive):
