@@ -269,11 +269,19 @@ def test_storage_and_capture_state_through_the_current_stream():
 
 
 def test_cuda_graph_without_a_gpu_raises_clearly():
-    g = gs.CUDAGraph()
     if gs.is_available():
-        pytest.skip("a CUDA device is present (the GPU tier covers capture)")
+        pytest.skip("a CUDA device is present: the no-GPU error cannot happen (the GPU tier covers capture)")
+    g = gs.CUDAGraph()
     with pytest.raises(RuntimeError, match="needs a CUDA device"):
         g.capture_begin()
+    with pytest.raises(RuntimeError, match="needs a CUDA device"):
+        with gs.graph(g):
+            pass
+
+
+def test_cuda_graph_misuse_raises_before_touching_the_device():
+    """Checks that need no device: they hold with or without a GPU."""
+    g = gs.CUDAGraph()
     with pytest.raises(RuntimeError, match="without a preceding successful capture"):
         g.replay()
     with pytest.raises(RuntimeError, match="without a preceding successful capture"):
@@ -282,9 +290,6 @@ def test_cuda_graph_without_a_gpu_raises_clearly():
         g.debug_dump("/tmp/x.dot")
     with pytest.raises(ValueError, match="capture_error_mode"):
         g.capture_begin(capture_error_mode="strict")
-    with pytest.raises(RuntimeError, match="needs a CUDA device"):
-        with gs.graph(g):
-            pass
     g.reset()  # nothing to free: a no-op
     h1, h2 = gs.graph_pool_handle(), gs.graph_pool_handle()
     assert h1 != h2 and h1[0] == 0
