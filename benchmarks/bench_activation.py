@@ -14,7 +14,6 @@ torch's CUDA events time genesis too; four input sets are rotated so that L2 fla
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections.abc import Callable
 
 import torch
@@ -22,6 +21,7 @@ import torch.nn.functional as TF
 
 import genesis
 import genesis.nn.functional as GF
+from timing import interleaved_us
 
 MLP_SHAPE = (8192, 4 * 3072)
 SWIGLU_SHAPE = (8192, 2 * 8192)
@@ -38,24 +38,6 @@ OPS: dict[str, tuple[tuple[int, int], Callable, Callable]] = {
         lambda x: GF.swiglu(*x.chunk(2, -1)),
     ),
 }
-
-
-def interleaved(fns: dict[str, Callable[[int], object]], reps: int, warmup: int = 3) -> dict[str, float]:
-    """Median microseconds per call of each ``fn(i)`` (i: the input set), alternating every repetition."""
-    for fn in fns.values():
-        for i in range(warmup):
-            fn(i % SETS)
-    torch.cuda.synchronize()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for r in range(reps):
-        for name, fn in fns.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn(r % SETS)
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end) * 1e3)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 class Case:
@@ -121,8 +103,8 @@ def main() -> None:
             name = f"{op} {str(dtype).removeprefix('torch.')}"
             if args.check:
                 print(f"check {name}: {check(case)}", flush=True)
-            fwd = interleaved({"genesis": case.genesis_fwd, "torch": case.torch_fwd}, reps)
-            step = interleaved({"genesis": case.genesis_step, "torch": case.torch_step}, reps)
+            fwd = interleaved_us({"genesis": case.genesis_fwd, "torch": case.torch_fwd}, reps, SETS)
+            step = interleaved_us({"genesis": case.genesis_step, "torch": case.torch_step}, reps, SETS)
             rows.append((f"{name} fwd", fwd["genesis"], fwd["torch"]))
             rows.append((f"{name} fwd+bwd", step["genesis"], step["torch"]))
             print(f"{rows[-2]}\n{rows[-1]}", flush=True)

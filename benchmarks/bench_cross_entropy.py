@@ -16,36 +16,17 @@ logits) and prints the relative errors.
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections.abc import Callable
 
 import torch
 
 import genesis
 import genesis.nn.functional as gF
+from timing import interleaved_us
 
 ROWS, VOCAB = 8192, 50304
 SETS = 4
 MIB = 2**20
-
-
-def interleaved(fns: dict[str, Callable[[int], None]], reps: int, warmup: int = 3) -> dict[str, float]:
-    """Median microseconds per call of each fn(i) (i: the input set), alternating every repetition."""
-    for fn in fns.values():
-        for i in range(warmup):
-            fn(i % SETS)
-    torch.cuda.synchronize()
-    genesis.cuda.synchronize()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for rep in range(reps):
-        for name, fn in fns.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn(rep % SETS)
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end) * 1e3)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def torch_peak(fn: Callable[[int], None]) -> float:
@@ -105,7 +86,7 @@ def run_case(name: str, kwargs: dict, args: argparse.Namespace, rows: list) -> N
         compiled = torch.compile(torch.nn.functional.cross_entropy)
         fns["torch_compile"] = lambda i: torch_step(i, compiled)
     reps = 10 if args.quick else 30
-    t = interleaved(fns, reps)
+    t = interleaved_us(fns, reps, SETS)
     peaks = {
         "genesis": genesis_peak(genesis_step),
         "torch": torch_peak(torch_step),

@@ -17,40 +17,16 @@ steps between one pair of events, so the host runs ahead of the GPU as it does i
 from __future__ import annotations
 
 import argparse
-import statistics
-from collections.abc import Callable
 
 import torch
 
 import genesis
 import genesis.nn.functional as GF
 import genesis_kernels as gk
+from timing import interleaved_us
 
 SHAPE = (8192, 4096)
 SETS = 4
-
-
-def interleaved(fns: dict[str, Callable[[int], None]], reps: int, warmup: int = 3, burst: int = 1) -> dict[str, float]:
-    """Median microseconds per call of each ``fn(i)`` (i: the input set), alternating every repetition.
-
-    ``burst`` calls run between the two events of one sample, with no wait between them: with 1 the
-    host's time per call is exposed whole (latency); with more the host runs ahead of the GPU as in a
-    training loop, and only a host slower than the GPU shows (throughput)."""
-    for fn in fns.values():
-        for i in range(warmup):
-            fn(i % SETS)
-    torch.cuda.synchronize()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for r in range(reps):
-        for name, fn in fns.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for j in range(burst):
-                fn((r + j) % SETS)
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end) * 1e3 / burst)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 class Case:
@@ -168,13 +144,13 @@ def main() -> None:
             name = f"{op} {str(dtype).removeprefix('torch.')}"
             if args.check:
                 print(f"check {name}: {check(case)}", flush=True)
-            fwd = interleaved({"genesis": case.genesis_fwd, "torch": case.torch_fwd}, reps)
-            step = interleaved({"genesis": case.genesis_step, "torch": case.torch_step}, reps)
+            fwd = interleaved_us({"genesis": case.genesis_fwd, "torch": case.torch_fwd}, reps, SETS)
+            step = interleaved_us({"genesis": case.genesis_step, "torch": case.torch_step}, reps, SETS)
             kernels = KernelOnly(case)
-            bare = interleaved({"fwd": kernels.fwd, "bwd": kernels.bwd}, reps)
+            bare = interleaved_us({"fwd": kernels.fwd, "bwd": kernels.bwd}, reps, SETS)
             rows.append((f"{name} fwd", fwd["genesis"], fwd["torch"]))
             rows.append((f"{name} fwd+bwd", step["genesis"], step["torch"]))
-            run = interleaved({"genesis": case.genesis_step, "torch": case.torch_step}, reps, burst=8)
+            run = interleaved_us({"genesis": case.genesis_step, "torch": case.torch_step}, reps, SETS, burst=8)
             rows.append((f"{name} kernels only: fwd", bare["fwd"], fwd["torch"]))
             rows.append((f"{name} kernels only: fwd+bwd", bare["fwd"] + bare["bwd"], step["torch"]))
             rows.append((f"{name} fwd+bwd, 8 back to back", run["genesis"], run["torch"]))

@@ -12,13 +12,12 @@ target), SGD(foreach=True) and clip_grad_norm_(foreach=True). ``--check`` compar
 from __future__ import annotations
 
 import argparse
-import statistics
-from collections.abc import Callable
 
 import torch
 
 import genesis
 import genesis.nn as gnn
+from timing import interleaved_us
 
 SETS = 4
 
@@ -30,24 +29,6 @@ def gpt2_shapes() -> list[tuple[int, ...]]:
     for _ in range(12):
         shapes += [(d, 3 * d), (d, d), (d, 4 * d), (4 * d, d), (d,), (3 * d,), (d,), (4 * d,)]
     return shapes + [(d,), (d,)]
-
-
-def interleaved(fns: dict[str, Callable[[int], None]], reps: int, warmup: int = 3) -> dict[str, float]:
-    """Median microseconds per call; call k of a function works on input set k % SETS."""
-    for fn in fns.values():
-        for k in range(warmup):
-            fn(k)
-    torch.cuda.synchronize()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for r in range(reps):
-        for name, fn in fns.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn(r)
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end) * 1e3)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def make_sets(shapes, dtype=torch.float32):
@@ -91,22 +72,23 @@ def main() -> None:
     # AdamW: 28 bytes per fp32 parameter (read p, g, m, v; write p, m, v).
     t_opts = [torch.optim.AdamW(t, lr=1e-3, weight_decay=0.01, fused=True) for t, _ in sets]
     g_opts = [genesis.optim.AdamW(g, lr=1e-3, weight_decay=0.01, fused=True) for _, g in sets]
-    res = interleaved({"genesis": lambda k: g_opts[k % SETS].step(), "torch": lambda k: t_opts[k % SETS].step()}, reps)
+    res = interleaved_us({"genesis": lambda k: g_opts[k].step(), "torch": lambda k: t_opts[k].step()}, reps, SETS)
     rows.append(("AdamW fused fp32 124M/100", res["genesis"], res["torch"], 28 * n))
 
     # SGD momentum: 20 bytes per parameter (read p, g, buf; write p, buf).
     t_sgd = [torch.optim.SGD(t, lr=1e-3, momentum=0.9, foreach=True) for t, _ in sets]
     g_sgd = [genesis.optim.SGD(g, lr=1e-3, momentum=0.9) for _, g in sets]
-    res = interleaved({"genesis": lambda k: g_sgd[k % SETS].step(), "torch": lambda k: t_sgd[k % SETS].step()}, reps)
+    res = interleaved_us({"genesis": lambda k: g_sgd[k].step(), "torch": lambda k: t_sgd[k].step()}, reps, SETS)
     rows.append(("SGD momentum fp32 124M/100", res["genesis"], res["torch"], 20 * n))
 
     # clip_grad_norm_: read every gradient twice, write it once (12 bytes per parameter).
-    res = interleaved(
+    res = interleaved_us(
         {
-            "genesis": lambda k: gnn.utils.clip_grad_norm_(sets[k % SETS][1], 1e9),
-            "torch": lambda k: torch.nn.utils.clip_grad_norm_(sets[k % SETS][0], 1e9, foreach=True),
+            "genesis": lambda k: gnn.utils.clip_grad_norm_(sets[k][1], 1e9),
+            "torch": lambda k: torch.nn.utils.clip_grad_norm_(sets[k][0], 1e9, foreach=True),
         },
         reps,
+        SETS,
     )
     rows.append(("clip_grad_norm_ fp32 124M/100", res["genesis"], res["torch"], 12 * n))
 
