@@ -182,6 +182,7 @@ def check_same_math(gen_batches, tor_batches) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps and rounds")
+    parser.add_argument("--kernels", action="store_true", help="also list each case's GPU kernels per step")
     args = parser.parse_args()
     steps, rounds = (20, 3) if args.quick else (100, 9)
     gen_batches, tor_batches = _batches(8)
@@ -208,6 +209,27 @@ def main() -> None:
     print(f"genesis graph / torch graph:  {med['genesis graph'] / med['torch graph']:.2f}  (target <= 1.0)")
     print(f"torch eager / genesis graph:  {med['torch eager'] / med['genesis graph']:.2f}x (target >= 4)")
     print(f"genesis eager / torch eager:  {med['genesis eager'] / med['torch eager']:.2f}")
+    if args.kernels:
+        for case in cases:
+            kernel_table(case, steps=20)
+
+
+def kernel_table(case: Case, steps: int, top: int = 15) -> None:
+    """The kernels one step of `case` runs (CUPTI through torch.profiler sees Triton's and graph-launched
+    kernels too): GPU time per step and launches per step, largest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    case.sync()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(steps):
+            case.run(i)
+        case.sync()
+    events = [e for e in prof.key_averages() if e.self_device_time_total > 0]
+    busy = sum(e.self_device_time_total for e in events) / steps
+    launches = sum(e.count for e in events) // steps
+    print(f"-- {case.name}: GPU busy {busy:7.1f} us/step over {launches} kernels/step")
+    for e in sorted(events, key=lambda e: e.self_device_time_total, reverse=True)[:top]:
+        print(f"   {e.self_device_time_total / steps:8.1f} us {e.count // steps:4d} x  {e.key[:80]}")
 
 
 if __name__ == "__main__":

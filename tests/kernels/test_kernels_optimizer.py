@@ -266,14 +266,12 @@ def test_sgd_matches_torch(device: str, case: dict, dtype: torch.dtype) -> None:
             maximize=case.get("maximize", False),
         )
     sync(device)
+    # Element-wise, with an absolute floor: the data are O(1), and a one-element tensor that three
+    # steps bring near zero has a relative error no kernel can bound (its rounding is relative to
+    # the values that cancelled, not to the small result).
     tol = 1e-13 if dtype == torch.float64 else 1e-6
-    for got, want in zip(params, ref):
-        if want.numel():
-            assert _rel(got, want) < tol
-    if momentum:
-        for got, want in zip(bufs, rbufs):
-            if want.numel():
-                assert _rel(got, want) < tol
+    for got, want in [*zip(params, ref), *(zip(bufs, rbufs) if momentum else ())]:
+        torch.testing.assert_close(got.double().cpu(), want, rtol=tol, atol=tol)
 
 
 def test_sgd_master_weights(device: str) -> None:
