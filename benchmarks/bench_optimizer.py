@@ -17,7 +17,7 @@ import torch
 
 import genesis
 import genesis.nn as gnn
-from timing import interleaved_us
+from timing import interleaved_us, kernel_us
 
 SETS = 4
 
@@ -72,25 +72,30 @@ def main() -> None:
     # AdamW: 28 bytes per fp32 parameter (read p, g, m, v; write p, m, v).
     t_opts = [torch.optim.AdamW(t, lr=1e-3, weight_decay=0.01, fused=True) for t, _ in sets]
     g_opts = [genesis.optim.AdamW(g, lr=1e-3, weight_decay=0.01, fused=True) for _, g in sets]
-    res = interleaved_us({"genesis": lambda k: g_opts[k].step(), "torch": lambda k: t_opts[k].step()}, reps, SETS)
+    adamw = {"genesis": lambda k: g_opts[k].step(), "torch": lambda k: t_opts[k].step()}
+    res = interleaved_us(adamw, reps, SETS)
     rows.append(("AdamW fused fp32 124M/100", res["genesis"], res["torch"], 28 * n))
+    res = kernel_us(adamw, 8, SETS)
+    rows.append(("  AdamW kernels only", res["genesis"], res["torch"], 28 * n))
 
     # SGD momentum: 20 bytes per parameter (read p, g, buf; write p, buf).
     t_sgd = [torch.optim.SGD(t, lr=1e-3, momentum=0.9, foreach=True) for t, _ in sets]
     g_sgd = [genesis.optim.SGD(g, lr=1e-3, momentum=0.9) for _, g in sets]
-    res = interleaved_us({"genesis": lambda k: g_sgd[k].step(), "torch": lambda k: t_sgd[k].step()}, reps, SETS)
+    sgd = {"genesis": lambda k: g_sgd[k].step(), "torch": lambda k: t_sgd[k].step()}
+    res = interleaved_us(sgd, reps, SETS)
     rows.append(("SGD momentum fp32 124M/100", res["genesis"], res["torch"], 20 * n))
+    res = kernel_us(sgd, 8, SETS)
+    rows.append(("  SGD kernels only", res["genesis"], res["torch"], 20 * n))
 
     # clip_grad_norm_: read every gradient twice, write it once (12 bytes per parameter).
-    res = interleaved_us(
-        {
-            "genesis": lambda k: gnn.utils.clip_grad_norm_(sets[k][1], 1e9),
-            "torch": lambda k: torch.nn.utils.clip_grad_norm_(sets[k][0], 1e9, foreach=True),
-        },
-        reps,
-        SETS,
-    )
+    clip = {
+        "genesis": lambda k: gnn.utils.clip_grad_norm_(sets[k][1], 1e9),
+        "torch": lambda k: torch.nn.utils.clip_grad_norm_(sets[k][0], 1e9, foreach=True),
+    }
+    res = interleaved_us(clip, reps, SETS)
     rows.append(("clip_grad_norm_ fp32 124M/100", res["genesis"], res["torch"], 12 * n))
+    res = kernel_us(clip, 8, SETS)
+    rows.append(("  clip kernels only", res["genesis"], res["torch"], 12 * n))
 
     print(f"\n{'case':<32} {'genesis_us':>11} {'torch_us':>10} {'ratio':>7} {'genesis GB/s':>13}")
     for name, g_us, t_us, nbytes in rows:

@@ -33,3 +33,21 @@ def interleaved_us(
             end.synchronize()
             times[name].append(start.elapsed_time(end) * 1e3 / burst)
     return {k: statistics.median(v) for k, v in times.items()}
+
+
+def kernel_us(fns: dict[str, Callable[[int], object]], calls: int, sets: int) -> dict[str, float]:
+    """GPU kernel time per call of each ``fn(i)``: the sum of the kernel durations CUPTI records
+    (torch.profiler sees Triton's kernels as well as torch's), so the host's time is left out.
+    Beside ``interleaved_us`` it tells a slow kernel from a host that cannot keep the GPU fed."""
+    from torch.profiler import ProfilerActivity, profile
+
+    out = {}
+    for name, fn in fns.items():
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for i in range(calls):
+                fn(i % sets)
+            torch.cuda.synchronize()
+        busy = sum(e.self_device_time_total for e in prof.key_averages() if e.self_device_time_total > 0)
+        out[name] = busy / calls
+    return out
