@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import sys
 
 import numpy as np
 import pytest
@@ -469,6 +470,8 @@ def _load_gpt_example():
     path = Path(__file__).resolve().parents[2] / "examples" / "train_gpt.py"
     spec = importlib.util.spec_from_file_location("train_gpt_for_graphs", path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    # Registered before it runs: its dataclasses resolve their string annotations through sys.modules.
+    sys.modules[spec.name] = module  # type: ignore[union-attr]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
 
