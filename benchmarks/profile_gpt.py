@@ -62,6 +62,34 @@ def host_profile(trainer: Trainer, batches: list, top: int) -> None:
         print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-6000:])
 
 
+def host_phases(trainer: Trainer, batches: list) -> None:
+    """Host time to issue each phase of a step (no synchronisation inside the step), then the wait for
+    the GPU at its end: with real launches, which tools/profile_host.py stubs."""
+    lib, script = trainer.lib, trainer.script
+    phases: dict[str, list[float]] = {}
+    for x, y in batches:
+        trainer.sync()
+        marks = [time.perf_counter()]
+        xs, ys = lib.tensor(x, device="cuda"), lib.tensor(y, device="cuda")
+        marks.append(time.perf_counter())
+        with lib.autocast("cuda", dtype=lib.bfloat16):
+            _, loss = trainer.model(xs, ys)
+        marks.append(time.perf_counter())
+        trainer.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        marks.append(time.perf_counter())
+        script.nn.utils.clip_grad_norm_(trainer.model.parameters(), 1.0)
+        marks.append(time.perf_counter())
+        trainer.optimizer.step()
+        marks.append(time.perf_counter())
+        trainer.sync()
+        marks.append(time.perf_counter())
+        names = ("upload", "forward", "backward", "clip", "optimizer", "wait for GPU")
+        for name, a, b in zip(names, marks, marks[1:]):
+            phases.setdefault(name, []).append((b - a) * 1e3)
+    print("  host ms per phase (median):  " + "  ".join(f"{k} {sorted(v)[len(v) // 2]:.2f}" for k, v in phases.items()))
+
+
 def kernel_profile(trainer: Trainer, batches: list, top: int) -> None:
     for b in batches[:2]:  # warm-up
         trainer.step(*b)
@@ -103,6 +131,7 @@ def main() -> None:
         elapsed = first_step(trainer, batches[0], show_profile=name == "genesis")
         print(f"  first step {elapsed:.2f} s")
         kernel_profile(trainer, batches, args.top if name == "genesis" else 12)
+        host_phases(trainer, batches)
         if name == "genesis":
             host_profile(trainer, batches[:2], args.top)
         del trainer
