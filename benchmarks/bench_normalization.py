@@ -23,7 +23,7 @@ import torch
 import genesis
 import genesis.nn.functional as GF
 import genesis_kernels as gk
-from timing import interleaved_us
+from timing import host_us, interleaved_us
 
 SHAPE = (8192, 4096)
 SETS = 4
@@ -154,7 +154,9 @@ def main() -> None:
             rows.append((f"{name} kernels only: fwd", bare["fwd"], fwd["torch"]))
             rows.append((f"{name} kernels only: fwd+bwd", bare["fwd"] + bare["bwd"], step["torch"]))
             rows.append((f"{name} fwd+bwd, 8 back to back", run["genesis"], run["torch"]))
-            print("\n".join(str(r) for r in rows[-5:]), flush=True)
+            host = host_us({"genesis": case.genesis_step, "torch": case.torch_step}, reps, SETS)
+            rows.append((f"{name} fwd+bwd, host issue time", host["genesis"], host["torch"]))
+            print("\n".join(str(r) for r in rows[-6:]), flush=True)
             del case
             torch.cuda.empty_cache()
     print(f"\n{'case':<42} {'genesis_us':>11} {'torch_us':>10} {'ratio(torch/genesis)':>21}")
@@ -162,6 +164,7 @@ def main() -> None:
         print(f"{name:<42} {g:11.1f} {t:10.1f} {t / g:21.2f}")
     print("kernels only: genesis's kernels on preallocated buffers, against torch's full call")
     print("8 back to back: eight steps between the events, the host free to run ahead (per-step time)")
+    print("host issue time: perf_counter around one call, the GPU idle before it (no wait for it counted)")
 
 
 if __name__ == "__main__":

@@ -51,3 +51,22 @@ def kernel_us(fns: dict[str, Callable[[int], object]], calls: int, sets: int) ->
         busy = sum(e.self_device_time_total for e in prof.key_averages() if e.self_device_time_total > 0)
         out[name] = busy / calls
     return out
+
+
+def host_us(fns: dict[str, Callable[[int], object]], reps: int, sets: int, warmup: int = 3) -> dict[str, float]:
+    """Median host time to issue one call of each ``fn(i)`` (the GPU drained before each, the wait for it
+    left out): where this exceeds the kernels' time, the host is what a training loop waits on."""
+    import time
+
+    for fn in fns.values():
+        for i in range(warmup):
+            fn(i % sets)
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for r in range(reps):
+        for name, fn in fns.items():
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn(r % sets)
+            times[name].append((time.perf_counter() - start) * 1e6)
+    torch.cuda.synchronize()
+    return {k: statistics.median(v) for k, v in times.items()}
