@@ -161,12 +161,14 @@ def lr_factor(step: int, warmup: int, total: int, floor: float = 0.1) -> float:
 
 
 def configure_optimizer(model, lr: float, weight_decay: float):
-    """AdamW; matrices (weights of Linear / Embedding) decay, vectors (biases, norms) do not."""
+    """AdamW; matrices (weights of Linear / Embedding) decay, vectors (biases, norms) do not. On a GPU the
+    fused step (one launch per group, step counters kept on the device), as nanoGPT asks for."""
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return genesis.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95))
+    fused = all(p.is_cuda for p in params)
+    return genesis.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), fused=fused)
 
 
 @genesis.no_grad()

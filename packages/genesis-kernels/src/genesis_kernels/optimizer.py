@@ -17,6 +17,7 @@ not even the step counters.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -334,11 +335,20 @@ def pack(rows: Sequence[Sequence[int]], chunk: int = CHUNK) -> tuple[np.ndarray,
     """The int64 table of a launch: the tensor rows (field 0 = element count), then one
     ``(tensor, first element)`` row per program. Returns (table, offset of the program rows, programs)."""
     head = np.asarray(rows, dtype=np.int64).reshape(len(rows), -1)
-    per = -(-head[:, 0] // chunk)  # chunks per tensor; empty tensors get none
-    tensor_of = np.repeat(np.arange(len(rows), dtype=np.int64), per)
+    progs = _program_rows(tuple(int(r[0]) for r in rows), chunk)
+    return np.concatenate([head.reshape(-1), progs]), head.size, len(progs) // 2
+
+
+@functools.lru_cache(maxsize=64)
+def _program_rows(numels: tuple[int, ...], chunk: int) -> np.ndarray:
+    """The flat ``(tensor, first element)`` rows for tensors of these sizes: the same every step of a
+    training loop, so built once (read-only: callers concatenate it into a new table)."""
+    per = -(-np.asarray(numels, dtype=np.int64) // chunk)  # chunks per tensor; empty tensors get none
+    tensor_of = np.repeat(np.arange(len(numels), dtype=np.int64), per)
     first = np.arange(len(tensor_of), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
-    progs = np.stack([tensor_of, first * chunk], axis=1)
-    return np.concatenate([head.reshape(-1), progs.reshape(-1)]), head.size, len(tensor_of)
+    progs = np.stack([tensor_of, first * chunk], axis=1).reshape(-1)
+    progs.flags.writeable = False
+    return progs
 
 
 def _check(name: str, bufs: Sequence[BufferLike | None], like: Sequence[BufferLike], dtype: str | None) -> None:
@@ -346,12 +356,24 @@ def _check(name: str, bufs: Sequence[BufferLike | None], like: Sequence[BufferLi
     for b, p in zip(bufs, like):
         if b is None:
             continue
-        if tuple(b.shape) != tuple(p.shape):
-            raise ValueError(f"{name}: shape {tuple(b.shape)} does not match its parameter's {tuple(p.shape)}")
+        shape = tuple(b.shape)
+        if shape != tuple(p.shape):
+            raise ValueError(f"{name}: shape {shape} does not match its parameter's {tuple(p.shape)}")
         if dtype is not None and b.dtype != dtype:
             raise TypeError(f"{name}: expected every tensor in {dtype}, got {b.dtype}")
-        if not _contiguous(b):
-            raise ValueError(f"{name}: tensors must be contiguous (shape {tuple(b.shape)}, strides {b.strides})")
+        if tuple(b.strides) != _dense_strides(shape) and not _contiguous(b):
+            raise ValueError(f"{name}: tensors must be contiguous (shape {shape}, strides {b.strides})")
+
+
+@functools.lru_cache(maxsize=256)
+def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides of ``shape``: the common case of ``_contiguous`` as one cached comparison
+    (a model has few distinct parameter shapes, and the check runs over every tensor every step)."""
+    strides, expect = [], 1
+    for size in reversed(shape):
+        strides.append(expect)
+        expect *= size
+    return tuple(reversed(strides))
 
 
 def _contiguous(b: BufferLike) -> bool:

@@ -21,7 +21,7 @@ def _native(arrays: Sequence[NDArray] | None, device, what: str) -> list | None:
     if arrays is None:
         return None
     for a in arrays:
-        if a.device != device:
+        if a.device is not device and a.device != device:
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {device} and "
                 f"{a.device}! ({what})"

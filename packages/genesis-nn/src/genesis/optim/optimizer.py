@@ -58,9 +58,10 @@ def _multi_tensor(group: dict[str, Any], tensor_lists: Iterable[list[Tensor]]) -
     if not lists:
         return False
     device = lists[0][0].device
-    for lst in lists:  # runs every step over every state
+    for lst in lists:  # runs every step over every state: identity before equality, the common case
         for t in lst:
-            if not (t.device == device and t.dtype.is_floating_point and t.is_contiguous()):
+            d = t.device
+            if (d is not device and d != device) or not t.dtype.is_floating_point or not t.is_contiguous():
                 return False
     return bool(group.get("fused") or group.get("foreach") or device.type == "cuda")
 

@@ -54,8 +54,12 @@ def _upload(device: int) -> Callable[[np.ndarray], int]:
 
 def _by_dtype(*lists: list | None) -> list[list[int]]:
     """Indices grouped so that every list holds one dtype within a group (a launch specialises on it)."""
+    present = [lst for lst in lists if lst]
+    count = len(lists[0] or [])
+    if all(len({t.dtype for t in lst}) == 1 for lst in present):  # the usual case: one launch for all
+        return [list(range(count))] if count else []
     groups: dict[tuple, list[int]] = {}
-    for i in range(len(lists[0] or [])):
+    for i in range(count):
         key = tuple(None if lst is None else lst[i].dtype for lst in lists)
         groups.setdefault(key, []).append(i)
     return list(groups.values())

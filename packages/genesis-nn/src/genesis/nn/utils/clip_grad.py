@@ -31,7 +31,11 @@ def _multi_tensor(tensors: list[Tensor], foreach: bool | None) -> bool:
     if foreach is False or not tensors:
         return False
     device = tensors[0].device
-    return all(t.device == device and t.is_floating_point() and t.is_contiguous() for t in tensors)
+    for t in tensors:  # identity before equality: the common case, over every gradient every step
+        d = t.device
+        if (d is not device and d != device) or not t.dtype.is_floating_point or not t.is_contiguous():
+            return False
+    return True
 
 
 def _grads(parameters: _tensor_or_tensors) -> list[Tensor]:
