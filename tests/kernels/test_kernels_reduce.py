@@ -330,6 +330,53 @@ def test_arg_reduce_nan_across_split(device: str, tiles: str) -> None:
         assert torch.equal(indices.cpu(), ref)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int64"])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_arg_reduce_extremes_of_everything(device: str, tiles: str, dtype: str, op: str) -> None:
+    # argmax() of a whole tensor (one row, K split over programs): identity-valued extremes (-inf for
+    # max, the int64 minimum) must still give the first index, the first NaN wins, ties keep the first.
+    floating = dtype != "int64"
+    worst = float("-inf" if op == "max" else "inf") if floating else (-(2**63) if op == "max" else 2**63 - 1)
+    dt = TORCH_DTYPES[dtype]
+    n = 1009  # prime: a ragged last chunk in every program
+    cases = {
+        "all_worst": torch.full((n,), worst, dtype=dt),
+        "worst_then_one": torch.full((n,), worst, dtype=dt).index_fill_(0, torch.tensor([700]), 1),
+        "ties": (make((n,), "float64", "cpu", low=-2, high=2) * 2).round().to(dt),
+        "late_extreme_twice": make((n,), dtype, "cpu", low=-2, high=2).index_fill_(
+            0, torch.tensor([777, 901]), 9 if op == "max" else -9
+        ),
+    }
+    if floating:
+        nan = make((n,), dtype, "cpu")
+        nan[[613, 800]] = float("nan")
+        cases["nans"] = nan
+        cases["nan_among_worst"] = torch.full((n,), worst, dtype=dt).index_fill_(0, torch.tensor([5, 6]), float("nan"))
+    for name, x in cases.items():
+        x = x.to(device)
+        values = torch.empty((), dtype=dt, device=device)
+        index = torch.empty((), dtype=torch.int64, device=device)
+        gk.arg_reduce(op, buf(x), buf(values), buf(index), 0)
+        sync(device)
+        xc = x.cpu()
+        want = xc.argmax() if op == "max" else xc.argmin()
+        assert index.item() == want.item(), (name, index.item(), want.item())
+        assert torch.equal(values.cpu(), xc[want]) or (values.cpu().isnan() and xc[want].isnan()), name
+
+
+@pytest.mark.parametrize("shape,dim", [((3, 1), 1), ((1, 257), 1), ((257, 3), 0), ((2, 5000), 1), ((5000,), 0)])
+def test_arg_reduce_odd_sizes(device: str, tiles: str, shape: tuple[int, ...], dim: int) -> None:
+    x = (make(shape, "float32", device) * 2).round() / 2
+    out_shape = tuple(s for i, s in enumerate(shape) if i != dim)
+    for op in ("max", "min"):
+        values = torch.empty(out_shape, device=device)
+        indices = torch.empty(out_shape, dtype=torch.int64, device=device)
+        gk.arg_reduce(op, buf(x), buf(values), buf(indices), dim)
+        sync(device)
+        ref_v, ref_i = x.cpu().max(dim) if op == "max" else x.cpu().min(dim)
+        assert torch.equal(indices.cpu(), ref_i) and torch.equal(values.cpu(), ref_v)
+
+
 def test_reduce_plans_are_reused_and_follow_pointers(device: str) -> None:
     rd.clear_plans()
     a, b = make((9, 53), "float32", device), make((9, 53), "float32", device)

@@ -374,7 +374,12 @@ def _arg_kernel(
     else:
         ident = _identity("min", ACC)
     best = tl.full([BLOCK_M, BLOCK_K], ident, ACC)
-    best_i = tl.full([BLOCK_M, BLOCK_K], _INDEX_NONE, tl.int64)
+    if IN_INDEX:
+        best_i = tl.full([BLOCK_M, BLOCK_K], _INDEX_NONE, tl.int64)
+    elif INT64:
+        best_k0 = tl.zeros([BLOCK_M, BLOCK_K], tl.int64)
+    else:
+        best_k0 = tl.zeros([BLOCK_M, BLOCK_K], tl.int32)
     k_end = tl.minimum(k_start + K_PER, K)
     for k0 in range(0, K_PER, BLOCK_K):
         k = k_start + k0 + tl.arange(0, BLOCK_K)
@@ -390,13 +395,27 @@ def _arg_kernel(
             v = tl.where(mask, cast_to(tl.load(x + offs, mask=mask), ACC), ident)
         if IN_INDEX:
             vi = tl.load(xi + offs, mask=mask, other=_INDEX_NONE)
+            if IS_MAX:
+                best, best_i = _pick_max(best, best_i, v, vi)
+            else:
+                best, best_i = _pick_min(best, best_i, v, vi)
         else:
-            vi = tl.where(mask, k[None, :].to(tl.int64), _INDEX_NONE)
-        # Elementwise, the earlier chunk is ``best``: ties keep the smaller index, as torch.
-        if IS_MAX:
-            best, best_i = _pick_max(best, best_i, v, vi)
-        else:
-            best, best_i = _pick_min(best, best_i, v, vi)
+            # A lane sees its elements in index order, so it keeps only the offset of the chunk that
+            # won: a later value wins if strictly better, or if it is the lane's first NaN (NaN is the
+            # extreme, as torch). Masked elements hold the identity, which never wins.
+            if IS_MAX:
+                win = v > best
+            else:
+                win = v < best
+            if ACC.is_floating():
+                win = win | ((v != v) & (best == best))
+            best = tl.where(win, v, best)
+            best_k0 = tl.where(win, k0, best_k0)
+    if not IN_INDEX:
+        # A lane that never won holds its first element (identity-valued: -inf for max, say). Lanes
+        # past the end hold only the identity at indices after every element in range, so they lose
+        # the fold's ties and can win nothing.
+        best_i = (k_start + best_k0 + tl.arange(0, BLOCK_K)[None, :]).to(tl.int64)
     if IS_MAX:
         val, idx = tl.reduce((best, best_i), 1, _pick_max)
     else:
@@ -458,7 +477,16 @@ def tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int,
 
 
 def arg_tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int, int, int]:
-    """``tile_config`` for argmax / argmin: half the tile, for the int64 index beside every value."""
+    """``tile_config`` for argmax / argmin: half the tile, for the chunk offset kept beside every value.
+
+    Everything into one value: the sum's 8 warps and 4 programs per SM over half its chunk. That grid
+    is one wave only if 4 programs fit on an SM at once: 16 values per thread (4 warps) with an int64
+    index each took 145 registers, 3 programs fitted and a quarter ran as a second wave (0.74x torch);
+    8 values per thread and an int32 chunk offset take 32 to 57 registers (fp32 to int64).
+    """
+    if red_contig and M == 1:
+        block_k = min(next_pow2(K), _TILE // 2)
+        return 1, block_k, 8 if block_k == _TILE // 2 else 4, 4
     return _tile(M, K, red_contig, inner, _TILE // 2)
 
 
