@@ -1,4 +1,7 @@
-"""Reductions against torch (float64 references): sum .. any, var/std, logsumexp, norms, arg_reduce."""
+"""Reductions against torch (float64 references): sum .. any, logsumexp, norms, arg_reduce.
+
+var and std: test_kernels_reduce_var.py.
+"""
 
 from __future__ import annotations
 
@@ -112,19 +115,6 @@ def test_reduce_split_paths(device: str, shape: tuple[int, ...], dims: tuple[int
     _run("all", ~flags, dims, device)
 
 
-@pytest.mark.parametrize("dims", [(0,), (1,), (0, 1)])
-@pytest.mark.parametrize("correction", [0, 1])
-def test_var_std(device: str, dims: tuple[int, ...], correction: int) -> None:
-    x = make((23, 19), "float32", device)
-    out = torch.empty(tuple(s for d, s in enumerate(x.shape) if d not in dims), device=device)
-    gk.var(buf(x), buf(out), dims, correction)
-    sync(device)
-    assert_close(out, torch.var(x.double(), dim=dims, correction=correction).float(), rtol=1e-5, atol=1e-6)
-    gk.std(buf(x.t()), buf(out), tuple(1 - d for d in dims), correction)
-    sync(device)
-    assert_close(out, torch.std(x.double(), dim=dims, correction=correction).float(), rtol=1e-5, atol=1e-6)
-
-
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
 def test_logsumexp(device: str, dtype: str) -> None:
     x = make((7, 29), dtype, device, low=-20, high=20)
@@ -232,6 +222,7 @@ def tiles(request, monkeypatch):  # type: ignore[no-untyped-def]
     if request.param == "split":
         monkeypatch.setattr(rd, "tile_config", _tiny_tiles)
         monkeypatch.setattr(rd, "arg_tile_config", _tiny_tiles)
+        monkeypatch.setattr(rd, "var_tile_config", _tiny_tiles)
     yield request.param
     rd.clear_plans()
 
@@ -271,16 +262,14 @@ def test_reduce_every_layout_nan_and_empty(device: str, tiles: str) -> None:
     _run("sum", make((7, 0), "float32", device), (0,), device)
 
 
-@pytest.mark.parametrize("kind", ["var", "logsumexp", "norm2", "norm3", "norminf"])
+@pytest.mark.parametrize("kind", ["logsumexp", "norm2", "norm3", "norminf"])
 def test_two_pass_and_norm_every_layout(device: str, tiles: str, kind: str) -> None:
+    # (var / std: test_kernels_reduce_var.py)
     for _name, x, dims in _layouts(device):
         shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
         out = torch.empty(shape, device=device)
         xd = x.double()
-        if kind == "var":
-            gk.var(buf(x), buf(out), dims, 1)
-            ref = torch.var(xd, dim=dims, correction=1)
-        elif kind == "logsumexp":
+        if kind == "logsumexp":
             gk.logsumexp(buf(x), buf(out), dims)
             ref = torch.logsumexp(xd, dim=dims)
         else:
