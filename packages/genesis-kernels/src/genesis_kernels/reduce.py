@@ -653,8 +653,8 @@ def _reduce_launch(
     rows = _rows(kept, red, block_m, split[1])
     aligned = (("x",) if x_aligned else ()) + rows.aligned
     finalize = finalize if final else "none"
-    key = (op, xdt, outdt, acc, final, finalize, rows.kept_rank, len(red[0]), rows.inner, rows.red_contig, big, *cfg)
-    key += (aux[0], aligned)
+    layout = (rows.kept_rank, len(red[0]), rows.inner, rows.red_contig, big, *cfg, aligned)
+    key = (op, xdt, outdt, acc, final, finalize, aux[0], layout)
     fn = _REDUCE.cache.get(key)
     if fn is None:
         types = {

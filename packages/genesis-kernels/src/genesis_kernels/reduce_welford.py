@@ -10,8 +10,9 @@ and the lanes of a row merge at once, Chan et al.'s merge of k groups::
 A split reduction stores each program's (mean, M2) in scratch; a second launch of the same kernel
 merges them, lane by lane with the pairwise form (``d = mb - ma; mean = ma + d * nb / n;
 M2 = M2a + M2b + d^2 * na * nb / n``), then across lanes as above (no atomics, so the result does not
-depend on timing). Counts are never stored: a lane's and a partial's follow from the geometry. The final pass writes ``M2 / max(K - correction, 0)`` (and
-its square root for std), so torch's inf / nan for a correction at or past ``K`` come out as torch's.
+depend on timing). Counts are never stored: a lane's and a partial's follow from the geometry. The
+final pass writes ``M2 / max(K - correction, 0)`` (and its square root for std), so a correction at or
+past ``K`` gives torch's inf (nan where all elements are equal).
 
 Why the deviations are taken from the row's first element: a mean near 1e4 in float32 is off by up to
 half an ulp (5e-4), which is the whole spread of ``1e4 + 1e-3 * randn``; any method that carries that
@@ -235,8 +236,8 @@ def _welford_launch(
     partials, final = src[1][0] != _NULL, dst[1][0] == _NULL
     sqrt = mo.sqrt and final
     aligned = (("x",) if x_aligned else ()) + rows.aligned
-    key = (xdt, outdt, mo.acc, partials, final, sqrt, rows.kept_rank, len(red[0]), rows.inner, rows.red_contig, mo.big)
-    key += (*cfg, aligned)
+    layout = (rows.kept_rank, len(red[0]), rows.inner, rows.red_contig, mo.big, *cfg, aligned)
+    key = (xdt, outdt, mo.acc, partials, final, sqrt, layout)
     fn = _WELFORD.cache.get(key)
     if fn is None:
         it = "i64" if mo.big else "i32"
