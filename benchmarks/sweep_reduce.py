@@ -100,7 +100,7 @@ def reduce_sweep(reps: int, budget: float, start: float) -> None:
 
 
 def var_sweep(reps: int) -> None:
-    original = rd.var_tile_config
+    original = rd.online_tile_config
     for name, (x, dims) in layouts().items():
         kept = tuple(s for d, s in enumerate(x.shape) if d not in dims)
         out = torch.empty(kept, device="cuda")
@@ -109,7 +109,7 @@ def var_sweep(reps: int) -> None:
         rows = []
         for cfg in [None, *VAR_CANDIDATES[name]]:
             # The candidate applies to the pass over x; a split's merge of partials keeps the shipped choice.
-            rd.var_tile_config = (
+            rd.online_tile_config = (
                 original if cfg is None else (lambda M, k, rc, i, _c=cfg: _c if k == K else original(M, k, rc, i))
             )
             rd.clear_plans()
@@ -121,7 +121,7 @@ def var_sweep(reps: int) -> None:
                   f"genesis {x.numel() * 4 / (t_ms / r * 1e-3) / 1e9:5.0f} GB/s", flush=True)  # fmt: skip
         best = max(rows, key=lambda p: p[0])
         print(f"  BEST var {name}: {best[1] or 'default'} ratio {best[0]:.2f}", flush=True)
-        rd.var_tile_config = original
+        rd.online_tile_config = original
         rd.clear_plans()
 
 

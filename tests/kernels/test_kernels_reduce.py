@@ -222,7 +222,7 @@ def tiles(request, monkeypatch):  # type: ignore[no-untyped-def]
     if request.param == "split":
         monkeypatch.setattr(rd, "tile_config", _tiny_tiles)
         monkeypatch.setattr(rd, "arg_tile_config", _tiny_tiles)
-        monkeypatch.setattr(rd, "var_tile_config", _tiny_tiles)
+        monkeypatch.setattr(rd, "online_tile_config", _tiny_tiles)
     yield request.param
     rd.clear_plans()
 

@@ -20,11 +20,10 @@ When there are too few programs to fill the GPU (``sum()`` of everything, the
 per-stream scratch block and a second launch of the same kernel folds them (no
 atomics, so the result does not depend on timing).
 
-``logsumexp`` first reduces the per-row max into scratch, then ``exp(x - max)``
-against it. (``var`` / ``std`` take one pass with a summary per lane, in
-``reduce_welford.py``, on these rows, tiles and splits.) ``norm``
-folds a per-element transform (``x^2``, ``|x|``, ``|x|^p``, ``x != 0``) with a sum,
-or ``|x|`` with a max or min, and takes the root in the final pass.
+``norm`` folds a per-element transform (``x^2``, ``|x|``, ``|x|^p``, ``x != 0``) with a
+sum, or ``|x|`` with a max or min, and takes the root in the final pass. ``var`` / ``std``
+and ``logsumexp`` keep a two-value summary per lane instead (``reduce_online.py``, on
+these rows, tiles and splits), so they too read the input once.
 
 Host time: everything that depends only on shapes, strides, dtypes and the op is
 planned once (:class:`_Plan`: compiled launch functions, grids, argument tuples) and
@@ -112,8 +111,8 @@ def _fold(acc, OP: tl.constexpr):
 
 
 @triton.jit
-def _prepare_values(v, center, p, OP: tl.constexpr, ACC: tl.constexpr):
-    """Loaded values -> what the accumulator folds (truth values, squares, shifted exps, powers)."""
+def _prepare_values(v, p, OP: tl.constexpr, ACC: tl.constexpr):
+    """Loaded values -> what the accumulator folds (truth values, squares, absolute values, powers)."""
     if OP == "all" or OP == "any" or OP == "count":
         return (v != 0).to(ACC)
     v = cast_to(v, ACC)
@@ -123,8 +122,6 @@ def _prepare_values(v, center, p, OP: tl.constexpr, ACC: tl.constexpr):
         return tl.abs(v)
     elif OP == "sumpow":
         return lib.pow(tl.abs(v), p.to(ACC))
-    elif OP == "sumexp":
-        return lib.exp(v - center[:, None])
     else:
         return v
 
@@ -167,7 +164,6 @@ def _kept_offset(
 @triton.jit
 def _reduce_kernel(
     x,
-    aux,
     out,
     M,
     K,
@@ -234,11 +230,6 @@ def _reduce_kernel(
         k_start = pid_s.to(tl.int64) * K_PER
     else:
         k_start = pid_s * K_PER
-    if OP == "sumexp":
-        center = tl.load(aux + m, mask=m_mask, other=0).to(ACC)
-        center = tl.where(center == float("-inf"), 0.0, center)  # all -inf rows: exp(-inf) = 0
-    else:
-        center = tl.zeros([BLOCK_M], ACC)
     ident = _identity(OP, ACC)
     acc = tl.full([BLOCK_M, BLOCK_K], ident, ACC)
     k_end = tl.minimum(k_start + K_PER, K)
@@ -253,10 +244,10 @@ def _reduce_kernel(
         # Whole tiles load without a mask (a mask the compiler cannot prove uniform over 16
         # bytes forces scalar loads); only the ragged edge is masked.
         if full_m & (k_start + k0 + BLOCK_K <= k_end):
-            acc = _combine(acc, _prepare_values(tl.load(ptrs), center, divisor, OP, ACC), OP)
+            acc = _combine(acc, _prepare_values(tl.load(ptrs), divisor, OP, ACC), OP)
         else:
             mask = m_mask[:, None] & (k < k_end)[None, :]
-            v = _prepare_values(tl.load(ptrs, mask=mask), center, divisor, OP, ACC)
+            v = _prepare_values(tl.load(ptrs, mask=mask), divisor, OP, ACC)
             acc = _combine(acc, tl.where(mask, v, ident), OP)
     r = _fold(acc, OP)
     if FINAL:
@@ -266,9 +257,6 @@ def _reduce_kernel(
             r = lib.sqrt(r)
         elif FINALIZE == "root":  # divisor holds p
             r = lib.pow(r, 1.0 / divisor.to(ACC))
-        elif FINALIZE == "log_plus_aux":
-            c = tl.load(aux + m, mask=m_mask, other=0).to(ACC)
-            r = lib.log(r) + tl.where(c == float("-inf"), 0.0, c)
         o = _kept_offset(outer, m_in, oi, KS1, KS2, KS3, KS4, KS5, KS6, KS7, ok0, ok1, ok2, ok3, ok4, ok5, ok6, ok7,
                          KEPT_RANK, INNER)  # fmt: skip
         tl.store(out + o, cast_to(r, out.dtype.element_ty), mask=m_mask)
@@ -438,7 +426,6 @@ _ARG = Kernel(_arg_kernel)
 REDUCE_OPS = frozenset(("sum", "mean", "prod", "max", "min", "amax", "amin", "all", "any"))
 # How the partial results of a split reduction fold in its second pass.
 _FINAL_OP = {
-    "sumexp": "sum",
     "sumsq": "sum",
     "sumabs": "sum",
     "sumpow": "sum",
@@ -486,13 +473,13 @@ def arg_tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, 
     return _tile(M, K, red_contig, inner, _TILE // 2)
 
 
-def var_tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int, int, int]:
-    """``tile_config`` for var / std: half the tile over at least as many warps, the same programs per SM.
+def online_tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int, int, int]:
+    """``tile_config`` for var / std / logsumexp: half the tile over at least as many warps.
 
-    A lane keeps a mean and an M2 where the sum keeps one value: 8 elements per thread hold the
-    registers near the sum's 16 (fp32: 40 to 64 registers), so every layout fits as many programs per
-    SM at once as the sum does (16 per thread took 75 to 95, and the grid of everything, 4 programs
-    per SM, ran a quarter of them as a second wave).
+    A lane keeps two values (var's mean and M2, logsumexp's max and sum) where the sum keeps one:
+    8 elements per thread hold the registers near the sum's 16 (var fp32: 40 to 64 registers), so
+    every layout fits as many programs per SM at once as the sum does (16 per thread took 75 to 95,
+    and the grid of everything, 4 programs per SM, ran a quarter of them as a second wave).
     """
     block_m, block_k, _, per_sm = _tile(M, K, red_contig, inner, _TILE // 2)
     return block_m, block_k, 8 if block_m * block_k >= _TILE // 2 else 4, per_sm
@@ -521,26 +508,19 @@ _Step = tuple[Callable[..., None], tuple[int, int, int], tuple[_Src, ...], tuple
 class _Plan:
     """The launches of one reduction: compiled functions, grids and arguments, pointers left as sources.
 
-    Scratch holds statistics kept between passes (``keep``) at its start, and the partial results of
-    split reductions (``partials``) after them; a later pass may reuse the partials' room.
+    Scratch holds the partial results of a split reduction (``partials``) between its two launches.
     """
 
-    __slots__ = ("fixed", "scratch_bytes", "steps")
+    __slots__ = ("scratch_bytes", "steps")
 
     def __init__(self) -> None:
-        self.fixed = 0
         self.scratch_bytes = 0
         self.steps: list[_Step] = []
 
-    def keep(self, nbytes: int) -> int:
-        offset = self.fixed
-        self.fixed += cdiv(nbytes, 256) * 256
-        self.scratch_bytes = max(self.scratch_bytes, self.fixed)
-        return offset
-
     def partials(self, nbytes: int) -> int:
-        self.scratch_bytes = max(self.scratch_bytes, self.fixed + nbytes)
-        return self.fixed
+        """Byte offset in scratch of ``nbytes`` for partial results."""
+        self.scratch_bytes = max(self.scratch_bytes, nbytes)
+        return 0
 
     def run(self, x: int, out: int, out2: int, stream: int) -> None:
         ptrs = (x, out, out2, scratch(self.scratch_bytes, stream) if self.scratch_bytes else 0, 0)
@@ -636,7 +616,6 @@ def _reduce_launch(
     x: _Src,
     xdt: str,
     x_aligned: bool,
-    aux: _Src,
     out: _Src,
     outdt: str,
     acc: str,
@@ -654,12 +633,11 @@ def _reduce_launch(
     aligned = (("x",) if x_aligned else ()) + rows.aligned
     finalize = finalize if final else "none"
     layout = (rows.kept_rank, len(red[0]), rows.inner, rows.red_contig, big, *cfg, aligned)
-    key = (op, xdt, outdt, acc, final, finalize, aux[0], layout)
+    key = (op, xdt, outdt, acc, final, finalize, layout)
     fn = _REDUCE.cache.get(key)
     if fn is None:
         types = {
             "x": ptr_type(xdt),
-            "aux": "i64" if aux[0] == _NULL else ptr_type(acc),
             "out": ptr_type(outdt),
             "divisor": "fp64",
             **_rows_types("i64" if big else "i32"),
@@ -680,7 +658,7 @@ def _reduce_launch(
         fn = _REDUCE.build(key, types, consts, aligned, num_warps=warps)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     rest = (*rows.lead, float(divisor), *rows.trail, *fn._consts)  # type: ignore[attr-defined]
-    return fn, (rows.programs_m, split[0], 1), (x, aux, out), rest
+    return fn, (rows.programs_m, split[0], 1), (x, out), rest
 
 
 def _programs_m(kshape: _Dims, kx: _Dims, block_m: int) -> int:
@@ -694,17 +672,17 @@ def _big(*extents: int) -> bool:
 
 
 def _first_pass(
-    kept: tuple[_Dims, _Dims, _Dims], red: tuple[_Dims, _Dims], moments: bool = False
+    kept: tuple[_Dims, _Dims, _Dims], red: tuple[_Dims, _Dims], online: bool = False
 ) -> tuple[_Tile, tuple[int, int], bool]:
     """The pass over ``x``: (tile, (programs along K, reduced elements per program), 64-bit offsets).
 
-    ``moments``: var / std's tiles (``var_tile_config``) rather than ``tile_config``.
+    ``online``: the tiles of ``reduce_online.py``'s two-value summaries (``online_tile_config``).
     """
     kshape, kx, ko = kept
     rshape, rx = red
     M, K = numel(kshape), numel(rshape)
     inner = kshape[-1] if kx[-1] == 1 else 0
-    config = var_tile_config if moments else tile_config
+    config = online_tile_config if online else tile_config
     block_m, block_k, warps, per_sm = config(M, K, len(rshape) == 1 and rx[0] == 1, inner)
     split = _split(_programs_m(kshape, kx, block_m), K, block_k, per_sm)
     big = _big(M, K, extent(kshape, kx) + extent(rshape, rx), extent(kshape, ko), split[0] * M)
@@ -712,7 +690,7 @@ def _first_pass(
 
 
 def _second_pass(
-    kept: tuple[_Dims, _Dims, _Dims], nsplit: int, moments: bool = False
+    kept: tuple[_Dims, _Dims, _Dims], nsplit: int, online: bool = False
 ) -> tuple[tuple[_Dims, _Dims, _Dims], tuple[_Dims, _Dims], _Tile, tuple[int, int]]:
     """The fold of a split's partials, (split, M) row-major: (kept, reduced, tile, split) of its launch.
 
@@ -720,7 +698,7 @@ def _second_pass(
     """
     kshape, _, ko = kept
     M = numel(kshape)
-    config = var_tile_config if moments else tile_config
+    config = online_tile_config if online else tile_config
     block_m, block_k, warps, _ = config(M, nsplit, False, kshape[-1])
     kept2 = (kshape, contiguous_strides(kshape), ko)
     return kept2, ((nsplit,), (M,)), (block_m, block_k, warps), (1, cdiv(nsplit, block_k) * block_k)
@@ -731,8 +709,6 @@ def _reduce_steps(
     op: str,
     xdt: str,
     x_aligned: bool,
-    aux: _Src,
-    out: _Src,
     outdt: str,
     acc: str,
     kept: tuple[_Dims, _Dims, _Dims],
@@ -740,42 +716,25 @@ def _reduce_steps(
     divisor: float,
     finalize: str,
 ) -> None:
-    """Plan one reduction of an ``M x K`` strided view; splits ``K`` over programs when rows are few."""
+    """Plan one reduction of an ``M x K`` strided view into ``out``; splits ``K`` over programs when rows are few."""
     cfg, split, big = _first_pass(kept, red)
+    out = (_OUT, 0)
     if split[0] == 1:
         plan.steps.append(
             _reduce_launch(
-                op, (_X, 0), xdt, x_aligned, aux, out, outdt, acc, True, finalize, divisor, kept, red, cfg, split, big
+                op, (_X, 0), xdt, x_aligned, out, outdt, acc, True, finalize, divisor, kept, red, cfg, split, big
             )
         )
         return
     # Pass 1: partials of shape (split, M), contiguous, in the accumulation dtype.
     part = (_SCRATCH, plan.partials(split[0] * numel(kept[0]) * dtype_info(acc).itemsize))
     plan.steps.append(
-        _reduce_launch(
-            op, (_X, 0), xdt, x_aligned, aux, part, acc, acc, False, "none", divisor, kept, red, cfg, split, big
-        )
+        _reduce_launch(op, (_X, 0), xdt, x_aligned, part, acc, acc, False, "none", divisor, kept, red, cfg, split, big)
     )
     kept2, red2, cfg2, split2 = _second_pass(kept, split[0])
+    fold = _FINAL_OP.get(op, op)
     plan.steps.append(
-        _reduce_launch(
-            _FINAL_OP.get(op, op),
-            part,
-            acc,
-            True,
-            aux,
-            out,
-            outdt,
-            acc,
-            True,
-            finalize,
-            divisor,
-            kept2,
-            red2,
-            cfg2,
-            split2,
-            big,
-        )
+        _reduce_launch(fold, part, acc, True, out, outdt, acc, True, finalize, divisor, kept2, red2, cfg2, split2, big)
     )
 
 
@@ -842,9 +801,12 @@ def reduce(
     plan = _PLANS.get(key)
     if plan is None:
         if op == "logsumexp":
-            logsumexp(x, out, dims, stream=stream)
-            return
-        built = _plan_reduce(op, x, out, dims, stream)
+            # Imported here: reduce_online builds on this module's planning.
+            from .reduce_online import plan_online
+
+            built = plan_online("lse", x, out, dims, 0, stream)
+        else:
+            built = _plan_reduce(op, x, out, dims, stream)
         if built is None:
             return
         plan = _remember(key, built)
@@ -870,10 +832,10 @@ def _plan_reduce(op: str, x: BufferLike, out: BufferLike, dims: Any, stream: int
     aligned = x.ptr % 16 == 0
     if op == "mean":
         acc = "float64" if x.dtype == "float64" else "float32"
-        _reduce_steps(plan, "sum", x.dtype, aligned, (_NULL, 0), (_OUT, 0), out.dtype, acc, kept, red, K, "divide")
+        _reduce_steps(plan, "sum", x.dtype, aligned, out.dtype, acc, kept, red, K, "divide")
     else:
         acc = _acc_dtype(op, x.dtype)
-        _reduce_steps(plan, op, x.dtype, aligned, (_NULL, 0), (_OUT, 0), out.dtype, acc, kept, red, 1, "none")
+        _reduce_steps(plan, op, x.dtype, aligned, out.dtype, acc, kept, red, 1, "none")
     return plan
 
 
@@ -925,40 +887,7 @@ def _plan_norm(x: BufferLike, out: BufferLike, p: float, dims: Any, stream: int)
     else:
         op, finalize = "sumpow", "root"
     plan = _Plan()
-    _reduce_steps(plan, op, x.dtype, x.ptr % 16 == 0, (_NULL, 0), (_OUT, 0), out.dtype, acc, kept, red, p, finalize)
-    return plan
-
-
-def logsumexp(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, *, stream: int = 0) -> None:
-    """``log(sum(exp(x)))`` over ``dims``, shifted by the row max for stability (two passes: max, then sum)."""
-    dims = _dims_key(dims)
-    key = ("logsumexp", x.dtype, x.shape, x.strides, x.ptr & 15 == 0, out.dtype, out.shape, out.strides, dims)
-    plan = _PLANS.get(key)
-    if plan is None:
-        built = _plan_logsumexp(x, out, dims, stream)
-        if built is None:
-            return
-        plan = _remember(key, built)
-    plan.run(x.ptr, out.ptr, 0, stream)
-
-
-def _plan_logsumexp(x: BufferLike, out: BufferLike, dims: Any, stream: int) -> _Plan | None:
-    dims = _normalize_dims(dims, len(x.shape))
-    if numel(tuple(out.shape)) == 0:
-        return None
-    K = numel(tuple(x.shape[d] for d in dims))
-    acc = "float64" if x.dtype == "float64" else "float32"
-    if K == 0:
-        fill(out, float("-inf"), stream=stream)
-        return None
-    kept, red = _prepare(x, out, dims)
-    plan = _Plan()
-    # The per-row max, flat and contiguous, at the start of scratch.
-    stat = (_SCRATCH, plan.keep(numel(kept[0]) * dtype_info(acc).itemsize))
-    stat_kept = (kept[0], kept[1], contiguous_strides(kept[0]))
-    aligned = x.ptr % 16 == 0
-    _reduce_steps(plan, "max", x.dtype, aligned, (_NULL, 0), stat, acc, acc, stat_kept, red, 1, "none")
-    _reduce_steps(plan, "sumexp", x.dtype, aligned, stat, (_OUT, 0), out.dtype, acc, kept, red, 1, "log_plus_aux")
+    _reduce_steps(plan, op, x.dtype, x.ptr % 16 == 0, out.dtype, acc, kept, red, p, finalize)
     return plan
 
 
@@ -1058,7 +987,8 @@ def _plan_arg(op: str, x: BufferLike, out_values: BufferLike, out_indices: Buffe
         )
         return plan
     room = split[0] * M * 8
-    pv, pi = (_SCRATCH, plan.partials(2 * room)), (_SCRATCH, plan.fixed + room)
+    base = plan.partials(2 * room)
+    pv, pi = (_SCRATCH, base), (_SCRATCH, base + room)
     plan.steps.append(
         _arg_launch(
             is_max, (_X, 0), (_NULL, 0), x.dtype, x.ptr % 16 == 0, pv, pi, acc, acc, False, geom, K, xk, cfg, split, big

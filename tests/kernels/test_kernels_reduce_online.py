@@ -1,7 +1,8 @@
-"""var / std in one pass (Welford per lane, Chan's merge across lanes and programs) against torch in float64.
+"""One-pass reductions (reduce_online.py) against torch in float64: var / std (Welford per lane, Chan's
+merge across lanes and programs) and logsumexp (a running max per lane, the sum rescaled to it).
 
 Every case runs with the shipped tiles and with tiny tiles that split any reduction longer than 32
-over programs (the merge of partial (mean, M2) summaries in a second launch).
+over programs (the merge of the programs' partial summaries in a second launch).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def _tiny_tiles(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int,
 def tiles(request, monkeypatch):  # type: ignore[no-untyped-def]
     rd.clear_plans()
     if request.param == "split":
-        monkeypatch.setattr(rd, "var_tile_config", _tiny_tiles)
+        monkeypatch.setattr(rd, "online_tile_config", _tiny_tiles)
     yield request.param
     rd.clear_plans()
 
@@ -160,3 +161,61 @@ def test_var_plans_are_reused(device: str) -> None:
     _var("std", a, (1,), 1)
     _var("var", a, (1,), 0)
     assert len(rd._PLANS) == 3  # std and another correction plan apart
+
+
+# ----------------------------------------------------------------------------------------------
+# logsumexp
+# ----------------------------------------------------------------------------------------------
+
+
+def _lse(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+    kept = tuple(s for d, s in enumerate(x.shape) if d not in {e % x.dim() for e in dims})
+    out = torch.empty(kept, dtype=x.dtype, device=x.device)
+    gk.logsumexp(buf(x), buf(out), dims)
+    sync(str(x.device.type))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float64"])
+def test_logsumexp_every_layout(device: str, tiles: str, dtype: str) -> None:
+    # Values up to +-90: exp overflows float32 unless taken relative to the running max.
+    for x, dims in _layouts(device, dtype):
+        x = x * 30
+        got = _lse(x, dims)
+        assert_close(got, torch.logsumexp(x.double(), dim=dims).to(got.dtype), dtype)
+
+
+def test_logsumexp_extremes(device: str, tiles: str) -> None:
+    x = make((8, 50), "float32", device) * 10
+    x[0] = float("-inf")  # every element -inf: -inf
+    x[1, 7] = float("inf")  # inf wins
+    x[2, 30] = float("nan")
+    x[3, :25] = float("-inf")  # -inf among finite values adds nothing
+    x[4] = torch.arange(50, device=device) * 3.0  # a new maximum at every element: the sum rescales each time
+    x[5] = torch.arange(50, device=device) * -3.0
+    x[6, [3, 40]] = float("inf")  # inf twice, and beside -inf
+    x[6, 20] = float("-inf")
+    x[7] = 5.0  # all equal: 5 + log(50)
+    for view, dims in ((x, (1,)), (x.t(), (0,)), (x[:, ::3], (1,))):
+        assert_close(_lse(view, dims), torch.logsumexp(view.double(), dim=dims).float())
+    assert torch.isneginf(_lse(x, (1,))[0]) and torch.isposinf(_lse(x, (1,))[1]) and torch.isnan(_lse(x, (1,))[2])
+
+
+@pytest.mark.parametrize("shape,dims", [((40_000,), (0,)), ((3000, 40), (0,)), ((3, 20_000), (1,))])
+def test_logsumexp_split_paths(device: str, shape: tuple[int, ...], dims: tuple[int, ...]) -> None:
+    # The shipped tiles split these over programs; each program's (max, sum) merges in a second launch.
+    rd.clear_plans()
+    x = make(shape, "float32", device) * 20
+    x.view(-1)[-1] = 70.0  # the largest element in the last program
+    assert_close(_lse(x, dims), torch.logsumexp(x.double(), dim=dims).float())
+    out = torch.empty(tuple(s for d, s in enumerate(shape) if d not in dims), device=device)
+    gk.reduce("logsumexp", buf(x), buf(out), dims)  # the same plan through reduce()
+    sync(device)
+    assert_close(out, torch.logsumexp(x.double(), dim=dims).float())
+
+
+def test_logsumexp_empty(device: str) -> None:
+    out = torch.zeros(4, device=device)
+    gk.logsumexp(buf(torch.empty((4, 0), device=device)), buf(out), (1,))
+    sync(device)
+    assert torch.isneginf(out).all()
