@@ -6,8 +6,8 @@
 For each layout (rows, columns, everything of an 8192 x 8192 fp32 tensor, and the middle dim of a
 (64, 8192, 128) one) it times every candidate ``reduce.tile_config`` of the sum against torch
 (medians of CUDA events, interleaved in one process, ratio = torch_time / genesis_time, > 1 means
-Genesis is faster), then mean / amax / argmax / var / std / norm with the shipped configs (with
-``--var-tiles``, var's tile candidates first). Then the dense
+Genesis is faster), then mean / amax / argmax / var / std / logsumexp / norm with the shipped
+configs (with ``--var-tiles``, ``reduce.online_tile_config`` candidates of var first). Then the dense
 copy per ``elementwise.launch_config`` and a transposed add per ``tiled.tile_config``. Prints a
 compact table and the best candidate per layout; the shipped defaults are marked with ``*``.
 """
@@ -134,6 +134,7 @@ def other_ops(reps: int) -> None:
             "amax": (lambda: gk.reduce("amax", buf(x), buf(out), dims), lambda: torch.amax(x, dims, out=out)),
             "var": (lambda: gk.var(buf(x), buf(out), dims), lambda: torch.var(x, dims, out=out)),
             "std": (lambda: gk.std(buf(x), buf(out), dims), lambda: torch.std(x, dims, out=out)),
+            "lse": (lambda: gk.logsumexp(buf(x), buf(out), dims), lambda: torch.logsumexp(x, dims, out=out)),
             "norm": (
                 lambda: gk.norm(buf(x), buf(out), 2.0, dims),
                 lambda: torch.linalg.vector_norm(x, 2.0, dims, out=out),
