@@ -6,7 +6,8 @@
 For each layout (rows, columns, everything of an 8192 x 8192 fp32 tensor, and the middle dim of a
 (64, 8192, 128) one) it times every candidate ``reduce.tile_config`` of the sum against torch
 (medians of CUDA events, interleaved in one process, ratio = torch_time / genesis_time, > 1 means
-Genesis is faster), then mean / amax / argmax / var / norm with the shipped configs. Then the dense
+Genesis is faster), then mean / amax / argmax / var / std / logsumexp / norm with the shipped
+configs (with ``--var-tiles``, ``reduce.online_tile_config`` candidates of var first). Then the dense
 copy per ``elementwise.launch_config`` and a transposed add per ``tiled.tile_config``. Prints a
 compact table and the best candidate per layout; the shipped defaults are marked with ``*``.
 """
@@ -39,6 +40,13 @@ REDUCE_CANDIDATES = {
             (1, 4096, 8, 2), (1, 1024, 4, 16)],
     "middle": [(128, 16, 4, 8), (128, 32, 4, 16), (128, 64, 8, 8), (128, 8, 4, 16), (128, 32, 8, 4), (64, 32, 4, 16),
                (128, 16, 4, 32), (128, 64, 8, 4)],
+}  # fmt: skip
+# var's (one pass: a mean and an M2 per element, so half the sum's tile), with --var-tiles
+VAR_CANDIDATES = {
+    "rows": [(1, 2048, 8, 4), (4, 1024, 8, 4), (2, 2048, 8, 4), (1, 4096, 16, 4), (2, 1024, 4, 8)],
+    "cols": [(256, 8, 8, 8), (512, 8, 8, 4), (256, 4, 4, 16), (128, 16, 8, 8), (512, 4, 8, 4)],
+    "all": [(1, 4096, 16, 4), (1, 1024, 4, 8), (1, 2048, 8, 8), (1, 4096, 8, 2), (1, 1024, 8, 4)],
+    "middle": [(128, 8, 4, 16), (64, 32, 8, 8), (128, 32, 8, 4), (128, 16, 4, 16), (128, 16, 8, 4)],
 }  # fmt: skip
 COPY_CANDIDATES = [(2048, 4), (2048, 8), (4096, 4), (4096, 8), (8192, 8), (512, 4)]
 TILED_CANDIDATES = [(32, 32, 4), (64, 64, 8), (32, 128, 4), (128, 64, 8), (64, 128, 4), (128, 128, 8), (64, 64, 4)]
@@ -91,6 +99,32 @@ def reduce_sweep(reps: int, budget: float, start: float) -> None:
         rd.clear_plans()
 
 
+def var_sweep(reps: int) -> None:
+    original = rd.online_tile_config
+    for name, (x, dims) in layouts().items():
+        kept = tuple(s for d, s in enumerate(x.shape) if d not in dims)
+        out = torch.empty(kept, device="cuda")
+        K = x.numel() // out.numel()
+        want = x.double().var(dims).float()
+        rows = []
+        for cfg in [None, *VAR_CANDIDATES[name]]:
+            # The candidate applies to the pass over x; a split's merge of partials keeps the shipped choice.
+            rd.online_tile_config = (
+                original if cfg is None else (lambda M, k, rc, i, _c=cfg: _c if k == K else original(M, k, rc, i))
+            )
+            rd.clear_plans()
+            r, t_ms = ratio(lambda: gk.var(buf(x), buf(out), dims), lambda: torch.var(x, dims, out=out), reps)
+            torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
+            rows.append((r, cfg))
+            label = "*default" if cfg is None else str(cfg)
+            print(f"  var {name:<7} {label:<24} ratio {r:5.2f}   torch {t_ms * 1e3:7.1f} us   "
+                  f"genesis {x.numel() * 4 / (t_ms / r * 1e-3) / 1e9:5.0f} GB/s", flush=True)  # fmt: skip
+        best = max(rows, key=lambda p: p[0])
+        print(f"  BEST var {name}: {best[1] or 'default'} ratio {best[0]:.2f}", flush=True)
+        rd.online_tile_config = original
+        rd.clear_plans()
+
+
 def other_ops(reps: int) -> None:
     for name, (x, dims) in layouts().items():
         kept = tuple(s for d, s in enumerate(x.shape) if d not in dims)
@@ -99,6 +133,8 @@ def other_ops(reps: int) -> None:
             "mean": (lambda: gk.reduce("mean", buf(x), buf(out), dims), lambda: torch.mean(x, dims, out=out)),
             "amax": (lambda: gk.reduce("amax", buf(x), buf(out), dims), lambda: torch.amax(x, dims, out=out)),
             "var": (lambda: gk.var(buf(x), buf(out), dims), lambda: torch.var(x, dims, out=out)),
+            "std": (lambda: gk.std(buf(x), buf(out), dims), lambda: torch.std(x, dims, out=out)),
+            "lse": (lambda: gk.logsumexp(buf(x), buf(out), dims), lambda: torch.logsumexp(x, dims, out=out)),
             "norm": (
                 lambda: gk.norm(buf(x), buf(out), 2.0, dims),
                 lambda: torch.linalg.vector_norm(x, 2.0, dims, out=out),
@@ -187,12 +223,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--budget", type=float, default=40.0, help="seconds for the reduction candidates")
+    parser.add_argument("--var-tiles", action="store_true", help="also sweep var's tile candidates (~30 s)")
     args = parser.parse_args()
     start = time.perf_counter()
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}", flush=True)
     host_time()
     print("== sum: candidates (BLOCK_M, BLOCK_K, num_warps, programs/SM); * = shipped", flush=True)
     reduce_sweep(args.reps, args.budget, start)
+    if args.var_tiles:
+        print("== var: candidates (BLOCK_M, BLOCK_K, num_warps, programs/SM)", flush=True)
+        var_sweep(args.reps)
     print("== other reductions, shipped configs: ratio torch / genesis", flush=True)
     other_ops(args.reps)
     print("== copy (BLOCK, num_warps) and transposed add (BLOCK_R, BLOCK_C, num_warps)", flush=True)

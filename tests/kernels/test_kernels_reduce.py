@@ -1,4 +1,7 @@
-"""Reductions against torch (float64 references): sum .. any, var/std, logsumexp, norms, arg_reduce."""
+"""Reductions against torch (float64 references): sum .. any, logsumexp, norms, arg_reduce.
+
+var and std: test_kernels_reduce_var.py.
+"""
 
 from __future__ import annotations
 
@@ -112,19 +115,6 @@ def test_reduce_split_paths(device: str, shape: tuple[int, ...], dims: tuple[int
     _run("all", ~flags, dims, device)
 
 
-@pytest.mark.parametrize("dims", [(0,), (1,), (0, 1)])
-@pytest.mark.parametrize("correction", [0, 1])
-def test_var_std(device: str, dims: tuple[int, ...], correction: int) -> None:
-    x = make((23, 19), "float32", device)
-    out = torch.empty(tuple(s for d, s in enumerate(x.shape) if d not in dims), device=device)
-    gk.var(buf(x), buf(out), dims, correction)
-    sync(device)
-    assert_close(out, torch.var(x.double(), dim=dims, correction=correction).float(), rtol=1e-5, atol=1e-6)
-    gk.std(buf(x.t()), buf(out), tuple(1 - d for d in dims), correction)
-    sync(device)
-    assert_close(out, torch.std(x.double(), dim=dims, correction=correction).float(), rtol=1e-5, atol=1e-6)
-
-
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
 def test_logsumexp(device: str, dtype: str) -> None:
     x = make((7, 29), dtype, device, low=-20, high=20)
@@ -232,6 +222,7 @@ def tiles(request, monkeypatch):  # type: ignore[no-untyped-def]
     if request.param == "split":
         monkeypatch.setattr(rd, "tile_config", _tiny_tiles)
         monkeypatch.setattr(rd, "arg_tile_config", _tiny_tiles)
+        monkeypatch.setattr(rd, "online_tile_config", _tiny_tiles)
     yield request.param
     rd.clear_plans()
 
@@ -271,16 +262,14 @@ def test_reduce_every_layout_nan_and_empty(device: str, tiles: str) -> None:
     _run("sum", make((7, 0), "float32", device), (0,), device)
 
 
-@pytest.mark.parametrize("kind", ["var", "logsumexp", "norm2", "norm3", "norminf"])
+@pytest.mark.parametrize("kind", ["logsumexp", "norm2", "norm3", "norminf"])
 def test_two_pass_and_norm_every_layout(device: str, tiles: str, kind: str) -> None:
+    # (var / std: test_kernels_reduce_var.py)
     for _name, x, dims in _layouts(device):
         shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
         out = torch.empty(shape, device=device)
         xd = x.double()
-        if kind == "var":
-            gk.var(buf(x), buf(out), dims, 1)
-            ref = torch.var(xd, dim=dims, correction=1)
-        elif kind == "logsumexp":
+        if kind == "logsumexp":
             gk.logsumexp(buf(x), buf(out), dims)
             ref = torch.logsumexp(xd, dim=dims)
         else:
@@ -328,6 +317,53 @@ def test_arg_reduce_nan_across_split(device: str, tiles: str) -> None:
         sync(device)
         ref = x.cpu().argmax(1) if op == "max" else x.cpu().argmin(1)
         assert torch.equal(indices.cpu(), ref)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int64"])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_arg_reduce_extremes_of_everything(device: str, tiles: str, dtype: str, op: str) -> None:
+    # argmax() of a whole tensor (one row, K split over programs): identity-valued extremes (-inf for
+    # max, the int64 minimum) must still give the first index, the first NaN wins, ties keep the first.
+    floating = dtype != "int64"
+    worst = float("-inf" if op == "max" else "inf") if floating else (-(2**63) if op == "max" else 2**63 - 1)
+    dt = TORCH_DTYPES[dtype]
+    n = 1009  # prime: a ragged last chunk in every program
+    cases = {
+        "all_worst": torch.full((n,), worst, dtype=dt),
+        "worst_then_one": torch.full((n,), worst, dtype=dt).index_fill_(0, torch.tensor([700]), 1),
+        "ties": (make((n,), "float64", "cpu", low=-2, high=2) * 2).round().to(dt),
+        "late_extreme_twice": make((n,), dtype, "cpu", low=-2, high=2).index_fill_(
+            0, torch.tensor([777, 901]), 9 if op == "max" else -9
+        ),
+    }
+    if floating:
+        nan = make((n,), dtype, "cpu")
+        nan[[613, 800]] = float("nan")
+        cases["nans"] = nan
+        cases["nan_among_worst"] = torch.full((n,), worst, dtype=dt).index_fill_(0, torch.tensor([5, 6]), float("nan"))
+    for name, x in cases.items():
+        x = x.to(device)
+        values = torch.empty((), dtype=dt, device=device)
+        index = torch.empty((), dtype=torch.int64, device=device)
+        gk.arg_reduce(op, buf(x), buf(values), buf(index), 0)
+        sync(device)
+        xc = x.cpu()
+        want = xc.argmax() if op == "max" else xc.argmin()
+        assert index.item() == want.item(), (name, index.item(), want.item())
+        assert torch.equal(values.cpu(), xc[want]) or (values.cpu().isnan() and xc[want].isnan()), name
+
+
+@pytest.mark.parametrize("shape,dim", [((3, 1), 1), ((1, 257), 1), ((257, 3), 0), ((2, 5000), 1), ((5000,), 0)])
+def test_arg_reduce_odd_sizes(device: str, tiles: str, shape: tuple[int, ...], dim: int) -> None:
+    x = (make(shape, "float32", device) * 2).round() / 2
+    out_shape = tuple(s for i, s in enumerate(shape) if i != dim)
+    for op in ("max", "min"):
+        values = torch.empty(out_shape, device=device)
+        indices = torch.empty(out_shape, dtype=torch.int64, device=device)
+        gk.arg_reduce(op, buf(x), buf(values), buf(indices), dim)
+        sync(device)
+        ref_v, ref_i = x.cpu().max(dim) if op == "max" else x.cpu().min(dim)
+        assert torch.equal(indices.cpu(), ref_i) and torch.equal(values.cpu(), ref_v)
 
 
 def test_reduce_plans_are_reused_and_follow_pointers(device: str) -> None:

@@ -35,7 +35,8 @@ from .index import (
 from .matmul import matmul, matmul_plan
 from .normalization import norm_backward, norm_forward
 from .random import bernoulli, dropout, normal, rand, randint, randn, uniform, write_rng_state
-from .reduce import arg_reduce, logsumexp, norm, reduce, std, var
+from .reduce import arg_reduce, norm, reduce
+from .reduce_online import logsumexp, std, var
 from .scan import cumprod, cumsum
 from .softmax import softmax, softmax_backward
 from .sort import argsort, sort, topk

@@ -1,4 +1,4 @@
-"""Reductions over any set of dims: sum, mean, prod, max/min, all/any, var, logsumexp, norm, argmax/argmin.
+"""Reductions over any set of dims: sum, mean, prod, max/min, all/any, logsumexp, norm, argmax/argmin.
 
 The launcher splits the input's dims into *kept* dims (the output's) and *reduced*
 dims, collapses each group, and views the input as an ``M x K`` matrix of rows
@@ -20,10 +20,10 @@ When there are too few programs to fill the GPU (``sum()`` of everything, the
 per-stream scratch block and a second launch of the same kernel folds them (no
 atomics, so the result does not depend on timing).
 
-``var`` and ``logsumexp`` first reduce a per-row statistic (mean or max) into
-scratch, then reduce ``(x - mean)^2`` or ``exp(x - max)`` against it. ``norm``
-folds a per-element transform (``x^2``, ``|x|``, ``|x|^p``, ``x != 0``) with a sum,
-or ``|x|`` with a max or min, and takes the root in the final pass.
+``norm`` folds a per-element transform (``x^2``, ``|x|``, ``|x|^p``, ``x != 0``) with a
+sum, or ``|x|`` with a max or min, and takes the root in the final pass. ``var`` / ``std``
+and ``logsumexp`` keep a two-value summary per lane instead (``reduce_online.py``, on
+these rows, tiles and splits), so they too read the input once.
 
 Host time: everything that depends only on shapes, strides, dtypes and the op is
 planned once (:class:`_Plan`: compiled launch functions, grids, argument tuples) and
@@ -33,7 +33,7 @@ cached, so a repeated reduction costs a dict lookup and one or two launches.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import triton
 import triton.language as tl
@@ -41,7 +41,7 @@ import triton.language as tl
 from genesis_storage import contiguous_strides
 
 from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel, pad_dims
-from .elementwise import cast_to, div_rn, fill, unary
+from .elementwise import cast_to, div_rn, fill
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch, sm_count
 from .strided import offset_of, stride_types
@@ -111,8 +111,8 @@ def _fold(acc, OP: tl.constexpr):
 
 
 @triton.jit
-def _prepare_values(v, center, p, OP: tl.constexpr, ACC: tl.constexpr):
-    """Loaded values -> what the accumulator folds (truth values, squared deviations, shifted exps, powers)."""
+def _prepare_values(v, p, OP: tl.constexpr, ACC: tl.constexpr):
+    """Loaded values -> what the accumulator folds (truth values, squares, absolute values, powers)."""
     if OP == "all" or OP == "any" or OP == "count":
         return (v != 0).to(ACC)
     v = cast_to(v, ACC)
@@ -122,11 +122,6 @@ def _prepare_values(v, center, p, OP: tl.constexpr, ACC: tl.constexpr):
         return tl.abs(v)
     elif OP == "sumpow":
         return lib.pow(tl.abs(v), p.to(ACC))
-    elif OP == "sqdev":
-        d = v - center[:, None]
-        return d * d
-    elif OP == "sumexp":
-        return lib.exp(v - center[:, None])
     else:
         return v
 
@@ -169,7 +164,6 @@ def _kept_offset(
 @triton.jit
 def _reduce_kernel(
     x,
-    aux,
     out,
     M,
     K,
@@ -236,12 +230,6 @@ def _reduce_kernel(
         k_start = pid_s.to(tl.int64) * K_PER
     else:
         k_start = pid_s * K_PER
-    if OP == "sqdev" or OP == "sumexp":
-        center = tl.load(aux + m, mask=m_mask, other=0).to(ACC)
-        if OP == "sumexp":
-            center = tl.where(center == float("-inf"), 0.0, center)  # all -inf rows: exp(-inf) = 0
-    else:
-        center = tl.zeros([BLOCK_M], ACC)
     ident = _identity(OP, ACC)
     acc = tl.full([BLOCK_M, BLOCK_K], ident, ACC)
     k_end = tl.minimum(k_start + K_PER, K)
@@ -256,10 +244,10 @@ def _reduce_kernel(
         # Whole tiles load without a mask (a mask the compiler cannot prove uniform over 16
         # bytes forces scalar loads); only the ragged edge is masked.
         if full_m & (k_start + k0 + BLOCK_K <= k_end):
-            acc = _combine(acc, _prepare_values(tl.load(ptrs), center, divisor, OP, ACC), OP)
+            acc = _combine(acc, _prepare_values(tl.load(ptrs), divisor, OP, ACC), OP)
         else:
             mask = m_mask[:, None] & (k < k_end)[None, :]
-            v = _prepare_values(tl.load(ptrs, mask=mask), center, divisor, OP, ACC)
+            v = _prepare_values(tl.load(ptrs, mask=mask), divisor, OP, ACC)
             acc = _combine(acc, tl.where(mask, v, ident), OP)
     r = _fold(acc, OP)
     if FINAL:
@@ -269,9 +257,6 @@ def _reduce_kernel(
             r = lib.sqrt(r)
         elif FINALIZE == "root":  # divisor holds p
             r = lib.pow(r, 1.0 / divisor.to(ACC))
-        elif FINALIZE == "log_plus_aux":
-            c = tl.load(aux + m, mask=m_mask, other=0).to(ACC)
-            r = lib.log(r) + tl.where(c == float("-inf"), 0.0, c)
         o = _kept_offset(outer, m_in, oi, KS1, KS2, KS3, KS4, KS5, KS6, KS7, ok0, ok1, ok2, ok3, ok4, ok5, ok6, ok7,
                          KEPT_RANK, INNER)  # fmt: skip
         tl.store(out + o, cast_to(r, out.dtype.element_ty), mask=m_mask)
@@ -374,7 +359,12 @@ def _arg_kernel(
     else:
         ident = _identity("min", ACC)
     best = tl.full([BLOCK_M, BLOCK_K], ident, ACC)
-    best_i = tl.full([BLOCK_M, BLOCK_K], _INDEX_NONE, tl.int64)
+    if IN_INDEX:
+        best_i = tl.full([BLOCK_M, BLOCK_K], _INDEX_NONE, tl.int64)
+    elif INT64:
+        best_k0 = tl.zeros([BLOCK_M, BLOCK_K], tl.int64)
+    else:
+        best_k0 = tl.zeros([BLOCK_M, BLOCK_K], tl.int32)
     k_end = tl.minimum(k_start + K_PER, K)
     for k0 in range(0, K_PER, BLOCK_K):
         k = k_start + k0 + tl.arange(0, BLOCK_K)
@@ -390,13 +380,27 @@ def _arg_kernel(
             v = tl.where(mask, cast_to(tl.load(x + offs, mask=mask), ACC), ident)
         if IN_INDEX:
             vi = tl.load(xi + offs, mask=mask, other=_INDEX_NONE)
+            if IS_MAX:
+                best, best_i = _pick_max(best, best_i, v, vi)
+            else:
+                best, best_i = _pick_min(best, best_i, v, vi)
         else:
-            vi = tl.where(mask, k[None, :].to(tl.int64), _INDEX_NONE)
-        # Elementwise, the earlier chunk is ``best``: ties keep the smaller index, as torch.
-        if IS_MAX:
-            best, best_i = _pick_max(best, best_i, v, vi)
-        else:
-            best, best_i = _pick_min(best, best_i, v, vi)
+            # A lane sees its elements in index order, so it keeps only the offset of the chunk that
+            # won: a later value wins if strictly better, or if it is the lane's first NaN (NaN is the
+            # extreme, as torch). Masked elements hold the identity, which never wins.
+            if IS_MAX:
+                win = v > best
+            else:
+                win = v < best
+            if ACC.is_floating():
+                win = win | ((v != v) & (best == best))
+            best = tl.where(win, v, best)
+            best_k0 = tl.where(win, k0, best_k0)
+    if not IN_INDEX:
+        # A lane that never won holds its first element (identity-valued: -inf for max, say). Lanes
+        # past the end hold only the identity at indices after every element in range, so they lose
+        # the fold's ties and can win nothing.
+        best_i = (k_start + best_k0 + tl.arange(0, BLOCK_K)[None, :]).to(tl.int64)
     if IS_MAX:
         val, idx = tl.reduce((best, best_i), 1, _pick_max)
     else:
@@ -422,8 +426,6 @@ _ARG = Kernel(_arg_kernel)
 REDUCE_OPS = frozenset(("sum", "mean", "prod", "max", "min", "amax", "amin", "all", "any"))
 # How the partial results of a split reduction fold in its second pass.
 _FINAL_OP = {
-    "sqdev": "sum",
-    "sumexp": "sum",
     "sumsq": "sum",
     "sumabs": "sum",
     "sumpow": "sum",
@@ -458,8 +460,29 @@ def tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int,
 
 
 def arg_tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int, int, int]:
-    """``tile_config`` for argmax / argmin: half the tile, for the int64 index beside every value."""
+    """``tile_config`` for argmax / argmin: half the tile, for the chunk offset kept beside every value.
+
+    Everything into one value: the sum's 8 warps and 4 programs per SM over half its chunk. That grid
+    is one wave only if 4 programs fit on an SM at once: 16 values per thread (4 warps) with an int64
+    index each took 145 registers, 3 programs fitted and a quarter ran as a second wave (0.74x torch);
+    8 values per thread and an int32 chunk offset take 32 to 57 registers (fp32 to int64).
+    """
+    if red_contig and M == 1:
+        block_k = min(next_pow2(K), _TILE // 2)
+        return 1, block_k, 8 if block_k == _TILE // 2 else 4, 4
     return _tile(M, K, red_contig, inner, _TILE // 2)
+
+
+def online_tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int, int, int]:
+    """``tile_config`` for var / std / logsumexp: half the tile over at least as many warps.
+
+    A lane keeps two values (var's mean and M2, logsumexp's max and sum) where the sum keeps one:
+    8 elements per thread hold the registers near the sum's 16 (var fp32: 40 to 64 registers), so
+    every layout fits as many programs per SM at once as the sum does (16 per thread took 75 to 95,
+    and the grid of everything, 4 programs per SM, ran a quarter of them as a second wave).
+    """
+    block_m, block_k, _, per_sm = _tile(M, K, red_contig, inner, _TILE // 2)
+    return block_m, block_k, 8 if block_m * block_k >= _TILE // 2 else 4, per_sm
 
 
 def _split(programs_m: int, K: int, block_k: int, per_sm: int) -> tuple[int, int]:
@@ -485,26 +508,19 @@ _Step = tuple[Callable[..., None], tuple[int, int, int], tuple[_Src, ...], tuple
 class _Plan:
     """The launches of one reduction: compiled functions, grids and arguments, pointers left as sources.
 
-    Scratch holds statistics kept between passes (``keep``) at its start, and the partial results of
-    split reductions (``partials``) after them; a later pass may reuse the partials' room.
+    Scratch holds the partial results of a split reduction (``partials``) between its two launches.
     """
 
-    __slots__ = ("fixed", "scratch_bytes", "steps")
+    __slots__ = ("scratch_bytes", "steps")
 
     def __init__(self) -> None:
-        self.fixed = 0
         self.scratch_bytes = 0
         self.steps: list[_Step] = []
 
-    def keep(self, nbytes: int) -> int:
-        offset = self.fixed
-        self.fixed += cdiv(nbytes, 256) * 256
-        self.scratch_bytes = max(self.scratch_bytes, self.fixed)
-        return offset
-
     def partials(self, nbytes: int) -> int:
-        self.scratch_bytes = max(self.scratch_bytes, self.fixed + nbytes)
-        return self.fixed
+        """Byte offset in scratch of ``nbytes`` for partial results."""
+        self.scratch_bytes = max(self.scratch_bytes, nbytes)
+        return 0
 
     def run(self, x: int, out: int, out2: int, stream: int) -> None:
         ptrs = (x, out, out2, scratch(self.scratch_bytes, stream) if self.scratch_bytes else 0, 0)
@@ -551,12 +567,55 @@ def _aligned(names: str, values: _Dims) -> tuple[str, ...]:
     return tuple(f"{names}{d}" for d, v in enumerate(values) if v % 16 == 0)
 
 
+_Tile = tuple[int, int, int]  # (BLOCK_M, BLOCK_K, num_warps)
+
+
+class _Rows(NamedTuple):
+    """What a launch over kept rows x reduced elements takes, whatever it folds."""
+
+    programs_m: int  # programs along the rows (grid axis 0)
+    inner: bool  # the innermost kept dim is contiguous in x (see the module docstring)
+    red_contig: bool  # the reduced elements of a row are contiguous
+    kept_rank: int  # KEPT_RANK: the kept dims the kernel unravels
+    aligned: tuple[str, ...]  # the integer arguments divisible by 16
+    lead: tuple[int, ...]  # M, K, K_PER, M_INNER, NB_INNER, oi
+    trail: tuple[int, ...]  # KS1.., xk0.., ok0.., RS1.., xr0..
+
+
+def _rows(kept: tuple[_Dims, _Dims, _Dims], red: tuple[_Dims, _Dims], block_m: int, k_per: int) -> _Rows:
+    kshape, kx, ko = kept
+    rshape, rx = red
+    inner = kx[-1] == 1
+    oshape, (okx, oko), m_inner, (_, oi) = _kept_args(kshape, [kx, ko], inner)
+    nb = cdiv(m_inner, block_m) if inner else 1
+    return _Rows(
+        numel(oshape) * nb if inner else cdiv(numel(kshape), block_m),
+        inner,
+        len(rshape) == 1 and rx[0] == 1,
+        len(oshape),
+        _aligned("xk", pad_dims(okx, 0)) + _aligned("xr", pad_dims(rx, 0)) + (("K_PER",) if k_per % 16 == 0 else ()),
+        (numel(kshape), numel(rshape), k_per, m_inner, nb, oi),
+        (*_sizes(oshape), *pad_dims(okx, 0), *pad_dims(oko, 0), *_sizes(rshape), *pad_dims(rx, 0)),
+    )
+
+
+def _rows_types(it: str) -> dict[str, str]:
+    """The types of the integer arguments from ``_rows`` (``it``: i32 or i64)."""
+    return {
+        **{n: it for n in ("M", "K", "K_PER", "M_INNER", "NB_INNER", "oi")},
+        **{f"KS{d}": it for d in range(1, MAX_RANK)},
+        **stride_types("xk", it),
+        **stride_types("ok", it),
+        **{f"RS{d}": it for d in range(1, MAX_RANK)},
+        **stride_types("xr", it),
+    }
+
+
 def _reduce_launch(
     op: str,
     x: _Src,
     xdt: str,
     x_aligned: bool,
-    aux: _Src,
     out: _Src,
     outdt: str,
     acc: str,
@@ -565,88 +624,41 @@ def _reduce_launch(
     divisor: float,
     kept: tuple[_Dims, _Dims, _Dims],
     red: tuple[_Dims, _Dims],
-    cfg: tuple[int, int, int],
+    cfg: _Tile,
     split: tuple[int, int],
     big: bool,
 ) -> _Step:
-    kshape, kx, ko = kept
-    rshape, rx = red
     block_m, block_k, warps = cfg
-    nsplit, k_per = split
-    inner = kx[-1] == 1
-    oshape, (okx, oko), m_inner, (_, oi) = _kept_args(kshape, [kx, ko], inner)
-    nb = cdiv(m_inner, block_m) if inner else 1
-    programs_m = numel(oshape) * nb if inner else cdiv(numel(kshape), block_m)
-    red_contig = len(rshape) == 1 and rx[0] == 1
-    aligned = (
-        (("x",) if x_aligned else ())
-        + _aligned("xk", pad_dims(okx, 0))
-        + _aligned("xr", pad_dims(rx, 0))
-        + (("K_PER",) if k_per % 16 == 0 else ())
-    )
+    rows = _rows(kept, red, block_m, split[1])
+    aligned = (("x",) if x_aligned else ()) + rows.aligned
     finalize = finalize if final else "none"
-    key = (
-        op,
-        xdt,
-        outdt,
-        acc,
-        final,
-        finalize,
-        len(oshape),
-        len(rshape),
-        inner,
-        red_contig,
-        big,
-        *cfg,
-        aux[0],
-        aligned,
-    )
+    layout = (rows.kept_rank, len(red[0]), rows.inner, rows.red_contig, big, *cfg, aligned)
+    key = (op, xdt, outdt, acc, final, finalize, layout)
     fn = _REDUCE.cache.get(key)
     if fn is None:
-        it = "i64" if big else "i32"
         types = {
             "x": ptr_type(xdt),
-            "aux": "i64" if aux[0] == _NULL else ptr_type(acc),
             "out": ptr_type(outdt),
-            **{n: it for n in ("M", "K", "K_PER", "M_INNER", "NB_INNER", "oi")},
             "divisor": "fp64",
-            **{f"KS{d}": it for d in range(1, MAX_RANK)},
-            **stride_types("xk", it),
-            **stride_types("ok", it),
-            **{f"RS{d}": it for d in range(1, MAX_RANK)},
-            **stride_types("xr", it),
+            **_rows_types("i64" if big else "i32"),
         }
         consts = dict(
             OP=op,
             ACC=dtype_info(acc).tl,
             FINAL=final,
             FINALIZE=finalize,
-            KEPT_RANK=len(oshape),
-            RED_RANK=len(rshape),
-            INNER=inner,
-            RED_CONTIG=red_contig,
+            KEPT_RANK=rows.kept_rank,
+            RED_RANK=len(red[0]),
+            INNER=rows.inner,
+            RED_CONTIG=rows.red_contig,
             INT64=big,
             BLOCK_M=block_m,
             BLOCK_K=block_k,
         )
         fn = _REDUCE.build(key, types, consts, aligned, num_warps=warps)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    rest = (
-        numel(kshape),
-        numel(rshape),
-        k_per,
-        m_inner,
-        nb,
-        oi,
-        float(divisor),
-        *_sizes(oshape),
-        *pad_dims(okx, 0),
-        *pad_dims(oko, 0),
-        *_sizes(rshape),
-        *pad_dims(rx, 0),
-        *fn._consts,  # type: ignore[attr-defined]
-    )
-    return fn, (programs_m, nsplit, 1), (x, aux, out), rest
+    rest = (*rows.lead, float(divisor), *rows.trail, *fn._consts)  # type: ignore[attr-defined]
+    return fn, (rows.programs_m, split[0], 1), (x, out), rest
 
 
 def _programs_m(kshape: _Dims, kx: _Dims, block_m: int) -> int:
@@ -659,13 +671,44 @@ def _big(*extents: int) -> bool:
     return max(extents) >= INT32_LIMIT - 65536
 
 
+def _first_pass(
+    kept: tuple[_Dims, _Dims, _Dims], red: tuple[_Dims, _Dims], online: bool = False
+) -> tuple[_Tile, tuple[int, int], bool]:
+    """The pass over ``x``: (tile, (programs along K, reduced elements per program), 64-bit offsets).
+
+    ``online``: the tiles of ``reduce_online.py``'s two-value summaries (``online_tile_config``).
+    """
+    kshape, kx, ko = kept
+    rshape, rx = red
+    M, K = numel(kshape), numel(rshape)
+    inner = kshape[-1] if kx[-1] == 1 else 0
+    config = online_tile_config if online else tile_config
+    block_m, block_k, warps, per_sm = config(M, K, len(rshape) == 1 and rx[0] == 1, inner)
+    split = _split(_programs_m(kshape, kx, block_m), K, block_k, per_sm)
+    big = _big(M, K, extent(kshape, kx) + extent(rshape, rx), extent(kshape, ko), split[0] * M)
+    return (block_m, block_k, warps), split, big
+
+
+def _second_pass(
+    kept: tuple[_Dims, _Dims, _Dims], nsplit: int, online: bool = False
+) -> tuple[tuple[_Dims, _Dims, _Dims], tuple[_Dims, _Dims], _Tile, tuple[int, int]]:
+    """The fold of a split's partials, (split, M) row-major: (kept, reduced, tile, split) of its launch.
+
+    Kept = the flat row index (contiguous), reduced = the split index (stride M); one program per rows.
+    """
+    kshape, _, ko = kept
+    M = numel(kshape)
+    config = online_tile_config if online else tile_config
+    block_m, block_k, warps, _ = config(M, nsplit, False, kshape[-1])
+    kept2 = (kshape, contiguous_strides(kshape), ko)
+    return kept2, ((nsplit,), (M,)), (block_m, block_k, warps), (1, cdiv(nsplit, block_k) * block_k)
+
+
 def _reduce_steps(
     plan: _Plan,
     op: str,
     xdt: str,
     x_aligned: bool,
-    aux: _Src,
-    out: _Src,
     outdt: str,
     acc: str,
     kept: tuple[_Dims, _Dims, _Dims],
@@ -673,52 +716,25 @@ def _reduce_steps(
     divisor: float,
     finalize: str,
 ) -> None:
-    """Plan one reduction of an ``M x K`` strided view; splits ``K`` over programs when rows are few."""
-    kshape, kx, ko = kept
-    rshape, rx = red
-    M, K = numel(kshape), numel(rshape)
-    inner = kshape[-1] if kx[-1] == 1 else 0
-    block_m, block_k, warps, per_sm = tile_config(M, K, len(rshape) == 1 and rx[0] == 1, inner)
-    split = _split(_programs_m(kshape, kx, block_m), K, block_k, per_sm)
-    big = _big(M, K, extent(kshape, kx) + extent(rshape, rx), extent(kshape, ko), split[0] * M)
-    cfg = (block_m, block_k, warps)
+    """Plan one reduction of an ``M x K`` strided view into ``out``; splits ``K`` over programs when rows are few."""
+    cfg, split, big = _first_pass(kept, red)
+    out = (_OUT, 0)
     if split[0] == 1:
         plan.steps.append(
             _reduce_launch(
-                op, (_X, 0), xdt, x_aligned, aux, out, outdt, acc, True, finalize, divisor, kept, red, cfg, split, big
+                op, (_X, 0), xdt, x_aligned, out, outdt, acc, True, finalize, divisor, kept, red, cfg, split, big
             )
         )
         return
     # Pass 1: partials of shape (split, M), contiguous, in the accumulation dtype.
-    part = (_SCRATCH, plan.partials(split[0] * M * dtype_info(acc).itemsize))
+    part = (_SCRATCH, plan.partials(split[0] * numel(kept[0]) * dtype_info(acc).itemsize))
     plan.steps.append(
-        _reduce_launch(
-            op, (_X, 0), xdt, x_aligned, aux, part, acc, acc, False, "none", divisor, kept, red, cfg, split, big
-        )
+        _reduce_launch(op, (_X, 0), xdt, x_aligned, part, acc, acc, False, "none", divisor, kept, red, cfg, split, big)
     )
-    # Pass 2: fold the partials; kept = the flat row index (contiguous), reduced = the split index (stride M).
-    kept2 = (kshape, contiguous_strides(kshape), ko)
-    red2 = ((split[0],), (M,))
-    block_m, block_k, warps, _ = tile_config(M, split[0], False, kshape[-1])
+    kept2, red2, cfg2, split2 = _second_pass(kept, split[0])
+    fold = _FINAL_OP.get(op, op)
     plan.steps.append(
-        _reduce_launch(
-            _FINAL_OP.get(op, op),
-            part,
-            acc,
-            True,
-            aux,
-            out,
-            outdt,
-            acc,
-            True,
-            finalize,
-            divisor,
-            kept2,
-            red2,
-            (block_m, block_k, warps),
-            (1, cdiv(split[0], block_k) * block_k),
-            big,
-        )
+        _reduce_launch(fold, part, acc, True, out, outdt, acc, True, finalize, divisor, kept2, red2, cfg2, split2, big)
     )
 
 
@@ -785,9 +801,12 @@ def reduce(
     plan = _PLANS.get(key)
     if plan is None:
         if op == "logsumexp":
-            logsumexp(x, out, dims, stream=stream)
-            return
-        built = _plan_reduce(op, x, out, dims, stream)
+            # Imported here: reduce_online builds on this module's planning.
+            from .reduce_online import plan_online
+
+            built = plan_online("lse", x, out, dims, 0, stream)
+        else:
+            built = _plan_reduce(op, x, out, dims, stream)
         if built is None:
             return
         plan = _remember(key, built)
@@ -813,10 +832,10 @@ def _plan_reduce(op: str, x: BufferLike, out: BufferLike, dims: Any, stream: int
     aligned = x.ptr % 16 == 0
     if op == "mean":
         acc = "float64" if x.dtype == "float64" else "float32"
-        _reduce_steps(plan, "sum", x.dtype, aligned, (_NULL, 0), (_OUT, 0), out.dtype, acc, kept, red, K, "divide")
+        _reduce_steps(plan, "sum", x.dtype, aligned, out.dtype, acc, kept, red, K, "divide")
     else:
         acc = _acc_dtype(op, x.dtype)
-        _reduce_steps(plan, op, x.dtype, aligned, (_NULL, 0), (_OUT, 0), out.dtype, acc, kept, red, 1, "none")
+        _reduce_steps(plan, op, x.dtype, aligned, out.dtype, acc, kept, red, 1, "none")
     return plan
 
 
@@ -868,67 +887,7 @@ def _plan_norm(x: BufferLike, out: BufferLike, p: float, dims: Any, stream: int)
     else:
         op, finalize = "sumpow", "root"
     plan = _Plan()
-    _reduce_steps(plan, op, x.dtype, x.ptr % 16 == 0, (_NULL, 0), (_OUT, 0), out.dtype, acc, kept, red, p, finalize)
-    return plan
-
-
-def var(
-    x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, correction: int = 1, *, stream: int = 0
-) -> None:
-    """Variance over ``dims`` with Bessel-style ``correction`` (two passes: mean, then squared deviations)."""
-    _two_pass("var", x, out, dims, correction, stream)
-
-
-def std(
-    x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, correction: int = 1, *, stream: int = 0
-) -> None:
-    """Standard deviation: ``var`` then a square root in place."""
-    _two_pass("var", x, out, dims, correction, stream)
-    unary("sqrt", out, out, stream=stream)
-
-
-def logsumexp(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, *, stream: int = 0) -> None:
-    """``log(sum(exp(x)))`` over ``dims``, shifted by the row max for stability."""
-    _two_pass("logsumexp", x, out, dims, 0, stream)
-
-
-def _two_pass(
-    kind: str, x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None, correction: int, stream: int
-) -> None:
-    dims = _dims_key(dims)
-    key = (kind, correction, x.dtype, x.shape, x.strides, x.ptr & 15 == 0, out.dtype, out.shape, out.strides, dims)
-    plan = _PLANS.get(key)
-    if plan is None:
-        built = _plan_two_pass(kind, x, out, dims, correction, stream)
-        if built is None:
-            return
-        plan = _remember(key, built)
-    plan.run(x.ptr, out.ptr, 0, stream)
-
-
-def _plan_two_pass(kind: str, x: BufferLike, out: BufferLike, dims: Any, correction: int, stream: int) -> _Plan | None:
-    dims = _normalize_dims(dims, len(x.shape))
-    if numel(tuple(out.shape)) == 0:
-        return None
-    K = numel(tuple(x.shape[d] for d in dims))
-    acc = "float64" if x.dtype == "float64" else "float32"
-    if K == 0:
-        fill(out, float("nan") if kind == "var" else float("-inf"), stream=stream)
-        return None
-    kept, red = _prepare(x, out, dims)
-    M = numel(kept[0])
-    plan = _Plan()
-    # The per-row statistic (mean or max), flat and contiguous, at the start of scratch.
-    stat = (_SCRATCH, plan.keep(M * dtype_info(acc).itemsize))
-    stat_kept = (kept[0], kept[1], contiguous_strides(kept[0]))
-    aligned = x.ptr % 16 == 0
-    if kind == "var":
-        _reduce_steps(plan, "sum", x.dtype, aligned, (_NULL, 0), stat, acc, acc, stat_kept, red, K, "divide")
-        divisor, op2, fin = max(K - correction, 0), "sqdev", "divide"
-    else:
-        _reduce_steps(plan, "max", x.dtype, aligned, (_NULL, 0), stat, acc, acc, stat_kept, red, 1, "none")
-        divisor, op2, fin = 1, "sumexp", "log_plus_aux"
-    _reduce_steps(plan, op2, x.dtype, aligned, stat, (_OUT, 0), out.dtype, acc, kept, red, divisor, fin)
+    _reduce_steps(plan, op, x.dtype, x.ptr % 16 == 0, out.dtype, acc, kept, red, p, finalize)
     return plan
 
 
@@ -1028,7 +987,8 @@ def _plan_arg(op: str, x: BufferLike, out_values: BufferLike, out_indices: Buffe
         )
         return plan
     room = split[0] * M * 8
-    pv, pi = (_SCRATCH, plan.partials(2 * room)), (_SCRATCH, plan.fixed + room)
+    base = plan.partials(2 * room)
+    pv, pi = (_SCRATCH, base), (_SCRATCH, base + room)
     plan.steps.append(
         _arg_launch(
             is_max, (_X, 0), (_NULL, 0), x.dtype, x.ptr % 16 == 0, pv, pi, acc, acc, False, geom, K, xk, cfg, split, big
