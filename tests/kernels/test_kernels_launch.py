@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 from kernels_helpers import buf, make, sync
@@ -77,3 +79,31 @@ def test_unknown_op_and_bad_shapes() -> None:
         gk.unary("nope", b, b)
     with pytest.raises(ValueError):
         gk.binary("add", b, gk.Buffer(0, (4,), (1,), "float32"), b, compute_dtype="float32")
+
+
+def test_divisibility_attrs_follow_argument_order_in_every_process() -> None:
+    # Triton's disk-cache key includes str(attrs): the same kernel must give the same string however the
+    # aligned names are iterated (a set's order changes between processes), or every process recompiles.
+    import subprocess
+    import sys
+
+    from genesis_kernels.runtime import divisibility_attrs
+
+    names = ["x", "y", "out", "n", "scratch"]
+    attrs = divisibility_attrs(names, ["scratch", "x", "out"])
+    assert list(attrs) == [(0,), (2,), (4,)] and attrs == divisibility_attrs(names, ["out", "scratch", "x"])
+    code = (
+        "from genesis_kernels.runtime import divisibility_attrs;"
+        "print(str(divisibility_attrs(['x', 'y', 'out', 'n', 'scratch'], {'scratch', 'x', 'out'})))"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert len(seen) == 1, seen

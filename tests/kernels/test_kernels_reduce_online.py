@@ -98,7 +98,7 @@ def test_var_large_offset(device: str, tiles: str, layout: str) -> None:
     x = (torch.randn(shape, dtype=torch.float64) * 1e-3 + 1e4).float().to(device)
     want = _ref("var", x, dims, 1)
     xc = x.cpu()
-    n = want.new_tensor(xc.numel() / want.numel())
+    n = xc.numel() / want.numel()  # a plain number: `want` lives on the device, `xc` on the host
     naive = ((xc * xc).sum(dims) / n - (xc.sum(dims) / n) ** 2) * n / (n - 1)
     assert not torch.allclose(naive.double(), want.cpu(), rtol=1e-2), "the data should defeat the naive formula"
     assert_close(_var("var", x, dims, 1), want.float(), rtol=1e-5, atol=0)

@@ -189,12 +189,21 @@ class Kernel:
 
         signature = {n: ("constexpr" if n in self.constexpr_names else types[n]) for n in self.arg_names}
         consts = {(self.arg_names.index(n),): v for n, v in constexprs.items()}
-        attrs = {(self.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+        attrs = divisibility_attrs(self.arg_names, aligned)
         src = ASTSource(self.fn, signature, consts, attrs)
         target = driver.active.get_current_target()
         ck = compile(src, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
         runner = ck.run  # loads the module into the current context
         return make_launch(runner, ck.function, ck.packed_metadata, triton.__version__, scratch)
+
+
+def divisibility_attrs(arg_names: list[str], aligned: Iterable[str]) -> dict[tuple[int], list[list[Any]]]:
+    """Triton's attribute dict marking the ``aligned`` arguments 16-byte divisible, in argument order.
+
+    The order matters beyond the compiler: Triton's on-disk cache key includes ``str(attrs)``, and
+    built in the iteration order of a set of names (which string-hash salting changes from one process
+    to the next) it made every new process miss the cache and recompile each kernel."""
+    return {(i,): [["tt.divisibility", 16]] for i in sorted(arg_names.index(n) for n in aligned)}
 
 
 def ptr_type(dtype: str) -> str:
