@@ -174,3 +174,25 @@ def test_in_place_operators_still_bump_versions():
     a += b
     a *= 2
     assert a._version[0] == before + 2
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "shape", [(5,), (0,), ((2, 3),), ([2, 3],), (2, 3), ((np.int32(2), 3),), (genesis.Size((2, 2)),)]
+)
+def test_empty_shapes_match_torch(device, shape):
+    """empty's plain-int fast paths and the general conversion give torch's shapes."""
+    torch_shape = tuple(tuple(int(x) for x in s) if isinstance(s, tuple | list) else int(s) for s in shape)
+    out = genesis.empty(*shape, device=device)
+    assert tuple(out.shape) == tuple(torch.empty(*torch_shape).shape)
+    assert all(type(n) is int for n in out.shape)
+    assert out.dtype == genesis.get_default_dtype() and not out.requires_grad
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_empty_negative_sizes_raise_as_torch(device):
+    for shape in ((-1,), (2, -3), ((2, -1),)):
+        with pytest.raises(RuntimeError, match="negative dimension"):
+            genesis.empty(*shape, device=device)
+        with pytest.raises(RuntimeError, match="negative dimension"):
+            torch.empty(*shape)
