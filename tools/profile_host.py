@@ -9,6 +9,8 @@ are meaningless, only the host cost is real.
 
     python tools/profile_host.py                  # GPT-2 small step: phases and a cProfile
     python tools/profile_host.py --layers 2 --profile 0
+    python tools/profile_host.py --small-ops      # per-op host microseconds (a + b, empty, views, ...)
+    python tools/profile_host.py --small-ops --cases add --profile 20
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import pstats
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ["TRITON_INTERPRET"] = "1"  # kernels are never run, but the launchers take this path
@@ -45,13 +48,82 @@ def fake_gpu() -> None:
     indexed._raise_if_bad = lambda *args, **kwargs: None
 
 
+def _small_cases() -> dict[str, Callable[[], object]]:
+    """name -> one op on the fake GPU, on 1,024-element fp32 tensors (1 MiB for empty)."""
+    import genesis
+
+    a, b = genesis.randn(1024, device="cuda"), genesis.randn(1024, device="cuda")
+    ga = genesis.randn(1024, device="cuda", requires_grad=True)
+    gb = genesis.randn(1024, device="cuda", requires_grad=True)
+    m = genesis.randn(32, 32, device="cuda")
+    h = genesis.randn(1024, device="cuda", dtype=genesis.bfloat16)
+    na, nb = a.data, b.data
+
+    def autocast_add() -> object:
+        with genesis.autocast("cuda", dtype=genesis.bfloat16):
+            return a + b
+
+    return {
+        "empty": lambda: genesis.empty(1 << 18, device="cuda"),
+        "add": lambda: a + b,
+        "add_grad": lambda: ga + gb,
+        "add_scalar": lambda: a + 2.0,
+        "mul": lambda: a * b,
+        "add_bf16_f32": lambda: h + a,
+        "ndarray_add": lambda: na + nb,
+        "relu": lambda: a.relu(),
+        "exp": lambda: a.exp(),
+        "sum": lambda: a.sum(),
+        "view": lambda: m.view(1024),
+        "transpose": lambda: m.t(),
+        "shape": lambda: m.shape,
+        "size": lambda: m.size(0),
+        "autocast_add": autocast_add,
+    }
+
+
+def small_ops(names: list[str] | None, number: int, repeat: int, profile: int) -> None:
+    """Host microseconds per op (best of ``repeat`` runs of ``number`` calls) and Python calls per op."""
+    cases = _small_cases()
+    names = names or list(cases)
+    clock = time.perf_counter
+    print(f"fake GPU: host us per op, best of {repeat} x {number} calls")
+    for name in names:
+        fn = cases[name]
+        for _ in range(number // 10 + 3):
+            fn()
+        best = float("inf")
+        for _ in range(repeat):
+            start = clock()
+            for _ in range(number):
+                fn()
+            best = min(best, clock() - start)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(200):
+            fn()
+        profiler.disable()
+        stats = pstats.Stats(profiler)
+        calls = sum(stat[1] for stat in stats.stats.values()) / 200 - 1  # type: ignore[attr-defined]
+        print(f"  {name:14s} {best / number * 1e6:8.2f} us {calls:6.0f} calls")
+        if profile:
+            stats.sort_stats("tottime").print_stats(profile)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--small-ops", action="store_true", help="per-op host time of small ops instead of a step")
+    parser.add_argument("--cases", nargs="+", default=None, help="with --small-ops: which cases (default all)")
+    parser.add_argument("--number", type=int, default=20000, help="with --small-ops: calls per timing run")
+    parser.add_argument("--repeat", type=int, default=7, help="with --small-ops: timing runs (best reported)")
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--profile", type=int, default=30, help="cProfile lines to print (0: none)")
     args = parser.parse_args()
     fake_gpu()
+    if args.small_ops:
+        small_ops(args.cases, args.number, args.repeat, args.profile if "--profile" in sys.argv else 0)
+        return
     import numpy as np
 
     sys.path.insert(0, str(ROOT / "benchmarks"))

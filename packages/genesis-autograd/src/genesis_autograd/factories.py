@@ -24,6 +24,8 @@ DeviceLike = nd.Device | str | int | None
 def _sizes(shape: tuple[int | Sequence[int], ...]) -> tuple[int | Sequence[int], ...]:
     """``shape`` as given (several ints or one sequence), refused as torch does when a size is
     negative; checked here so that every device raises the same error."""
+    if len(shape) == 1 and shape[0].__class__ is int and shape[0] >= 0:  # one plain size: nothing to check
+        return shape
     sizes = list(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else list(shape)
     for s in sizes:
         if isinstance(s, int) and s < 0:

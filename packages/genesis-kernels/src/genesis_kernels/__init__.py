@@ -17,7 +17,19 @@ from .attention import attention_backward, attention_forward
 from .buffer import DTYPES, Buffer, BufferLike
 from .creation import arange, eye, linspace, tril, triu
 from .cross_entropy import cross_entropy, cross_entropy_backward
-from .elementwise import addcdiv, addcmul, binary, clamp, copy, fill, lerp, unary, where
+from .elementwise import (
+    addcdiv,
+    addcmul,
+    binary,
+    binary_dense_plan,
+    clamp,
+    copy,
+    fill,
+    lerp,
+    unary,
+    unary_dense_plan,
+    where,
+)
 from .getitem import index_put
 from .index import (
     embedding,
@@ -71,6 +83,7 @@ __all__ = [
     "attention_forward",
     "bernoulli",
     "binary",
+    "binary_dense_plan",
     "capture",
     "clamp",
     "copy",
@@ -118,6 +131,7 @@ __all__ = [
     "triu",
     "uniform",
     "unary",
+    "unary_dense_plan",
     "var",
     "where",
     "write_rng_state",

@@ -11,6 +11,7 @@ the output's dtype (``!= 0`` for bool, truncation for float -> int, as torch).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import triton
@@ -807,29 +808,33 @@ def _unary_types(op: str, xdt: str, odt: str, x_scalar: bool) -> tuple[str, str]
     return op, _unary_compute(op, xdt, odt)
 
 
-def _unary_dense(op: str, x: BufferLike | Scalar, out: BufferLike, n: int, x_scalar: bool, stream: int) -> None:
-    xdt = ("float64" if isinstance(x, float) else "int64") if x_scalar else x.dtype  # type: ignore[union-attr]
-    aligned = ((0 if x_scalar else x.ptr) | out.ptr) & 15 == 0  # type: ignore[union-attr]
-    key = (op, xdt, out.dtype, x_scalar, n >= _DENSE_INT64, aligned)
+def _unary_dense_launch(op: str, xdt: str, odt: str, x_scalar: bool, int64: bool, aligned: bool) -> Any:
+    """The dense unary kernel's launch for one specialisation (built once), with its constexprs, block and
+    compute dtype attached."""
+    key = (op, xdt, odt, x_scalar, int64, aligned)
     launch = UNARY_DENSE.cache.get(key)
     if launch is None:
-        run_op, cdt = _unary_types(op, xdt, out.dtype, x_scalar)
-        block, warps = launch_config(max(dtype_info(out.dtype).itemsize, dtype_info(xdt).itemsize), True)
-        consts = dict(OP=run_op, CDT=dtype_info(cdt).tl, X_SCALAR=x_scalar, INT64=key[4], BLOCK=block)
-        types = {
-            "x": _scalar_type(cdt) if x_scalar else ptr_type(xdt),
-            "out": ptr_type(out.dtype),
-            "n": "i64" if key[4] else "i32",
-        }
+        run_op, cdt = _unary_types(op, xdt, odt, x_scalar)
+        block, warps = launch_config(max(dtype_info(odt).itemsize, dtype_info(xdt).itemsize), True)
+        consts = dict(OP=run_op, CDT=dtype_info(cdt).tl, X_SCALAR=x_scalar, INT64=int64, BLOCK=block)
+        x_type = _scalar_type(cdt) if x_scalar else ptr_type(xdt)
+        types = {"x": x_type, "out": ptr_type(odt), "n": "i64" if int64 else "i32"}
         launch = UNARY_DENSE.build(
             key, types, consts, ("out",) if x_scalar else ("x", "out") if aligned else (), num_warps=warps
         )
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
         launch._block = block  # type: ignore[attr-defined]
         launch._cdt = cdt  # type: ignore[attr-defined]
+    return launch
+
+
+def _unary_dense(op: str, x: BufferLike | Scalar, out: BufferLike, n: int, x_scalar: bool, stream: int) -> None:
+    xdt = ("float64" if isinstance(x, float) else "int64") if x_scalar else x.dtype  # type: ignore[union-attr]
+    aligned = ((0 if x_scalar else x.ptr) | out.ptr) & 15 == 0  # type: ignore[union-attr]
+    launch = _unary_dense_launch(op, xdt, out.dtype, x_scalar, n >= _DENSE_INT64, aligned)
     if n:
-        x_arg = _scalar_value(x, launch._cdt) if x_scalar else x.ptr  # type: ignore[attr-defined,arg-type,union-attr]
-        launch((cdiv(n, launch._block), 1, 1), stream, (x_arg, out.ptr, n, *launch._consts))  # type: ignore[attr-defined]
+        x_arg = _scalar_value(x, launch._cdt) if x_scalar else x.ptr  # type: ignore[arg-type,union-attr]
+        launch((cdiv(n, launch._block), 1, 1), stream, (x_arg, out.ptr, n, *launch._consts))
 
 
 def unary(op: str, x: BufferLike | Scalar, out: BufferLike, *, stream: int = 0) -> None:
@@ -904,43 +909,89 @@ def _binary_compute(op: str, compute_dtype: str, odt: str) -> str:
     return cdt
 
 
+def _binary_dense_launch(op: str, adt: str, bdt: str, odt: str, compute_dtype: str, int64: bool, aligned: bool) -> Any:
+    """The dense binary kernel's launch for one specialisation ("scalar" for a Python-number operand), built
+    once, with its constexprs, block and compute dtype attached."""
+    key = (op, adt, bdt, odt, compute_dtype, int64, aligned)
+    launch = BINARY_DENSE.cache.get(key)
+    if launch is None:
+        a_scalar, b_scalar = adt == "scalar", bdt == "scalar"
+        cdt = _binary_compute(op, compute_dtype, odt)
+        sizes = [dtype_info(t).itemsize for t in (odt, adt, bdt) if t != "scalar"]
+        block, warps = launch_config(max(sizes), True)
+        types = {
+            "a": _scalar_type(cdt) if a_scalar else ptr_type(adt),
+            "b": _scalar_type(cdt) if b_scalar else ptr_type(bdt),
+            "out": ptr_type(odt),
+            "n": "i64" if int64 else "i32",
+        }
+        consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_SCALAR=a_scalar, B_SCALAR=b_scalar, INT64=int64, BLOCK=block)
+        ptrs = [p for p, sc in (("a", a_scalar), ("b", b_scalar), ("out", False)) if not sc]
+        launch = BINARY_DENSE.build(key, types, consts, ptrs if aligned else (), num_warps=warps)
+        launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
+        launch._block = block  # type: ignore[attr-defined]
+        launch._cdt = cdt  # type: ignore[attr-defined]
+    return launch
+
+
+DensePlan = Callable[..., None]
+
+
+def binary_dense_plan(op: str, dtype: str, compute_dtype: str) -> DensePlan:
+    """``plan(a, b, out, n, stream)``: ``out = op(a, b)`` over ``n`` elements of dense buffers of one ``dtype``,
+    given as device addresses. What ``binary`` does for operands laid out exactly like a dense output, with
+    everything but the addresses, the size and the stream resolved once per (alignment, index width): a
+    backend's resolved entry for same-dtype contiguous operands calls it. ``n`` must be positive."""
+    launches: dict[int, tuple[Any, int, tuple]] = {}
+
+    def plan(a: int, b: int, out: int, n: int, stream: int) -> None:
+        key = ((a | b | out) & 15) | (n >= _DENSE_INT64) << 4  # misalignment bits, index width
+        found = launches.get(key)
+        if found is None:
+            launch = _binary_dense_launch(op, dtype, dtype, dtype, compute_dtype, n >= _DENSE_INT64, key & 15 == 0)
+            found = launches[key] = (launch, launch._block, launch._consts)
+        launch, block, consts = found
+        launch((-(-n // block), 1, 1), stream, (a, b, out, n, *consts))
+
+    return plan
+
+
+def unary_dense_plan(op: str, dtype: str) -> DensePlan:
+    """``plan(x, out, n, stream)``: ``out = op(x)`` over ``n`` elements of dense buffers of one ``dtype``, given as
+    device addresses (``unary``'s dense launch resolved once per alignment and index width, as
+    :func:`binary_dense_plan`). ``n`` must be positive."""
+    launches: dict[int, tuple[Any, int, tuple]] = {}
+
+    def plan(x: int, out: int, n: int, stream: int) -> None:
+        key = ((x | out) & 15) | (n >= _DENSE_INT64) << 4
+        found = launches.get(key)
+        if found is None:
+            launch = _unary_dense_launch(op, dtype, dtype, False, n >= _DENSE_INT64, key & 15 == 0)
+            found = launches[key] = (launch, launch._block, launch._consts)
+        launch, block, consts = found
+        launch((-(-n // block), 1, 1), stream, (x, out, n, *consts))
+
+    return plan
+
+
 def _binary_dense(
     op: str, a: Any, b: Any, out: BufferLike, n: int, a_scalar: bool, b_scalar: bool, compute_dtype: str, stream: int
 ) -> None:
     adt = "scalar" if a_scalar else a.dtype
     bdt = "scalar" if b_scalar else b.dtype
     aligned = ((0 if a_scalar else a.ptr) | (0 if b_scalar else b.ptr) | out.ptr) & 15 == 0
-    key = (op, adt, bdt, out.dtype, compute_dtype, n >= _DENSE_INT64, aligned)
-    launch = BINARY_DENSE.cache.get(key)
-    if launch is None:
-        odt = out.dtype
-        cdt = _binary_compute(op, compute_dtype, odt)
-        sizes = [dtype_info(t).itemsize for t in (odt, adt, bdt) if t != "scalar"]
-        block, warps = launch_config(max(sizes), True)
-        it = "i64" if key[5] else "i32"
-        types = {
-            "a": _scalar_type(cdt) if a_scalar else ptr_type(adt),
-            "b": _scalar_type(cdt) if b_scalar else ptr_type(bdt),
-            "out": ptr_type(odt),
-            "n": it,
-        }
-        consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_SCALAR=a_scalar, B_SCALAR=b_scalar, INT64=key[5], BLOCK=block)
-        ptrs = [p for p, sc in (("a", a_scalar), ("b", b_scalar), ("out", False)) if not sc]
-        launch = BINARY_DENSE.build(key, types, consts, ptrs if aligned else (), num_warps=warps)
-        launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
-        launch._block = block  # type: ignore[attr-defined]
-        launch._cdt = cdt  # type: ignore[attr-defined]
+    launch = _binary_dense_launch(op, adt, bdt, out.dtype, compute_dtype, n >= _DENSE_INT64, aligned)
     if n:
-        cdt = launch._cdt  # type: ignore[attr-defined]
+        cdt = launch._cdt
         launch(
-            (cdiv(n, launch._block), 1, 1),  # type: ignore[attr-defined]
+            (cdiv(n, launch._block), 1, 1),
             stream,
             (
                 _scalar_value(a, cdt) if a_scalar else a.ptr,
                 _scalar_value(b, cdt) if b_scalar else b.ptr,
                 out.ptr,
                 n,
-                *launch._consts,  # type: ignore[attr-defined]
+                *launch._consts,
             ),
         )
 

@@ -27,7 +27,9 @@ def _make(op: str, device: Device, dtype: DType, *args) -> NDArray:
 
 def empty(*shape, dtype=None, device=None) -> NDArray:
     device = _device(device)
-    return _make("empty", device, _float_dtype(dtype), _shape_args(shape))
+    dtype = _float_dtype(dtype)
+    ops = registry.table(device.type)  # passed on: the result needs no second lookup
+    return NDArray(ops["empty"](_shape_args(shape), dtype, device), device, dtype, ops)
 
 
 def full(shape, fill_value, dtype=None, device=None) -> NDArray:

@@ -55,9 +55,14 @@ _PLAIN_SCALARS = frozenset({int, float, bool})
 
 
 def _shape_args(shape) -> tuple[int, ...]:
-    if len(shape) == 1 and isinstance(shape[0], Sequence):
+    # Plain ints (every factory call gives them) pass through; anything else (numpy ints, a Size, a list)
+    # is converted. The class tests come first: the Sequence ABC's isinstance is slow.
+    if len(shape) == 1 and shape[0].__class__ is not int and isinstance(shape[0], Sequence):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    for s in shape:
+        if s.__class__ is not int:
+            return tuple(int(s) for s in shape)
+    return tuple(shape)
 
 
 def _operator(op: str, name: str) -> Callable[[NDArray, object], NDArray]:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import DType, NDArray, full, get_default_dtype, int64, promote_types
 
+from ..autocast import _state as _autocast_state
+from ..grad_mode import _state as _grad_state
 from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, data, meta, reduce_to, saved_output
 from .activation import Gelu, GeluTanh, Silu  # fused backward: activation.py
@@ -70,6 +72,9 @@ def _inplace_result_dtype(dtype: DType, other: Any, true_division: bool = False)
         return get_default_dtype()
     return result
 
+
+# A Python number of exactly these classes takes the operators' inline path (a subclass goes through _operand).
+_PLAIN_SCALARS = frozenset({int, float, bool})
 
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
@@ -525,9 +530,20 @@ class ElementwiseMixin(TensorBase):
         return NotImplemented
 
     # ------------------------------------------------------------- arithmetic operators
-    # The hot path of the framework: a Tensor of this class, the common operand, skips _operand's checks.
+    # The hot path of the framework: a Tensor of this class, the common operand, skips _operand's checks;
+    # and when nothing records a graph (no operand requires grad, or grad mode is off) and no autocast
+    # region is open, the op is what Function.apply would do then, without its machinery: the operands'
+    # NDArray op wrapped in this class's result type (no node, no ctx). Anything else takes apply.
     def __add__(self, other: Tensor | Scalar) -> Tensor:
-        if other.__class__ is not self.__class__:
+        cls = other.__class__
+        o: Any = other  # (the type checker does not narrow on a class test)
+        if cls is self.__class__:
+            if not _autocast_state.active and not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
+                return self._result_type(self.data + o.data)  # Add's unrecorded forward, inline
+        elif cls in _PLAIN_SCALARS:
+            if not _autocast_state.active and not (_grad_state.enabled and self.requires_grad):
+                return self._result_type(self.data + other)
+        else:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
@@ -537,7 +553,15 @@ class ElementwiseMixin(TensorBase):
         return Add.apply(other, self)
 
     def __sub__(self, other: Tensor | Scalar) -> Tensor:
-        if other.__class__ is not self.__class__:
+        cls = other.__class__
+        o: Any = other  # (the type checker does not narrow on a class test)
+        if cls is self.__class__:
+            if not _autocast_state.active and not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
+                return self._result_type(self.data - o.data)  # Sub's unrecorded forward, inline
+        elif cls in _PLAIN_SCALARS:
+            if not _autocast_state.active and not (_grad_state.enabled and self.requires_grad):
+                return self._result_type(self.data - other)
+        else:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
@@ -547,7 +571,15 @@ class ElementwiseMixin(TensorBase):
         return Sub.apply(other, self)
 
     def __mul__(self, other: Tensor | Scalar) -> Tensor:
-        if other.__class__ is not self.__class__:
+        cls = other.__class__
+        o: Any = other  # (the type checker does not narrow on a class test)
+        if cls is self.__class__:
+            if not _autocast_state.active and not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
+                return self._result_type(self.data * o.data)  # Mul's unrecorded forward, inline
+        elif cls in _PLAIN_SCALARS:
+            if not _autocast_state.active and not (_grad_state.enabled and self.requires_grad):
+                return self._result_type(self.data * other)
+        else:
             other = self._operand(other)
             if other is NotImplemented:
                 return other
@@ -557,7 +589,15 @@ class ElementwiseMixin(TensorBase):
         return Mul.apply(other, self)
 
     def __truediv__(self, other: Tensor | Scalar) -> Tensor:
-        if other.__class__ is not self.__class__:
+        cls = other.__class__
+        o: Any = other  # (the type checker does not narrow on a class test)
+        if cls is self.__class__:
+            if not _autocast_state.active and not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
+                return self._result_type(self.data / o.data)  # Div's unrecorded forward, inline
+        elif cls in _PLAIN_SCALARS:
+            if not _autocast_state.active and not (_grad_state.enabled and self.requires_grad):
+                return self._result_type(self.data / other)
+        else:
             other = self._operand(other)
             if other is NotImplemented:
                 return other

@@ -211,7 +211,37 @@ def unary(op: str, input: View) -> View:
 # the operands' dtypes alone decide it (so that NDArray need not read it back).
 @resolver("binary")
 def resolve_binary(op: str, dtype: DType, other: DType | type):
-    return functools.partial(binary, op), binary_result_dtype(op, dtype, other)
+    general = functools.partial(binary, op)
+    if other is dtype and op in _SAME_DTYPE_OPS and dtype is not bool_:
+        return _dense_binary(op, dtype, general), dtype
+    return general, binary_result_dtype(op, dtype, other)
+
+
+def _dense_binary(op: str, dtype: DType, general):
+    """``binary(op, a, b)`` for two arrays of ``dtype``: contiguous operands of one shape and device (the
+    common case: no broadcasting, no promotion, nothing to check) allocate the output and launch the
+    kernel's dense plan; any other pair takes the general path."""
+    name = dtype.name
+    launch = gk.binary_dense_plan(op, name, name)
+    empty = gs.empty
+
+    def run(a, b):
+        if (
+            b.__class__ is View
+            and a.__class__ is View
+            and a.shape == b.shape
+            and a.device == b.device
+            and (a._contig or a.is_contiguous())
+            and (b._contig or b.is_contiguous())
+        ):
+            out = empty(a.shape, name, a.device)
+            n = out.numel
+            if n:
+                launch(a.ptr, b.ptr, out.ptr, n, current_stream_handle(a.device))
+            return out
+        return general(a, b)
+
+    return run
 
 
 @resolver("binary_")
@@ -221,9 +251,31 @@ def resolve_binary_(op: str, dtype: DType, other: DType | type):
 
 @resolver("unary")
 def resolve_unary(op: str, dtype: DType):
+    general = functools.partial(unary, op)
     if op in _BOOL_RESULT_UNARY:
-        return functools.partial(unary, op), bool_
-    return functools.partial(unary, op), dtype if dtype.is_floating_point and op != "bitwise_not" else None
+        return general, bool_
+    if dtype.is_floating_point and op != "bitwise_not":
+        return _dense_unary(op, dtype, general), dtype
+    return general, None
+
+
+def _dense_unary(op: str, dtype: DType, general):
+    """``unary(op, x)`` for a floating ``x`` (the result has its dtype): a contiguous array allocates the output
+    and launches the kernel's dense plan; any other layout takes the general path."""
+    name = dtype.name
+    launch = gk.unary_dense_plan(op, name)
+    empty = gs.empty
+
+    def run(x):
+        if x.__class__ is View and (x._contig or x.is_contiguous()):
+            out = empty(x.shape, name, x.device)
+            n = out.numel
+            if n:
+                launch(x.ptr, out.ptr, n, current_stream_handle(x.device))
+            return out
+        return general(x)
+
+    return run
 
 
 @reg("where")
