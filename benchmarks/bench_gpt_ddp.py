@@ -45,11 +45,11 @@ import numpy as np
 import torch
 import torch.distributed as tdist
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_gpt import TO_TORCH, load  # noqa: E402
+import genesis
+import genesis.distributed as dist
 
-import genesis  # noqa: E402
-import genesis.distributed as dist  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_gpt import TO_TORCH, load
 
 
 class HostEvent:
@@ -270,7 +270,8 @@ def report(everyone: list[dict], names: list[str], config: dict, batch: int, env
             quiet = statistics.median(r["bwd_no_sync_ms"] for r in ranks)
             exposed = sync - quiet
             fig.update(bwd_no_sync_ms=quiet, exposed_ms=exposed, exposed_pct=100 * exposed / step_ms)
-            line += f" (no_sync {quiet:6.1f})  exposed comm {exposed:6.2f} ms = {100 * exposed / step_ms:4.1f} % of step"
+            share = 100 * exposed / step_ms
+            line += f" (no_sync {quiet:6.1f})  exposed comm {exposed:6.2f} ms = {share:4.1f} % of step"
             finalize = [r["finalize_ms"] for r in ranks if r["finalize_ms"] is not None]
             if finalize:
                 direct = statistics.median(finalize)

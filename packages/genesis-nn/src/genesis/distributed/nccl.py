@@ -19,7 +19,7 @@ import pickle
 import sys
 import time
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from genesis_autograd import Tensor
 from genesis_autograd.cuda import Event, Stream, current_stream, device_guard
@@ -80,7 +80,7 @@ def nccl_module() -> Any:
         return nccl
     path = _preload_pip_nccl()
     try:
-        from cupy_backends.cuda.libs import nccl as binding
+        from cupy_backends.cuda.libs import nccl as binding  # type: ignore[import-not-found]
     except ImportError as e:
         where = f"; {path} was loaded, yet" if path else "; no nvidia-nccl wheel found either, and"
         raise RuntimeError(f"{_NO_NCCL}{where} CuPy's binding cannot load: {e}") from e
@@ -299,12 +299,12 @@ class NcclBackend:
         peer = self._peer(dst)
         return self._launch("send", [tensor], lambda s: self._comm.send(ptr, n, dt, peer, s))
 
-    def recv_from_any(self, tensor: Tensor, tag: int) -> int:
+    def recv_from_any(self, tensor: Tensor, tag: int) -> NoReturn:
         raise RuntimeError("the nccl backend cannot receive from any source: give src")
 
     def recv(self, tensor: Tensor, src: int | None, tag: int) -> Work:
         if src is None:
-            self.recv_from_any(tensor, tag)
+            self.recv_from_any(tensor, tag)  # raises
         ptr, n, dt = _buffer(tensor, _index(tensor))
         peer = self._peer(src)
         return self._launch("recv", [tensor], lambda s: self._comm.recv(ptr, n, dt, peer, s))
