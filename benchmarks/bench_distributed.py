@@ -18,7 +18,9 @@ import os
 os.environ["NCCL_NVLS_ENABLE"] = "0"  # before NCCL loads, in both frameworks
 
 import argparse
+import json
 import statistics
+from pathlib import Path
 
 import torch
 import torch.distributed as tdist
@@ -63,6 +65,7 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", type=Path, default=None, help="rank 0 writes the figures here")
     args = parser.parse_args()
     local = int(os.environ["LOCAL_RANK"])
     genesis.cuda.set_device(local)
@@ -84,6 +87,10 @@ def main() -> None:
         for name, value in bw.items():
             print(f"  {name:8s} {statistics.median(times[name]) * 1e3:8.3f} ms   bus {value:7.1f} GB/s")
         print(f"  genesis / torch: {bw['genesis'] / bw['torch']:.3f}  (target >= 0.95)")
+        if args.json is not None:
+            ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+            figures = {"mib": args.mib, "world": world, "bus_gbps": bw, "ms": ms, "ratio": bw["genesis"] / bw["torch"]}
+            args.json.write_text(json.dumps(figures, indent=1))
     dist.destroy_process_group()
 
 

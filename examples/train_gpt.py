@@ -246,6 +246,12 @@ def parse_args(argv=None):
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--loss-log",
+        type=Path,
+        default=None,
+        help="write every step's loss of the global batch to this JSON file (a host sync per step)",
+    )
     args = parser.parse_args(argv)
     on_gpu = args.device.startswith("cuda")
     # cpu: small enough for a visibly falling loss in about three minutes on two cores.
@@ -332,6 +338,7 @@ def main(argv=None) -> dict:
     show_bar = tqdm is not None and not args.quiet and rank == 0
     bar = tqdm(total=args.steps, initial=start_step, unit="step", disable=None) if show_bar else None
     smoothed, tokens_per_step = None, args.batch_size * args.block_size * world_size
+    step_losses: list[float] = []  # --loss-log: each step's global-batch loss
     last_time = time.perf_counter()
     model.train()
     for step in range(start_step, args.steps):
@@ -344,11 +351,14 @@ def main(argv=None) -> dict:
         nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         optimizer.step()
         scheduler.step()
-        if step % 10 == 0 or step == args.steps - 1:
+        report = step % 10 == 0 or step == args.steps - 1
+        if report or args.loss_log is not None:
             if world_size > 1:  # the whole batch's loss: the mean of the ranks' equal-sized slices
                 loss = loss.detach().clone()
                 genesis.distributed.all_reduce(loss, op=genesis.distributed.ReduceOp.AVG)
-            value = loss.item()  # a host sync every ten steps, not every step
+            value = loss.item()  # a host sync every ten steps, not every step (unless --loss-log)
+            step_losses.append(value)
+        if report:
             smoothed = value if smoothed is None else 0.9 * smoothed + 0.1 * value
             history["step"].append(step)
             history["train"].append(smoothed)
@@ -382,6 +392,9 @@ def main(argv=None) -> dict:
             save_plot(history, args.out_dir / "loss.png")
     if bar is not None:
         bar.close()
+    if args.loss_log is not None and rank == 0:
+        log = {"losses": step_losses, "world_size": world_size, "batch_size": args.batch_size, "start": start_step}
+        args.loss_log.write_text(json.dumps(log))
     if world_size > 1:
         genesis.distributed.destroy_process_group()
         if rank != 0:

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import os
+import time
+from datetime import timedelta
 
 import numpy as np
 
 import genesis
 import genesis.distributed as dist
 import genesis.nn as nn
+from genesis.distributed.optim import ZeroRedundancyOptimizer
 
 DTYPES = ["float32", "float64", "bfloat16", "float16", "int32", "int64"]
 SIZES = [1, 7, 1000, 1 << 20]
 
 
-def _init(rank: int, world: int, port: int) -> str:
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast off, as the device notes require
-    genesis.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+def _init(rank: int, world: int, port: int, timeout: timedelta | None = None) -> str:
+    os.environ["NCCL_NVLS_ENABLE"] = "0"  # NVLink multicast off, as the device notes require
+    genesis.cuda.set_device(rank)  # before anything allocates; genesis' "cuda" alone means cuda:0
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=timeout)
     return f"cuda:{rank}"
 
 
@@ -109,5 +112,62 @@ def ddp(rank: int, world: int, port: int) -> None:
     ((reference(x) - y) ** 2).mean().backward()
     for p, q in zip(model.parameters(), reference.parameters()):
         np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), rtol=1e-4, atol=1e-6)
+    # no_sync: two local backwards, then a synchronised one, average the sum of the three
+    model.zero_grad()
+    reference.zero_grad()
+    for step in range(3):
+        x = genesis.tensor(rng.normal(size=(16, 32)), dtype=genesis.float32, device=device)
+        y = genesis.tensor(rng.normal(size=(16, 8)), dtype=genesis.float32, device=device)
+        if step < 2:
+            with wrapped.no_sync():
+                ((wrapped(x[shard]) - y[shard]) ** 2).mean().backward()
+            local = [p.grad.cpu().numpy().copy() for p in model.parameters()]
+        else:
+            ((wrapped(x[shard]) - y[shard]) ** 2).mean().backward()
+        ((reference(x) - y) ** 2).mean().backward()
+    assert any(not np.allclose(a, q.grad.cpu().numpy()) for a, q in zip(local, reference.parameters()))
+    for p, q in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), rtol=1e-4, atol=1e-6)
+    # ZeRO-1 on these (equal) gradients: each rank steps its share, the shares are broadcast over NCCL
+    for as_bucket in (False, True):
+        zero = ZeroRedundancyOptimizer(
+            list(model.parameters()), genesis.optim.AdamW, parameters_as_bucket_view=as_bucket, lr=1e-2
+        )
+        plain = genesis.optim.AdamW(reference.parameters(), lr=1e-2)
+        for p, q in zip(model.parameters(), reference.parameters()):
+            q.grad.copy_(p.grad)  # the same gradient on both sides: only the optimizers differ
+        zero.step()
+        plain.step()
+        for p, q in zip(model.parameters(), reference.parameters()):
+            np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().cpu().numpy(), rtol=1e-6, atol=1e-7)
+        zero.consolidate_state_dict(to=0)
+        if rank == 0:
+            assert len(zero.state_dict()["state"]) == len(list(model.parameters()))
     dist.barrier()
     dist.destroy_process_group()
+
+
+TIMEOUT = 5.0  # seconds: the group timeout of failing()
+
+
+def failing(rank: int, world: int, port: int, queue, mode: str) -> None:
+    """Rank 1 dies (``mode="dies"``) or stays alive without joining (``"stalls"``) after the communicator is
+    up; rank 0's all-reduce must end in a RuntimeError naming it and the rank, within the timeout, not hang.
+    Rank 0 reads its result on the host first, as a training loop's ``loss.item()`` would: that blocks on
+    the GPU until the watchdog's abort ends NCCL's kernel (the host must not hold the GIL meanwhile)."""
+    device = _init(rank, world, port, timedelta(seconds=TIMEOUT))
+    t = genesis.ones(1 << 20, device=device)
+    dist.all_reduce(t)  # the communicator is made, on both ranks
+    assert float(t[:1].cpu().numpy()[0]) == world
+    if rank == 1:
+        if mode == "stalls":
+            time.sleep(3 * TIMEOUT)
+        raise SystemExit(3)
+    start = time.monotonic()
+    try:
+        dist.all_reduce(t)
+        t.cpu()  # blocks until NCCL's kernel ends: the watchdog aborts it after the timeout
+        dist.all_reduce(t)  # the group is failed: this one raises, at once
+        queue.put((False, "no error", time.monotonic() - start))
+    except Exception as e:
+        queue.put((isinstance(e, RuntimeError), f"{type(e).__name__}: {e}", time.monotonic() - start))

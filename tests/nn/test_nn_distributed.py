@@ -221,3 +221,70 @@ def test_the_nccl_backend_aborts_and_raises_after_the_watchdogs_verdict(capsys):
     with pytest.raises(RuntimeError, match=r"NCCL all_reduce did not finish .* on rank 1 \(group ranks \[0, 1\]\)"):
         backend._launch("broadcast", [genesis.ones(2)], lambda stream: None)  # the next one raises, before issuing
     assert "the communicator was aborted" in capsys.readouterr().err
+
+
+def test_nccl_module_refuses_a_cupy_whose_nccl_did_not_load(monkeypatch):
+    """CuPy's ``cupy.cuda.nccl`` imports even where libnccl cannot load (``available = False``, no names):
+    that is 'no NCCL', torch's RuntimeError, not an AttributeError at the first collective."""
+    import sys
+    import types
+
+    from genesis.distributed import nccl as backend
+
+    cupy, cuda = types.ModuleType("cupy"), types.ModuleType("cupy.cuda")
+    stub = types.ModuleType("cupy.cuda.nccl")
+    stub.available = False
+    cupy.cuda, cuda.nccl = cuda, stub
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.nccl", stub)
+    monkeypatch.setitem(sys.modules, "cupy_backends", None)  # the binding itself cannot import either
+    monkeypatch.setattr(backend, "_preload_pip_nccl", lambda: None)
+    with pytest.raises(RuntimeError, match="doesn't have NCCL built in"):
+        backend.nccl_module()
+    assert not dist.is_nccl_available()
+    stub.available, stub.NcclCommunicator = True, object  # a working binding is returned as it is
+    assert backend.nccl_module() is stub
+
+
+def test_nccl_setup_fails_within_the_timeout_when_a_peer_never_joins():
+    """ncclCommInitRank would wait forever (holding the GIL) for a peer that never comes: the store
+    rendezvous before it turns that into a RuntimeError naming the missing rank, after the group timeout."""
+    from genesis.distributed.nccl import NcclBackend
+
+    store = torch.distributed.HashStore()
+    backend = NcclBackend(store=store, key="nccl/0", ranks=[0, 1], rank=0, timeout=0.5)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"on rank 0 \(group ranks \[0, 1\]\): group ranks \[1\] did not join"):
+        backend._await_peers(0)
+    assert 0.4 <= time.monotonic() - start < 5
+    store.set("nccl/0/joined/1", b"1")  # the peer arrives: the wait returns at once
+    backend._await_peers(0)
+
+
+def test_the_watchdog_stops_polling_before_the_communicator_goes():
+    """stop() waits out a poll in progress (the backend destroys the communicator right after), and a
+    stopped watchdog reports nothing: a destroyed communicator's error is not a peer's failure."""
+    import threading
+
+    from genesis.distributed.watchdog import Watchdog
+
+    polling, release, failures = threading.Event(), threading.Event(), []
+
+    def async_error() -> None:  # a poll that takes a while, as ncclCommGetAsyncError may
+        polling.set()
+        release.wait(2)
+
+    dog = Watchdog(timeout=60, on_failure=failures.append, async_error=async_error, interval=0.01)
+    dog.watch(_Event(done=True), "all_reduce")  # starts the thread
+    assert polling.wait(2)
+    stopper = threading.Thread(target=dog.stop)
+    stopper.start()
+    stopper.join(0.2)
+    assert stopper.is_alive()  # still waiting for the poll in progress
+    release.set()
+    stopper.join(2)
+    assert not stopper.is_alive() and not dog._thread.is_alive()
+    dog._async_error = lambda: (_ for _ in ()).throw(RuntimeError("ncclInvalidArgument: comm destroyed"))
+    dog.check()
+    assert failures == []

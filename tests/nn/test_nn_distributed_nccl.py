@@ -1,10 +1,14 @@
 """genesis.distributed on NCCL: two processes, one GPU each (the 2-GPU machine, nvidia-h200-x2).
 
-Skipped here, with the reason, where there are fewer than two GPUs or no CuPy (the NCCL binding).
+Skipped here, with the reason, where there are fewer than two GPUs or no CuPy (the NCCL binding);
+with GENESIS_REQUIRE_NCCL=1 (tools/gpu-dist) that is an error instead. Plain pytest runs it: each test
+starts its own processes, one per GPU.
 The workers are in dist_helpers_nccl.py; each checks its own results.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 import torch.multiprocessing as mp
@@ -19,12 +23,16 @@ def _two_gpus_and_nccl() -> str | None:
 
     if genesis.cuda.device_count() < 2:
         return "the NCCL tests need two GPUs (nvidia-h200-x2)"
-    if not genesis.distributed.is_nccl_available():
-        return "CuPy's NCCL binding (cupy-cuda12x) is not installed"
+    try:
+        genesis.distributed.nccl.nccl_module()
+    except RuntimeError as e:
+        return f"CuPy's NCCL binding cannot be used: {e}"
     return None
 
 
 REASON = _two_gpus_and_nccl()
+if REASON is not None and os.environ.get("GENESIS_REQUIRE_NCCL") == "1":  # tools/gpu-dist: a skip is a failure
+    raise RuntimeError(f"GENESIS_REQUIRE_NCCL=1, but the NCCL tests cannot run: {REASON}")
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
 
 
@@ -40,3 +48,29 @@ def test_nccl_ddp_gradients_equal_the_whole_batch():
     import dist_helpers_nccl
 
     mp.spawn(dist_helpers_nccl.ddp, args=(2, dist_helpers.free_port()), nprocs=2)
+
+
+@pytest.mark.parametrize("mode", ["dies", "stalls"])
+def test_nccl_a_rank_that_dies_or_stalls_makes_the_other_fail_within_the_timeout(mode):
+    import dist_helpers
+    import dist_helpers_nccl
+
+    ctx = mp.get_context("spawn")  # its own processes: mp.spawn would kill rank 0 as soon as rank 1 fails
+    queue, port = ctx.Queue(), dist_helpers.free_port()
+    procs = [ctx.Process(target=dist_helpers_nccl.failing, args=(r, 2, port, queue, mode)) for r in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        raised, message, waited = queue.get(timeout=90)  # rank 0's outcome; a hang fails here
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():  # hung: end it, so that the GPU is free for the next test
+                p.kill()
+                p.join(5)
+    assert raised, message
+    assert "on rank 0" in message and "aborted" in message, message  # the watchdog's RuntimeError
+    assert waited < dist_helpers_nccl.TIMEOUT + 15, waited
+    if mode == "stalls":  # the group's timeout, not the default ten minutes
+        assert waited >= 0.8 * dist_helpers_nccl.TIMEOUT, waited
+    assert procs[1].exitcode == 3, [p.exitcode for p in procs]

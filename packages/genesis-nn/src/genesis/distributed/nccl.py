@@ -14,9 +14,12 @@ Runs only on a machine with GPUs and CuPy (tests/nn/test_nn_distributed_nccl.py,
 
 from __future__ import annotations
 
+import os
 import pickle
 import sys
-from typing import Any
+import time
+from datetime import timedelta
+from typing import Any, NoReturn
 
 from genesis_autograd import Tensor
 from genesis_autograd.cuda import Event, Stream, current_stream, device_guard
@@ -40,16 +43,48 @@ _DTYPES = {
 }
 
 
+_NO_NCCL = "Distributed package doesn't have NCCL built in (genesis uses CuPy's NCCL binding: pip install cupy-cuda13x)"
+
+
+def _preload_pip_nccl() -> str | None:
+    """Load libnccl.so.2 from the nvidia-nccl-cu* wheel (torch's dependency) into the global namespace, so
+    that CuPy's binding, which links against that soname, resolves to it; the path, or None if absent."""
+    import ctypes
+    import glob
+
+    for root in sys.path:
+        for path in sorted(glob.glob(os.path.join(root, "nvidia", "**", "libnccl.so.2"), recursive=True)):
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                continue
+            return path
+    return None
+
+
 def nccl_module() -> Any:
-    """cupy.cuda.nccl, or torch's error when it is not there."""
+    """CuPy's NCCL binding, or torch's error when it cannot be used.
+
+    ``import cupy.cuda.nccl`` succeeds even where libnccl could not be loaded: CuPy then only sets
+    ``available = False`` and warns, and every name is missing. Before giving up, load the libnccl of
+    the nvidia-nccl wheel (the one torch uses) and import the binding again."""
     try:
-        from cupy.cuda import nccl
+        import warnings
+
+        with warnings.catch_warnings():  # CuPy's "nccl library could not be loaded" (handled below)
+            warnings.simplefilter("ignore")
+            from cupy.cuda import nccl
     except ImportError as e:  # torch's message for a build without NCCL
-        raise RuntimeError(
-            "Distributed package doesn't have NCCL built in (genesis uses CuPy's NCCL binding: "
-            "pip install cupy-cuda12x)"
-        ) from e
-    return nccl
+        raise RuntimeError(_NO_NCCL) from e
+    if getattr(nccl, "available", True) and hasattr(nccl, "NcclCommunicator"):
+        return nccl
+    path = _preload_pip_nccl()
+    try:
+        from cupy_backends.cuda.libs import nccl as binding  # type: ignore[import-not-found]
+    except ImportError as e:
+        where = f"; {path} was loaded, yet" if path else "; no nvidia-nccl wheel found either, and"
+        raise RuntimeError(f"{_NO_NCCL}{where} CuPy's binding cannot load: {e}") from e
+    return binding
 
 
 def _index(tensor: Tensor) -> int:
@@ -94,17 +129,40 @@ class NcclBackend:
         nccl = nccl_module()
         import cupy
 
-        if rank_in_group := self.ranks.index(self.rank):
-            uid = pickle.loads(self._store.get(self._key))  # blocks until rank 0 has set it (store timeout)
+        rank_in_group = self.ranks.index(self.rank)
+        self._await_peers(rank_in_group)
+        if rank_in_group:
+            uid = pickle.loads(self._store.get(self._key))  # rank 0 sets it right after the others joined
         else:
             uid = nccl.get_unique_id()
             self._store.set(self._key, pickle.dumps(uid))
+        # ncclCommInitRank binds the communicator to the runtime's current device, which CuPy's guard sets.
         with cupy.cuda.Device(device):
             self._comm = nccl.NcclCommunicator(len(self.ranks), uid, rank_in_group)
         self._device = device
         with device_guard(device):
             self._stream = Stream(device)
         self._watchdog = Watchdog(self.timeout, self._on_failure, async_error=self._comm.check_async_error)
+
+    def _await_peers(self, rank_in_group: int) -> None:
+        """Wait, within the group's timeout, until every rank of the group is about to make the communicator.
+
+        ncclCommInitRank blocks, holding the GIL (CuPy does not release it), until all ranks have joined,
+        with no timeout of its own: a peer that died or never came would hang this process for good, the
+        watchdog included. Each rank announces itself in the store and waits for the others there first,
+        so a missing peer is an error after the group's timeout instead."""
+        self._store.set(f"{self._key}/joined/{rank_in_group}", b"1")
+        keys = [f"{self._key}/joined/{r}" for r in range(len(self.ranks))]
+        start = time.monotonic()
+        try:
+            self._store.wait(keys, timedelta(seconds=self.timeout))
+        except Exception as e:  # the store's timeout (a DistStoreError, torch's RuntimeError subclass)
+            missing = [r for r, k in enumerate(keys) if not self._store.check([k])]
+            raise RuntimeError(
+                f"genesis.distributed: NCCL communicator setup on rank {self.rank} (group ranks {self.ranks}): "
+                f"group ranks {missing} did not join within the group's timeout ({self.timeout:g} s; waited "
+                f"{time.monotonic() - start:.1f} s): a peer died or did not reach its first collective"
+            ) from e
 
     def _on_failure(self, message: str) -> None:
         """The watchdog's verdict (its thread): abort, so that nothing waits on the dead peer any longer."""
@@ -130,7 +188,12 @@ class NcclBackend:
             ready = Event()
             ready.record(current_stream(self._device))
             self._stream.wait_event(ready)
-            issue(self._stream.handle)
+            try:
+                issue(self._stream.handle)
+            except Exception as e:  # e.g. the watchdog aborted the communicator meanwhile: say so
+                if self._error is not None:
+                    raise RuntimeError(self._error) from e
+                raise
             done = Event()
             done.record(self._stream)
         assert self._watchdog is not None
@@ -236,9 +299,12 @@ class NcclBackend:
         peer = self._peer(dst)
         return self._launch("send", [tensor], lambda s: self._comm.send(ptr, n, dt, peer, s))
 
+    def recv_from_any(self, tensor: Tensor, tag: int) -> NoReturn:
+        raise RuntimeError("the nccl backend cannot receive from any source: give src")
+
     def recv(self, tensor: Tensor, src: int | None, tag: int) -> Work:
         if src is None:
-            raise RuntimeError("the nccl backend cannot receive from any source: give src")
+            self.recv_from_any(tensor, tag)  # raises
         ptr, n, dt = _buffer(tensor, _index(tensor))
         peer = self._peer(src)
         return self._launch("recv", [tensor], lambda s: self._comm.recv(ptr, n, dt, peer, s))

@@ -80,6 +80,7 @@ class _World:
     groups: list[ProcessGroup] = []
     timeout = _DEFAULT_TIMEOUT  # the default group's: new_group's default, as torch's
     exit_handler = False
+    generation = 0  # init_process_group calls so far in this process: keeps each init's store keys apart
 
 
 class GroupMember:
@@ -152,7 +153,10 @@ def init_process_group(
     elif rank < 0 or world_size <= 0:
         raise ValueError("world_size and rank must be given with a store")
     tdist.init_process_group("gloo", store=store, rank=rank, world_size=world_size, timeout=timeout)
-    _World.store, _World.timeout = tdist.PrefixStore("genesis", store), timeout
+    # torchrun's store outlives a destroy_process_group: a later init must not read this one's NCCL ids
+    # (every rank inits the same number of times, so the generation agrees across ranks)
+    _World.generation += 1
+    _World.store, _World.timeout = tdist.PrefixStore(f"genesis/{_World.generation}", store), timeout
     _World.group = ProcessGroup(backend, tdist.group.WORLD, list(range(world_size)), _World.store, "nccl/0", timeout)
     _World.groups = [_World.group]
     GroupMember.WORLD = _World.group

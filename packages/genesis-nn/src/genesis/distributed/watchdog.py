@@ -48,7 +48,7 @@ class Watchdog:
 
     def check(self) -> None:
         """Drop the finished collectives; report the first one past the timeout, or NCCL's async error."""
-        if self.failed is not None:
+        if self.failed is not None or self._stop.is_set():  # stopped: the communicator may be gone
             return
         with self._lock:
             self._in_flight = [entry for entry in self._in_flight if not entry[0].query()]
@@ -74,4 +74,10 @@ class Watchdog:
             self.check()
 
     def stop(self) -> None:
+        """End the polling, and wait for a poll in progress to finish: the backend destroys the
+        communicator next, and a poll that is still inside ncclCommGetAsyncError would use it freed.
+        (From the watchdog's own thread, its verdict aborting the communicator, there is none to wait for.)"""
         self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=max(10 * self.interval, 5.0))
