@@ -507,13 +507,14 @@ _DECODE_CONFIG = {
 
 
 def _config(table: dict, block_d: int, dtype: str, lq: int, lk: int) -> tuple[int, int, int, int]:
-    bm, bn, warps, stages = table[block_d]
+    bm0, bn0, warps, stages = table[block_d]
+    bm, bn = bm0, bn0
     if dtype == "float32":
         bm, bn = max(16, bm // 2), max(16, bn // 2)
     # Small problems (and the interpreter's tests) need no tile bigger than the sequence.
     bm = max(16, min(bm, next_pow2(lq)))
     bn = max(16, min(bn, next_pow2(lk)))
-    if bm * bn <= 64 * 64:
+    if (bm, bn) != (bm0, bn0) and bm * bn <= 64 * 64:  # a shrunk tile: fewer warps than the table's
         warps = min(warps, 4)
     return bm, bn, warps, stages
 
@@ -555,6 +556,17 @@ def _int_type(*bufs: BufferLike | None) -> str:
 
 def _aligned(names_ptrs: list[tuple[str, int]], names_ints: list[tuple[str, int]]) -> tuple[str, ...]:
     return tuple([n for n, p in names_ptrs if p % 16 == 0] + [n for n, v in names_ints if v % 16 == 0])
+
+
+def _stride_ints(*named: tuple[str, BufferLike]) -> list[tuple[str, int]]:
+    """(argument name, value) of the batch, head and row strides of each (prefix, buffer): ``sqb``, ``sqh``,
+    ``sqm`` for ("q", q); a prefix ending in 2 names the output copies (``skb2``...)."""
+    out = []
+    for prefix, t in named:
+        letters = _STRIDE_NAMES[prefix.rstrip("2")][:3]
+        suffix = "2" if prefix.endswith("2") else ""
+        out += [(f"s{prefix.rstrip('2')}{c}{suffix}", st) for c, st in zip(letters, t.strides[:3])]
+    return out
 
 
 def _prec(dtype: str) -> str | None:
@@ -613,15 +625,14 @@ def attention_forward(
         part = runtime.scratch(splits * b * hq * lq * (block_d + 2) * 4, stream)
     even_d = d == block_d
     prec = _prec(q.dtype)
-    ints = [
-        ("sqm", q.strides[2]), ("skn", k.strides[2]), ("svn", v.strides[2]), ("som", out.strides[2]),
-        ("sqh", q.strides[1]), ("skh", k.strides[1]), ("svh", v.strides[1]), ("soh", out.strides[1]),
-    ]  # fmt: skip
+    # Every batch / head / row stride divisible by 16 is declared so: one that is not (batch strides were
+    # left out once) makes every tile pointer of unknown alignment, so loads go scalar and unpipelined.
+    ints = _stride_ints(("q", q), ("k", k), ("v", v), ("o", out))
     aligned = _aligned([("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("o", out.ptr), ("lse", lse.ptr)], ints)
     unit_d = (q.strides[3], k.strides[3], v.strides[3], out.strides[3]) == (1, 1, 1, 1)
     seed_ptr = dropout and rng_ptr != 0
     key = (q.dtype, out.dtype, mtype, kind, causal, dropout, seed_ptr, split, even_d, it, bm, bn, block_d, aligned,
-           unit_d)  # fmt: skip
+           unit_d, warps, stages)  # fmt: skip
     fn = _FWD.cache.get(key)
     if fn is None:
         types = {
@@ -748,9 +759,11 @@ def attention_backward(
     # dK, dV: one program per key block and kv head
     if b * hkv * lk:
         bm, bn, warps, stages = _config(_DKDV_CONFIGS, block_d, q.dtype, lq, lk)
-        ints = [("sqm", q.strides[2]), ("skn", k.strides[2]), ("svn", v.strides[2]), ("sgm", dout.strides[2])]
-        aligned = _aligned([("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr)], ints)
-        key = (q.dtype, dk.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned)
+        ints = _stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("k2", dk), ("v2", dv))
+        ptrs = [("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr), ("dk", dk.ptr), ("dv", dv.ptr)]
+        aligned = _aligned([*ptrs, ("lse", lse.ptr), ("delta", delta)], ints)
+        key = (q.dtype, dk.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned,
+               warps, stages)  # fmt: skip
         fn = _DKDV.cache.get(key)
         if fn is None:
             types = {
@@ -776,9 +789,11 @@ def attention_backward(
     # dQ: one program per query block and query head
     if b * hq * lq:
         bm, bn, warps, stages = _config(_DQ_CONFIGS, block_d, q.dtype, lq, lk)
-        ints = [("sqm", q.strides[2]), ("skn", k.strides[2]), ("svn", v.strides[2]), ("sgm", dout.strides[2])]
-        aligned = _aligned([("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr)], ints)
-        key = (q.dtype, dq.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned)
+        ints = _stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("d", dq))
+        ptrs = [("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr), ("dq", dq.ptr)]
+        aligned = _aligned([*ptrs, ("lse", lse.ptr), ("delta", delta)], ints)
+        key = (q.dtype, dq.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned,
+               warps, stages)  # fmt: skip
         fn = _DQ.cache.get(key)
         if fn is None:
             types = {
