@@ -230,15 +230,21 @@ def _decode_combine_kernel(
 
 @triton.jit
 def _bwd_delta_kernel(
-    o, do, delta, Hq, Lq, D, sob, soh, som, sod, sgb, sgh, sgm, sgd, BLOCK_M: tl.constexpr,
-    BLOCK_D: tl.constexpr,
+    o, do, delta, Hq, Lq, D, sob, soh, som, sod, sgb, sgh, sgm, sgd, EVEN_D: tl.constexpr, UNIT_D: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
+    if UNIT_D:  # 16-byte vector loads
+        sod = 1
+        sgd = 1
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     bh = tl.program_id(1)
     b = (bh // Hq).to(tl.int64)
     h = (bh % Hq).to(tl.int64)
     offs_d = tl.arange(0, BLOCK_D)
-    mk = (offs_m < Lq)[:, None] & (offs_d < D)[None, :]
+    if EVEN_D:
+        mk = (offs_m < Lq)[:, None]
+    else:
+        mk = (offs_m < Lq)[:, None] & (offs_d < D)[None, :]
     ov = tl.load(o + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :] * sod, mask=mk, other=0.0)
     gv = tl.load(do + b * sgb + h * sgh + offs_m[:, None] * sgm + offs_d[None, :] * sgd, mask=mk, other=0.0)
     d = tl.sum(ov.to(tl.float32) * gv.to(tl.float32), 1)
@@ -742,19 +748,23 @@ def attention_backward(
     }  # fmt: skip
     # delta = rowsum(dO * O), fp32 (B*Hq, Lq)
     if b * hq * lq:
-        dm = max(16, min(64, next_pow2(lq)))
-        dkey = (out.dtype, dout.dtype, dm, block_d, it)
+        # 32 rows x BLOCK_D per program: a few 16-byte loads per thread, thousands of programs in flight.
+        dm = max(16, min(32 if block_d <= 128 else 16, next_pow2(lq)))
+        d_unit = out.strides[3] == 1 and dout.strides[3] == 1
+        d_aligned = _aligned([("o", out.ptr), ("do", dout.ptr)], _stride_ints(("o", out), ("g", dout)))
+        dkey = (out.dtype, dout.dtype, dm, block_d, it, even_d, d_unit, d_aligned)
         fn = _DELTA.cache.get(dkey)
         if fn is None:
             types = {
                 "o": ptr_type(out.dtype), "do": ptr_type(dout.dtype), "delta": "*fp32", "Hq": "i32", "Lq": "i32",
                 "D": "i32", **_strides("o", it), **_strides("g", it),
             }  # fmt: skip
-            fn = _DELTA.build(dkey, types, dict(BLOCK_M=dm, BLOCK_D=block_d), (), num_warps=4)
+            dconsts = dict(EVEN_D=even_d, UNIT_D=d_unit, BLOCK_M=dm, BLOCK_D=block_d)
+            fn = _DELTA.build(dkey, types, dconsts, d_aligned, num_warps=4)
         fn(
             (cdiv(lq, dm), b * hq, 1),
             stream,
-            (out.ptr, dout.ptr, delta, hq, lq, d, *out.strides, *dout.strides, dm, block_d),
+            (out.ptr, dout.ptr, delta, hq, lq, d, *out.strides, *dout.strides, even_d, d_unit, dm, block_d),
         )
     # dK, dV: one program per key block and kv head
     if b * hkv * lk:
