@@ -64,7 +64,7 @@ def _fwd_step(
     acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n, offs_d, skn, skd, svn, svd, smm, smn,
     Lq, Lk, D, qk_scale, drop_p, drop_scale, seed, rng_row, CAUSAL_MASK: tl.constexpr, BOUND_N: tl.constexpr,
     MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, GUARD: tl.constexpr, EVEN_D: tl.constexpr,
-    PREC: tl.constexpr,
+    PREC: tl.constexpr, RAW_MAX: tl.constexpr,
 ):  # fmt: skip
     n = start_n + offs_n
     kt_ptrs = k_base + offs_d[:, None] * skd + n[None, :] * skn
@@ -83,7 +83,12 @@ def _fwd_step(
         else:
             kt = tl.load(kt_ptrs, mask=(offs_d < D)[:, None], other=0.0)
             v = tl.load(v_ptrs, mask=(offs_d < D)[None, :], other=0.0)
-    s = _dot(q, kt, None, PREC) * qk_scale  # base-2 logits
+    # RAW_MAX (a positive scale, no float mask): the row max is taken over the raw products and the scale
+    # applied inside exp2's argument, s * qk_scale - m, one FMA per element instead of a multiply and a subtract.
+    if RAW_MAX:
+        s = _dot(q, kt, None, PREC)
+    else:
+        s = _dot(q, kt, None, PREC) * qk_scale  # base-2 logits
     if MASK_KIND != 0:
         mk = (offs_m < Lq)[:, None] & (n < Lk)[None, :]
         mv = tl.load(mask_base + offs_m[:, None] * smm + n[None, :] * smn, mask=mk, other=0)
@@ -95,12 +100,18 @@ def _fwd_step(
         s = tl.where(n[None, :] <= offs_m[:, None], s, float("-inf"))
     if BOUND_N:
         s = tl.where((n < Lk)[None, :], s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
+    if RAW_MAX:
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+    else:
+        m_new = tl.maximum(m_i, tl.max(s, 1))
     if GUARD:  # a row with nothing visible yet: keep exp2 away from (-inf) - (-inf)
         m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
     else:
         m_use = m_new
-    p = tl.math.exp2(s - m_use[:, None])
+    if RAW_MAX:
+        p = tl.math.exp2(s * qk_scale - m_use[:, None])
+    else:
+        p = tl.math.exp2(s - m_use[:, None])
     alpha = tl.math.exp2(m_i - m_use)
     l_i = l_i * alpha + tl.sum(p, 1)
     if DROPOUT:  # the softmax statistics see every weight; only the product with V is dropped
@@ -116,15 +127,18 @@ def _attn_fwd_kernel(
     q, k, v, o, lse, mask, part, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, som,
     sod, smb, smh, smm, smn, Hq, GROUP, Lq, Lk, D, chunk, qk_scale, drop_p, drop_scale, seed, offset, rng,
     CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, SEED_PTR: tl.constexpr, SPLIT: tl.constexpr,
-    GUARD: tl.constexpr, EVEN_D: tl.constexpr, UNIT_D: tl.constexpr, PREC: tl.constexpr, BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+    GUARD: tl.constexpr, EVEN_D: tl.constexpr, UNIT_D: tl.constexpr, PREC: tl.constexpr, RAW_MAX: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
     if UNIT_D:  # a unit head-dim stride, known at compile time: tiles load as 16-byte vectors
         sqd = 1
         skd = 1
         svd = 1
         sod = 1
-    start_m = tl.program_id(0) * BLOCK_M
+    if CAUSAL and not SPLIT:  # causal rows' work grows with the block index: launch the longest first
+        start_m = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_M
+    else:
+        start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
     b = (bh // Hq).to(tl.int64)
     h = (bh % Hq).to(tl.int64)
@@ -166,13 +180,13 @@ def _attn_fwd_kernel(
         acc, m_i, l_i = _fwd_step(
             acc, m_i, l_i, qt, k_base, v_base, mask_base, start_n, offs_m, offs_n, offs_d,
             skn, skd, svn, svd, smm, smn, Lq, Lk, D, qk_scale, drop_p, drop_scale, seed, rng_row,
-            False, False, MASK_KIND, DROPOUT, GUARD, EVEN_D, PREC,
+            False, False, MASK_KIND, DROPOUT, GUARD, EVEN_D, PREC, RAW_MAX,
         )  # fmt: skip
     for start_n in range(mid, hi, BLOCK_N):
         acc, m_i, l_i = _fwd_step(
             acc, m_i, l_i, qt, k_base, v_base, mask_base, start_n, offs_m, offs_n, offs_d,
             skn, skd, svn, svd, smm, smn, Lq, Lk, D, qk_scale, drop_p, drop_scale, seed, rng_row,
-            CAUSAL, True, MASK_KIND, DROPOUT, True, EVEN_D, PREC,
+            CAUSAL, True, MASK_KIND, DROPOUT, True, EVEN_D, PREC, RAW_MAX,
         )  # fmt: skip
 
     row_ok = offs_m < Lq
@@ -429,7 +443,10 @@ def _attn_bwd_dq_kernel(
         svd = 1
         sgd = 1
         sdd = 1
-    start_m = tl.program_id(0) * BLOCK_M
+    if CAUSAL:  # a query block's work grows with its index: launch the longest first
+        start_m = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_M
+    else:
+        start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
     b = (bh // Hq).to(tl.int64)
     h = (bh % Hq).to(tl.int64)
@@ -491,15 +508,15 @@ _DQ = Kernel(_attn_bwd_dq_kernel)
 _FWD_CONFIGS = {
     16: (128, 64, 4, 3),
     32: (128, 64, 4, 3),
-    64: (128, 64, 4, 3),
-    128: (128, 128, 8, 3),
+    64: (128, 128, 8, 3),
+    128: (128, 64, 8, 3),
     256: (64, 64, 8, 2),
 }
 _DKDV_CONFIGS = {
     16: (64, 128, 8, 3),
     32: (64, 128, 8, 3),
     64: (64, 128, 8, 3),
-    128: (64, 128, 8, 3),
+    128: (32, 128, 8, 3),
     256: (32, 64, 8, 2),
 }
 _DQ_CONFIGS = {16: (128, 64, 8, 3), 32: (128, 64, 8, 3), 64: (128, 64, 8, 3), 128: (128, 64, 8, 3), 256: (64, 32, 8, 2)}
@@ -633,12 +650,14 @@ def attention_forward(
     prec = _prec(q.dtype)
     # Every batch / head / row stride divisible by 16 is declared so: one that is not (batch strides were
     # left out once) makes every tile pointer of unknown alignment, so loads go scalar and unpipelined.
-    ints = _stride_ints(("q", q), ("k", k), ("v", v), ("o", out))
+    # A head dim divisible by 16 (96) lets the padded-D mask keep 16-byte vectors.
+    ints = [*_stride_ints(("q", q), ("k", k), ("v", v), ("o", out)), ("D", d)]
     aligned = _aligned([("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("o", out.ptr), ("lse", lse.ptr)], ints)
     unit_d = (q.strides[3], k.strides[3], v.strides[3], out.strides[3]) == (1, 1, 1, 1)
     seed_ptr = dropout and rng_ptr != 0
+    raw_max = scale > 0 and kind != 2
     key = (q.dtype, out.dtype, mtype, kind, causal, dropout, seed_ptr, split, even_d, it, bm, bn, block_d, aligned,
-           unit_d, warps, stages)  # fmt: skip
+           unit_d, raw_max, warps, stages)  # fmt: skip
     fn = _FWD.cache.get(key)
     if fn is None:
         types = {
@@ -651,7 +670,7 @@ def attention_forward(
         }  # fmt: skip
         consts = dict(
             CAUSAL=causal, MASK_KIND=kind, DROPOUT=dropout, SEED_PTR=seed_ptr, SPLIT=split, GUARD=kind != 0 or split,
-            EVEN_D=even_d, UNIT_D=unit_d, PREC=prec, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
+            EVEN_D=even_d, UNIT_D=unit_d, PREC=prec, RAW_MAX=raw_max, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
         )  # fmt: skip
         fn = _FWD.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
         fn._consts = consts  # type: ignore[attr-defined]
@@ -751,7 +770,7 @@ def attention_backward(
         # 32 rows x BLOCK_D per program: a few 16-byte loads per thread, thousands of programs in flight.
         dm = max(16, min(32 if block_d <= 128 else 16, next_pow2(lq)))
         d_unit = out.strides[3] == 1 and dout.strides[3] == 1
-        d_aligned = _aligned([("o", out.ptr), ("do", dout.ptr)], _stride_ints(("o", out), ("g", dout)))
+        d_aligned = _aligned([("o", out.ptr), ("do", dout.ptr)], [*_stride_ints(("o", out), ("g", dout)), ("D", d)])
         dkey = (out.dtype, dout.dtype, dm, block_d, it, even_d, d_unit, d_aligned)
         fn = _DELTA.cache.get(dkey)
         if fn is None:
@@ -769,7 +788,7 @@ def attention_backward(
     # dK, dV: one program per key block and kv head
     if b * hkv * lk:
         bm, bn, warps, stages = _config(_DKDV_CONFIGS, block_d, q.dtype, lq, lk)
-        ints = _stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("k2", dk), ("v2", dv))
+        ints = [*_stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("k2", dk), ("v2", dv)), ("D", d)]
         ptrs = [("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr), ("dk", dk.ptr), ("dv", dv.ptr)]
         aligned = _aligned([*ptrs, ("lse", lse.ptr), ("delta", delta)], ints)
         key = (q.dtype, dk.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned,
@@ -799,7 +818,7 @@ def attention_backward(
     # dQ: one program per query block and query head
     if b * hq * lq:
         bm, bn, warps, stages = _config(_DQ_CONFIGS, block_d, q.dtype, lq, lk)
-        ints = _stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("d", dq))
+        ints = [*_stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("d", dq)), ("D", d)]
         ptrs = [("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr), ("dq", dq.ptr)]
         aligned = _aligned([*ptrs, ("lse", lse.ptr), ("delta", delta)], ints)
         key = (q.dtype, dq.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned,
