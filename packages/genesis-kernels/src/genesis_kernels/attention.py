@@ -18,7 +18,14 @@ program per key block and kv head, loops over every query head of its group and 
 kernel, one program per query block, loops over the key blocks.
 
 Causal: key ``j`` is visible from query ``i`` when ``j <= i`` (torch's top-left alignment). Loops run the
-blocks that need no causal / bounds mask apart from the (few) diagonal and ragged-edge blocks.
+blocks that need no causal / bounds mask apart from the (few) diagonal and ragged-edge blocks; blocks wholly
+above the diagonal are never visited. The forward and dQ programs of a causal launch run longest first (the
+last query blocks), so the short ones fill the tail; dK / dV's first key blocks are already its longest.
+
+Tiles: (BLOCK_M, BLOCK_N, num_warps, num_stages) per kernel and padded head dim in _FWD_CONFIGS,
+_DKDV_CONFIGS, _DQ_CONFIGS (module tables, read at each launch: benchmarks/sweep_attention.py patches
+them). Every 16-divisible stride, pointer and head dim is declared so to the compiler: without that the
+tiles load element by element and Triton does not pipeline them (cp.async) at all.
 Dropout: element (b, h, i, j) keeps when Philox uniform at counter ``offset + ((b*Hq + h)*Lq + i)*Lk + j``
 under ``seed`` is >= p (the random family's convention), so the backward regenerates the same mask.
 fp32 inputs use IEEE fp32 dots (no tf32); accumulation is fp32 throughout.
