@@ -37,7 +37,9 @@ def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
     return ((a - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
-def _check(device, b, hq, hkv, lq, lk, d, dtype="float32", *, causal=False, mask=None, p=0.0, layout="bhld"):
+def _check(
+    device, b, hq, hkv, lq, lk, d, dtype="float32", *, causal=False, mask=None, p=0.0, layout="bhld", scale=None
+):
     dt = TD[dtype]
 
     def t(h, length):
@@ -46,7 +48,7 @@ def _check(device, b, hq, hkv, lq, lk, d, dtype="float32", *, causal=False, mask
         return make((b, h, length, d), dtype, device, low=-2, high=2)
 
     q, k, v = t(hq, lq), t(hkv, lk), t(hkv, lk)
-    scale = 1 / math.sqrt(d)
+    scale = 1 / math.sqrt(d) if scale is None else scale
     full_mask = None if mask is None else mask.to(device).expand(b, hq, lq, lk)
     mbuf = None if full_mask is None else buf(full_mask)
     out = torch.full((b, hq, lq, d), float("nan"), dtype=dt, device=device)
@@ -106,6 +108,12 @@ def test_attention_float_mask_broadcast_and_transposed_layout(device):
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_attention_half_precision(device, dtype):
     _check(device, 1, 2, 2, 24, 24, 32, dtype, causal=True)
+
+
+def test_attention_negative_scale(device):
+    # the forward's row max over raw products (the scale folded into exp2) holds for a positive scale only
+    _check(device, 1, 2, 2, 9, 13, 16, causal=True, scale=-0.3)
+    _check(device, 1, 2, 1, 10, 70, 16, scale=-0.2)
 
 
 def test_attention_dropout_regenerates_the_mask(device):

@@ -18,7 +18,14 @@ program per key block and kv head, loops over every query head of its group and 
 kernel, one program per query block, loops over the key blocks.
 
 Causal: key ``j`` is visible from query ``i`` when ``j <= i`` (torch's top-left alignment). Loops run the
-blocks that need no causal / bounds mask apart from the (few) diagonal and ragged-edge blocks.
+blocks that need no causal / bounds mask apart from the (few) diagonal and ragged-edge blocks; blocks wholly
+above the diagonal are never visited. The forward and dQ programs of a causal launch run longest first (the
+last query blocks), so the short ones fill the tail; dK / dV's first key blocks are already its longest.
+
+Tiles: (BLOCK_M, BLOCK_N, num_warps, num_stages) per kernel and padded head dim in _FWD_CONFIGS,
+_DKDV_CONFIGS, _DQ_CONFIGS (module tables, read at each launch: benchmarks/sweep_attention.py patches
+them). Every 16-divisible stride, pointer and head dim is declared so to the compiler: without that the
+tiles load element by element and Triton does not pipeline them (cp.async) at all.
 Dropout: element (b, h, i, j) keeps when Philox uniform at counter ``offset + ((b*Hq + h)*Lq + i)*Lk + j``
 under ``seed`` is >= p (the random family's convention), so the backward regenerates the same mask.
 fp32 inputs use IEEE fp32 dots (no tf32); accumulation is fp32 throughout.
@@ -64,7 +71,7 @@ def _fwd_step(
     acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n, offs_d, skn, skd, svn, svd, smm, smn,
     Lq, Lk, D, qk_scale, drop_p, drop_scale, seed, rng_row, CAUSAL_MASK: tl.constexpr, BOUND_N: tl.constexpr,
     MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, GUARD: tl.constexpr, EVEN_D: tl.constexpr,
-    PREC: tl.constexpr,
+    PREC: tl.constexpr, RAW_MAX: tl.constexpr,
 ):  # fmt: skip
     n = start_n + offs_n
     kt_ptrs = k_base + offs_d[:, None] * skd + n[None, :] * skn
@@ -83,7 +90,12 @@ def _fwd_step(
         else:
             kt = tl.load(kt_ptrs, mask=(offs_d < D)[:, None], other=0.0)
             v = tl.load(v_ptrs, mask=(offs_d < D)[None, :], other=0.0)
-    s = _dot(q, kt, None, PREC) * qk_scale  # base-2 logits
+    # RAW_MAX (a positive scale, no float mask): the row max is taken over the raw products and the scale
+    # applied inside exp2's argument, s * qk_scale - m, one FMA per element instead of a multiply and a subtract.
+    if RAW_MAX:
+        s = _dot(q, kt, None, PREC)
+    else:
+        s = _dot(q, kt, None, PREC) * qk_scale  # base-2 logits
     if MASK_KIND != 0:
         mk = (offs_m < Lq)[:, None] & (n < Lk)[None, :]
         mv = tl.load(mask_base + offs_m[:, None] * smm + n[None, :] * smn, mask=mk, other=0)
@@ -95,12 +107,18 @@ def _fwd_step(
         s = tl.where(n[None, :] <= offs_m[:, None], s, float("-inf"))
     if BOUND_N:
         s = tl.where((n < Lk)[None, :], s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
+    if RAW_MAX:
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+    else:
+        m_new = tl.maximum(m_i, tl.max(s, 1))
     if GUARD:  # a row with nothing visible yet: keep exp2 away from (-inf) - (-inf)
         m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
     else:
         m_use = m_new
-    p = tl.math.exp2(s - m_use[:, None])
+    if RAW_MAX:
+        p = tl.math.exp2(s * qk_scale - m_use[:, None])
+    else:
+        p = tl.math.exp2(s - m_use[:, None])
     alpha = tl.math.exp2(m_i - m_use)
     l_i = l_i * alpha + tl.sum(p, 1)
     if DROPOUT:  # the softmax statistics see every weight; only the product with V is dropped
@@ -116,15 +134,18 @@ def _attn_fwd_kernel(
     q, k, v, o, lse, mask, part, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, som,
     sod, smb, smh, smm, smn, Hq, GROUP, Lq, Lk, D, chunk, qk_scale, drop_p, drop_scale, seed, offset, rng,
     CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, SEED_PTR: tl.constexpr, SPLIT: tl.constexpr,
-    GUARD: tl.constexpr, EVEN_D: tl.constexpr, UNIT_D: tl.constexpr, PREC: tl.constexpr, BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+    GUARD: tl.constexpr, EVEN_D: tl.constexpr, UNIT_D: tl.constexpr, PREC: tl.constexpr, RAW_MAX: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
     if UNIT_D:  # a unit head-dim stride, known at compile time: tiles load as 16-byte vectors
         sqd = 1
         skd = 1
         svd = 1
         sod = 1
-    start_m = tl.program_id(0) * BLOCK_M
+    if CAUSAL and not SPLIT:  # causal rows' work grows with the block index: launch the longest first
+        start_m = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_M
+    else:
+        start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
     b = (bh // Hq).to(tl.int64)
     h = (bh % Hq).to(tl.int64)
@@ -166,13 +187,13 @@ def _attn_fwd_kernel(
         acc, m_i, l_i = _fwd_step(
             acc, m_i, l_i, qt, k_base, v_base, mask_base, start_n, offs_m, offs_n, offs_d,
             skn, skd, svn, svd, smm, smn, Lq, Lk, D, qk_scale, drop_p, drop_scale, seed, rng_row,
-            False, False, MASK_KIND, DROPOUT, GUARD, EVEN_D, PREC,
+            False, False, MASK_KIND, DROPOUT, GUARD, EVEN_D, PREC, RAW_MAX,
         )  # fmt: skip
     for start_n in range(mid, hi, BLOCK_N):
         acc, m_i, l_i = _fwd_step(
             acc, m_i, l_i, qt, k_base, v_base, mask_base, start_n, offs_m, offs_n, offs_d,
             skn, skd, svn, svd, smm, smn, Lq, Lk, D, qk_scale, drop_p, drop_scale, seed, rng_row,
-            CAUSAL, True, MASK_KIND, DROPOUT, True, EVEN_D, PREC,
+            CAUSAL, True, MASK_KIND, DROPOUT, True, EVEN_D, PREC, RAW_MAX,
         )  # fmt: skip
 
     row_ok = offs_m < Lq
@@ -230,15 +251,21 @@ def _decode_combine_kernel(
 
 @triton.jit
 def _bwd_delta_kernel(
-    o, do, delta, Hq, Lq, D, sob, soh, som, sod, sgb, sgh, sgm, sgd, BLOCK_M: tl.constexpr,
-    BLOCK_D: tl.constexpr,
+    o, do, delta, Hq, Lq, D, sob, soh, som, sod, sgb, sgh, sgm, sgd, EVEN_D: tl.constexpr, UNIT_D: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
+    if UNIT_D:  # 16-byte vector loads
+        sod = 1
+        sgd = 1
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     bh = tl.program_id(1)
     b = (bh // Hq).to(tl.int64)
     h = (bh % Hq).to(tl.int64)
     offs_d = tl.arange(0, BLOCK_D)
-    mk = (offs_m < Lq)[:, None] & (offs_d < D)[None, :]
+    if EVEN_D:
+        mk = (offs_m < Lq)[:, None]
+    else:
+        mk = (offs_m < Lq)[:, None] & (offs_d < D)[None, :]
     ov = tl.load(o + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :] * sod, mask=mk, other=0.0)
     gv = tl.load(do + b * sgb + h * sgh + offs_m[:, None] * sgm + offs_d[None, :] * sgd, mask=mk, other=0.0)
     d = tl.sum(ov.to(tl.float32) * gv.to(tl.float32), 1)
@@ -423,7 +450,10 @@ def _attn_bwd_dq_kernel(
         svd = 1
         sgd = 1
         sdd = 1
-    start_m = tl.program_id(0) * BLOCK_M
+    if CAUSAL:  # a query block's work grows with its index: launch the longest first
+        start_m = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_M
+    else:
+        start_m = tl.program_id(0) * BLOCK_M
     bh = tl.program_id(1)
     b = (bh // Hq).to(tl.int64)
     h = (bh % Hq).to(tl.int64)
@@ -485,15 +515,15 @@ _DQ = Kernel(_attn_bwd_dq_kernel)
 _FWD_CONFIGS = {
     16: (128, 64, 4, 3),
     32: (128, 64, 4, 3),
-    64: (128, 64, 4, 3),
-    128: (128, 128, 8, 3),
+    64: (128, 128, 8, 3),
+    128: (128, 64, 8, 3),
     256: (64, 64, 8, 2),
 }
 _DKDV_CONFIGS = {
     16: (64, 128, 8, 3),
     32: (64, 128, 8, 3),
     64: (64, 128, 8, 3),
-    128: (64, 128, 8, 3),
+    128: (32, 128, 8, 3),
     256: (32, 64, 8, 2),
 }
 _DQ_CONFIGS = {16: (128, 64, 8, 3), 32: (128, 64, 8, 3), 64: (128, 64, 8, 3), 128: (128, 64, 8, 3), 256: (64, 32, 8, 2)}
@@ -507,13 +537,14 @@ _DECODE_CONFIG = {
 
 
 def _config(table: dict, block_d: int, dtype: str, lq: int, lk: int) -> tuple[int, int, int, int]:
-    bm, bn, warps, stages = table[block_d]
+    bm0, bn0, warps, stages = table[block_d]
+    bm, bn = bm0, bn0
     if dtype == "float32":
         bm, bn = max(16, bm // 2), max(16, bn // 2)
     # Small problems (and the interpreter's tests) need no tile bigger than the sequence.
     bm = max(16, min(bm, next_pow2(lq)))
     bn = max(16, min(bn, next_pow2(lk)))
-    if bm * bn <= 64 * 64:
+    if (bm, bn) != (bm0, bn0) and bm * bn <= 64 * 64:  # a shrunk tile: fewer warps than the table's
         warps = min(warps, 4)
     return bm, bn, warps, stages
 
@@ -555,6 +586,17 @@ def _int_type(*bufs: BufferLike | None) -> str:
 
 def _aligned(names_ptrs: list[tuple[str, int]], names_ints: list[tuple[str, int]]) -> tuple[str, ...]:
     return tuple([n for n, p in names_ptrs if p % 16 == 0] + [n for n, v in names_ints if v % 16 == 0])
+
+
+def _stride_ints(*named: tuple[str, BufferLike]) -> list[tuple[str, int]]:
+    """(argument name, value) of the batch, head and row strides of each (prefix, buffer): ``sqb``, ``sqh``,
+    ``sqm`` for ("q", q); a prefix ending in 2 names the output copies (``skb2``...)."""
+    out = []
+    for prefix, t in named:
+        letters = _STRIDE_NAMES[prefix.rstrip("2")][:3]
+        suffix = "2" if prefix.endswith("2") else ""
+        out += [(f"s{prefix.rstrip('2')}{c}{suffix}", st) for c, st in zip(letters, t.strides[:3])]
+    return out
 
 
 def _prec(dtype: str) -> str | None:
@@ -613,15 +655,16 @@ def attention_forward(
         part = runtime.scratch(splits * b * hq * lq * (block_d + 2) * 4, stream)
     even_d = d == block_d
     prec = _prec(q.dtype)
-    ints = [
-        ("sqm", q.strides[2]), ("skn", k.strides[2]), ("svn", v.strides[2]), ("som", out.strides[2]),
-        ("sqh", q.strides[1]), ("skh", k.strides[1]), ("svh", v.strides[1]), ("soh", out.strides[1]),
-    ]  # fmt: skip
+    # Every batch / head / row stride divisible by 16 is declared so: one that is not (batch strides were
+    # left out once) makes every tile pointer of unknown alignment, so loads go scalar and unpipelined.
+    # A head dim divisible by 16 (96) lets the padded-D mask keep 16-byte vectors.
+    ints = [*_stride_ints(("q", q), ("k", k), ("v", v), ("o", out)), ("D", d)]
     aligned = _aligned([("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("o", out.ptr), ("lse", lse.ptr)], ints)
     unit_d = (q.strides[3], k.strides[3], v.strides[3], out.strides[3]) == (1, 1, 1, 1)
     seed_ptr = dropout and rng_ptr != 0
+    raw_max = scale > 0 and kind != 2
     key = (q.dtype, out.dtype, mtype, kind, causal, dropout, seed_ptr, split, even_d, it, bm, bn, block_d, aligned,
-           unit_d)  # fmt: skip
+           unit_d, raw_max, warps, stages)  # fmt: skip
     fn = _FWD.cache.get(key)
     if fn is None:
         types = {
@@ -634,7 +677,7 @@ def attention_forward(
         }  # fmt: skip
         consts = dict(
             CAUSAL=causal, MASK_KIND=kind, DROPOUT=dropout, SEED_PTR=seed_ptr, SPLIT=split, GUARD=kind != 0 or split,
-            EVEN_D=even_d, UNIT_D=unit_d, PREC=prec, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
+            EVEN_D=even_d, UNIT_D=unit_d, PREC=prec, RAW_MAX=raw_max, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=block_d,
         )  # fmt: skip
         fn = _FWD.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
         fn._consts = consts  # type: ignore[attr-defined]
@@ -731,26 +774,32 @@ def attention_backward(
     }  # fmt: skip
     # delta = rowsum(dO * O), fp32 (B*Hq, Lq)
     if b * hq * lq:
-        dm = max(16, min(64, next_pow2(lq)))
-        dkey = (out.dtype, dout.dtype, dm, block_d, it)
+        # 32 rows x BLOCK_D per program: a few 16-byte loads per thread, thousands of programs in flight.
+        dm = max(16, min(32 if block_d <= 128 else 16, next_pow2(lq)))
+        d_unit = out.strides[3] == 1 and dout.strides[3] == 1
+        d_aligned = _aligned([("o", out.ptr), ("do", dout.ptr)], [*_stride_ints(("o", out), ("g", dout)), ("D", d)])
+        dkey = (out.dtype, dout.dtype, dm, block_d, it, even_d, d_unit, d_aligned)
         fn = _DELTA.cache.get(dkey)
         if fn is None:
             types = {
                 "o": ptr_type(out.dtype), "do": ptr_type(dout.dtype), "delta": "*fp32", "Hq": "i32", "Lq": "i32",
                 "D": "i32", **_strides("o", it), **_strides("g", it),
             }  # fmt: skip
-            fn = _DELTA.build(dkey, types, dict(BLOCK_M=dm, BLOCK_D=block_d), (), num_warps=4)
+            dconsts = dict(EVEN_D=even_d, UNIT_D=d_unit, BLOCK_M=dm, BLOCK_D=block_d)
+            fn = _DELTA.build(dkey, types, dconsts, d_aligned, num_warps=4)
         fn(
             (cdiv(lq, dm), b * hq, 1),
             stream,
-            (out.ptr, dout.ptr, delta, hq, lq, d, *out.strides, *dout.strides, dm, block_d),
+            (out.ptr, dout.ptr, delta, hq, lq, d, *out.strides, *dout.strides, even_d, d_unit, dm, block_d),
         )
     # dK, dV: one program per key block and kv head
     if b * hkv * lk:
         bm, bn, warps, stages = _config(_DKDV_CONFIGS, block_d, q.dtype, lq, lk)
-        ints = [("sqm", q.strides[2]), ("skn", k.strides[2]), ("svn", v.strides[2]), ("sgm", dout.strides[2])]
-        aligned = _aligned([("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr)], ints)
-        key = (q.dtype, dk.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned)
+        ints = [*_stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("k2", dk), ("v2", dv)), ("D", d)]
+        ptrs = [("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr), ("dk", dk.ptr), ("dv", dv.ptr)]
+        aligned = _aligned([*ptrs, ("lse", lse.ptr), ("delta", delta)], ints)
+        key = (q.dtype, dk.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned,
+               warps, stages)  # fmt: skip
         fn = _DKDV.cache.get(key)
         if fn is None:
             types = {
@@ -776,9 +825,11 @@ def attention_backward(
     # dQ: one program per query block and query head
     if b * hq * lq:
         bm, bn, warps, stages = _config(_DQ_CONFIGS, block_d, q.dtype, lq, lk)
-        ints = [("sqm", q.strides[2]), ("skn", k.strides[2]), ("svn", v.strides[2]), ("sgm", dout.strides[2])]
-        aligned = _aligned([("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr)], ints)
-        key = (q.dtype, dq.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned)
+        ints = [*_stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("d", dq)), ("D", d)]
+        ptrs = [("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr), ("dq", dq.ptr)]
+        aligned = _aligned([*ptrs, ("lse", lse.ptr), ("delta", delta)], ints)
+        key = (q.dtype, dq.dtype, mtype, kind, causal, dropout, seed_ptr, even_d, unit_d, it, bm, bn, block_d, aligned,
+               warps, stages)  # fmt: skip
         fn = _DQ.cache.get(key)
         if fn is None:
             types = {
