@@ -709,7 +709,7 @@ def _stream_k_plan(
     data-parallel kernel), including a specialisation that failed to build (warned once)."""
     K = a.shape[2]
     N = b.shape[2]
-    bm, bn, bk, warps, stages = cfg[:5]
+    bm, bn, bk = cfg[:3]
     sms = sm_count()
     tiles = cdiv(M, bm) * cdiv(N, bn)
     k_tiles = cdiv(K, bk)
