@@ -250,17 +250,24 @@ def stream_k_path():
     assert calls and all(plan is not None for plan in calls), "the stream-K path was not taken"
 
 
-# Under the interpreter the TMA tiles are 64 x 32 (K step 32) on 4 "SMs" (runtime.sm_count), so these
-# shapes split like a GPT's weight gradients on an H100: 6 tiles (two badly filled waves: all balanced),
-# 3 tiles (fewer tiles than programs: each tile cut between programs), 9 tiles (a data-parallel wave,
-# then 5 balanced); dimensions multiples of 8 (16-byte rows for TMA) but mostly not of their tile, K not
-# a multiple of 32 (the last step reads zeros past the end).
-@pytest.mark.parametrize("mnk", [(72, 72, 1000), (64, 88, 1016), (152, 88, 1000)])
+# Shapes that take stream-K and cut like a GPT's weight gradients on an H100: fewer tiles than programs
+# (each tile cut between several), one badly filled wave or two (all balanced), and more than two waves
+# (whole waves data-parallel, the rest balanced). Under the interpreter the TMA tiles are 64 x 32 (K step
+# 32) on 4 "SMs" (runtime.sm_count): 3, 6 and 9 tiles; on an H100, 128 x 128 on 132 SMs: 4, 64 and 300
+# tiles. Dimensions are multiples of 8 (16-byte rows for TMA) but mostly not of their tile, and K (the
+# interpreter's) not of its step (the last step reads zeros past the end).
+_SK_SHAPES = {
+    "cpu": [(64, 88, 1016), (72, 72, 1000), (152, 88, 1000)],
+    "cuda": [(200, 136, 4104), (1000, 1000, 4096), (2504, 1880, 2048)],
+}
+
+
+@pytest.mark.parametrize("shape", [0, 1, 2])
 @pytest.mark.parametrize("layout", ["TN", "NN", "NT", "TT"])
-def test_matmul_stream_k_layouts(device: str, mnk: tuple[int, int, int], layout: str, stream_k_path) -> None:
+def test_matmul_stream_k_layouts(device: str, shape: int, layout: str, stream_k_path) -> None:
     """x^T dy (TN: A read transposed in place, the weight gradient) and the other layouts, through
     stream-K: tiles finished by one program and tiles summed from several programs' partials."""
-    m, n, k = mnk
+    m, n, k = _SK_SHAPES[device][shape]
     a = _stored((1, m, k), layout[0] == "T", "bfloat16", device)
     b = _stored((1, k, n), layout[1] == "T", "bfloat16", device)
     out = torch.full((1, m, n), float("nan"), dtype=torch.bfloat16, device=device)
@@ -273,7 +280,7 @@ def test_matmul_stream_k_layouts(device: str, mnk: tuple[int, int, int], layout:
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_matmul_stream_k_epilogue(device: str, act: str, dtype: str, stream_k_path) -> None:
     """Bias and activation are applied once, both on tiles a program finishes and in the fix-up pass."""
-    m, n, k = 72, 72, 1000
+    m, n, k = _SK_SHAPES[device][2]
     a = _stored((1, m, k), True, dtype, device)
     b = make((1, k, n), dtype, device, low=-1, high=1)
     bias = make((n,), dtype, device, low=-1, high=1)
@@ -286,7 +293,7 @@ def test_matmul_stream_k_epilogue(device: str, act: str, dtype: str, stream_k_pa
 def test_matmul_stream_k_deterministic_and_replannable(device: str, stream_k_path) -> None:
     """The partials are summed in program order, not arrival order: two runs agree bit for bit; a
     second product of the same plan (other buffers) is right too (the scratch is reused)."""
-    m, n, k = 152, 88, 1000
+    m, n, k = _SK_SHAPES[device][2]
     outs = []
     for seed in (0, 0, 1):
         torch.manual_seed(seed)
@@ -349,6 +356,31 @@ def test_matmul_stream_k_weight_gradient_shapes(device: str, mn: tuple[int, int]
     m, n = mn
     a = _stored((1, m, 8192), True, "bfloat16", device)
     b = make((1, 8192, n), "bfloat16", device, low=-1, high=1)
+    out = torch.full((1, m, n), float("nan"), dtype=torch.bfloat16, device=device)
+    gk.matmul(buf(a), buf(b), buf(out))
+    sync(device)
+    _check(out, a.double() @ b.double(), 1e-2)
+
+
+class _FakeGraph:
+    def __init__(self) -> None:
+        self.kept: list = []
+
+    def keep_alive(self, obj) -> None:  # type: ignore[no-untyped-def]
+        self.kept.append(obj)
+
+
+def test_matmul_stream_k_under_capture(device: str, monkeypatch, stream_k_path) -> None:
+    """Under a (simulated) graph capture the partials live in the graph's own scratch block, which the
+    main kernel's device-side descriptors share: the partials must sit past them (on the GPU)."""
+    from genesis_storage import graphs
+
+    graph = _FakeGraph()  # one capture: every launch of it shares the graph's largest scratch block
+    monkeypatch.setattr(graphs, "is_current_stream_capturing", lambda: True)
+    monkeypatch.setattr(graphs, "current_capture", lambda: graph)
+    m, n, k = _SK_SHAPES[device][2]
+    a = _stored((1, m, k), True, "bfloat16", device)
+    b = make((1, k, n), "bfloat16", device, low=-1, high=1)
     out = torch.full((1, m, n), float("nan"), dtype=torch.bfloat16, device=device)
     gk.matmul(buf(a), buf(b), buf(out))
     sync(device)
