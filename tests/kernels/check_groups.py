@@ -161,6 +161,12 @@ def matmul(b) -> None:  # type: ignore[no-untyped-def]
     # float32 at the wide-output shape class (N >= 2048), tf32 and IEEE: the tiles must fit shared memory
     for tf32 in (True, False):
         gk.matmul(b((1, 512, 256)), b((1, 256, 4096), "float32", (0, 1, 256)), b((1, 512, 4096)), allow_tf32=tf32)
+    # stream-K (weight gradients x^T dy: few output tiles, K = 8192): the TMA kernel and its fix-up pass,
+    # in both tile classes, and with an epilogue
+    for m, n in ((3072, 768), (768, 3072)):
+        gk.matmul(b((1, m, 8192), "bfloat16", (m * 8192, 1, m)), b((1, 8192, n), "bfloat16"), b((1, m, n), "bfloat16"))
+    gk.matmul(b((1, 768, 8192), "float16"), b((1, 8192, 768), "float16"), b((1, 768, 768), "float16"),
+              bias=b((768,), "float16"), activation="gelu")  # fmt: skip
     # split-K (few output tiles, long K): both passes, with and without the epilogue
     for dt in ("float32", "float64", "bfloat16"):
         gk.matmul(b((1, 48, 1024), dt), b((1, 1024, 1024), dt), b((1, 48, 1024), dt))

@@ -229,3 +229,159 @@ def test_matmul_split_k_small_batch_linear(device: str) -> None:
     gk.matmul(buf(a), buf(w.t().unsqueeze(0)), buf(out), bias=buf(bias), activation="relu")
     sync(device)
     _check(out, torch.relu(a.double() @ w.double().t() + bias.double()), 1e-5)
+
+
+@pytest.fixture
+def stream_k_path():
+    """Asserts that the test launched the stream-K TMA kernel (and counts its launches)."""
+    calls = []
+    original = _MATMUL_MODULE._stream_k_plan
+    _MATMUL_MODULE._PLANS.clear()
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        took = original(*args)
+        calls.append(took)
+        return took
+
+    _MATMUL_MODULE._stream_k_plan = spy
+    yield calls
+    _MATMUL_MODULE._stream_k_plan = original
+    _MATMUL_MODULE._PLANS.clear()
+    assert calls and all(plan is not None for plan in calls), "the stream-K path was not taken"
+
+
+# Shapes that take stream-K and cut like a GPT's weight gradients on an H100: fewer tiles than programs
+# (each tile cut between several), one badly filled wave or two (all balanced), and more than two waves
+# (whole waves data-parallel, the rest balanced). Under the interpreter the TMA tiles are 64 x 32 (K step
+# 32) on 4 "SMs" (runtime.sm_count): 3, 6 and 9 tiles; on an H100, 128 x 128 on 132 SMs: 4, 64 and 300
+# tiles. Dimensions are multiples of 8 (16-byte rows for TMA) but mostly not of their tile, and K (the
+# interpreter's) not of its step (the last step reads zeros past the end).
+_SK_SHAPES = {
+    "cpu": [(64, 88, 1016), (72, 72, 1000), (152, 88, 1000)],
+    "cuda": [(200, 136, 4104), (1000, 1000, 4096), (2504, 1880, 2048)],
+}
+
+
+@pytest.mark.parametrize("shape", [0, 1, 2])
+@pytest.mark.parametrize("layout", ["TN", "NN", "NT", "TT"])
+def test_matmul_stream_k_layouts(device: str, shape: int, layout: str, stream_k_path) -> None:
+    """x^T dy (TN: A read transposed in place, the weight gradient) and the other layouts, through
+    stream-K: tiles finished by one program and tiles summed from several programs' partials."""
+    m, n, k = _SK_SHAPES[device][shape]
+    a = _stored((1, m, k), layout[0] == "T", "bfloat16", device)
+    b = _stored((1, k, n), layout[1] == "T", "bfloat16", device)
+    out = torch.full((1, m, n), float("nan"), dtype=torch.bfloat16, device=device)
+    gk.matmul(buf(a), buf(b), buf(out))
+    sync(device)
+    _check(out, a.double() @ b.double(), 1e-2)
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu_tanh"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_matmul_stream_k_epilogue(device: str, act: str, dtype: str, stream_k_path) -> None:
+    """Bias and activation are applied once, both on tiles a program finishes and in the fix-up pass."""
+    m, n, k = _SK_SHAPES[device][2]
+    a = _stored((1, m, k), True, dtype, device)
+    b = make((1, k, n), dtype, device, low=-1, high=1)
+    bias = make((n,), dtype, device, low=-1, high=1)
+    out = torch.full((1, m, n), float("nan"), dtype=a.dtype, device=device)
+    gk.matmul(buf(a), buf(b), buf(out), bias=buf(bias), activation=act)
+    sync(device)
+    _check(out, _ACTS[act](a.double() @ b.double() + bias.double()), 1e-2)
+
+
+def test_matmul_stream_k_deterministic_and_replannable(device: str, stream_k_path) -> None:
+    """The partials are summed in program order, not arrival order: two runs agree bit for bit; a
+    second product of the same plan (other buffers) is right too (the scratch is reused)."""
+    m, n, k = _SK_SHAPES[device][2]
+    outs = []
+    for seed in (0, 0, 1):
+        torch.manual_seed(seed)
+        a = _stored((1, m, k), True, "bfloat16", device)
+        b = make((1, k, n), "bfloat16", device, low=-1, high=1)
+        out = torch.full((1, m, n), float("nan"), dtype=torch.bfloat16, device=device)
+        gk.matmul(buf(a), buf(b), buf(out))
+        sync(device)
+        _check(out, a.double() @ b.double(), 1e-2)
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize(
+    "tiles, k_tiles, sms, expected",
+    [
+        (144, 128, 132, True),  # 3072 x 768 weight gradient, 128 x 128 tiles: two waves, the second 9% full
+        (108, 128, 132, True),  # 2304 x 768: one wave, 82% full
+        (72, 128, 132, True),  # 768 x 3072 in 128 x 256 tiles
+        (2358, 128, 132, False),  # 50304 x 768: 18 waves, 99% full
+        (144, 12, 132, False),  # K = 768: too short for partials to pay
+        (512, 64, 132, False),  # 4096^3 in 128 x 256 tiles: 97% full
+    ],
+)
+def test_stream_k_shape_classes(tiles: int, k_tiles: int, sms: int, expected: bool) -> None:
+    assert _MATMUL_MODULE._stream_k_pays(tiles, k_tiles, sms) is expected
+
+
+def test_stream_k_ranges_cover_every_iteration_once() -> None:
+    """The fix-up pass's owner formula agrees with the main kernel's ranges: each K step of each tile
+    belongs to exactly one program, and every tile cut between programs lands in slots the owners wrote."""
+    for tiles, k_tiles, programs in [(144, 128, 132), (108, 128, 132), (36, 128, 132), (6, 32, 4), (5, 33, 4)]:
+        iters = tiles * k_tiles
+        ranges = [(p * iters // programs, (p + 1) * iters // programs) for p in range(programs)]
+        assert ranges[0][0] == 0 and ranges[-1][1] == iters
+        assert all(ranges[p][1] == ranges[p + 1][0] for p in range(programs - 1))
+        written = set()
+        for p, (s, e) in enumerate(ranges):
+            first, last = s // k_tiles, (e - 1) // k_tiles
+            for t in range(first, last + 1):
+                lo, hi = max(s - t * k_tiles, 0), min(e - t * k_tiles, k_tiles)
+                if (lo, hi) != (0, k_tiles):
+                    assert t in (first, last)
+                    written.add((p, 2 * p + (t != first), t))
+        for t in range(tiles):
+            p_lo = ((t * k_tiles + 1) * programs - 1) // iters
+            p_hi = ((t + 1) * k_tiles * programs - 1) // iters
+            assert ranges[p_lo][0] <= t * k_tiles < ranges[p_lo][1]
+            assert ranges[p_hi][0] <= (t + 1) * k_tiles - 1 < ranges[p_hi][1]
+            if p_lo < p_hi:
+                for p in range(p_lo, p_hi + 1):
+                    first = ranges[p][0] // k_tiles
+                    assert (p, 2 * p + (t != first), t) in written
+
+
+@pytest.mark.gpu_tier
+@pytest.mark.parametrize("mn", [(3072, 768), (2304, 768), (768, 3072), (768, 768)])
+def test_matmul_stream_k_weight_gradient_shapes(device: str, mn: tuple[int, int], stream_k_path) -> None:
+    """GPT-2-small's weight gradients dW = dy^T x over 8192 rows: stream-K on an H100's 132 SMs."""
+    m, n = mn
+    a = _stored((1, m, 8192), True, "bfloat16", device)
+    b = make((1, 8192, n), "bfloat16", device, low=-1, high=1)
+    out = torch.full((1, m, n), float("nan"), dtype=torch.bfloat16, device=device)
+    gk.matmul(buf(a), buf(b), buf(out))
+    sync(device)
+    _check(out, a.double() @ b.double(), 1e-2)
+
+
+class _FakeGraph:
+    def __init__(self) -> None:
+        self.kept: list = []
+
+    def keep_alive(self, obj) -> None:  # type: ignore[no-untyped-def]
+        self.kept.append(obj)
+
+
+def test_matmul_stream_k_under_capture(device: str, monkeypatch, stream_k_path) -> None:
+    """Under a (simulated) graph capture the partials live in the graph's own scratch block, which the
+    main kernel's device-side descriptors share: the partials must sit past them (on the GPU)."""
+    from genesis_storage import graphs
+
+    graph = _FakeGraph()  # one capture: every launch of it shares the graph's largest scratch block
+    monkeypatch.setattr(graphs, "is_current_stream_capturing", lambda: True)
+    monkeypatch.setattr(graphs, "current_capture", lambda: graph)
+    m, n, k = _SK_SHAPES[device][2]
+    a = _stored((1, m, k), True, "bfloat16", device)
+    b = make((1, k, n), "bfloat16", device, low=-1, high=1)
+    out = torch.full((1, m, n), float("nan"), dtype=torch.bfloat16, device=device)
+    gk.matmul(buf(a), buf(b), buf(out))
+    sync(device)
+    _check(out, a.double() @ b.double(), 1e-2)

@@ -12,6 +12,7 @@ for float64), add the bias and apply the activation to the accumulator, and roun
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import triton
 import triton.language as tl
@@ -261,9 +262,140 @@ def _matmul_tma_kernel(
             o_desc.store([om, on], res)
 
 
+@triton.jit
+def _tma_k_loop(a_desc, b_desc, om, on, k_lo, k_hi, acc, PRECISION: tl.constexpr, A_T: tl.constexpr,
+                B_T: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr):  # fmt: skip
+    """acc += A[om:om+BM, K tiles k_lo..k_hi) @ B[.., on:on+BN] through 2-D descriptors (transposed views)."""
+    for kt in tl.range(k_lo, k_hi, num_stages=STAGES):
+        ok = kt * BK
+        if A_T:
+            av = a_desc.load([ok, om]).T
+        else:
+            av = a_desc.load([om, ok])
+        if B_T:
+            bv = b_desc.load([on, ok]).T
+        else:
+            bv = b_desc.load([ok, on])
+        if _UPCAST_HALF_DOT and (av.dtype == tl.bfloat16 or av.dtype == tl.float16):
+            acc = tl.dot(av.to(tl.float32), bv.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(av, bv, acc, input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
+def _matmul_tma_sk_kernel(
+    a,
+    b,
+    out,
+    bias,
+    ws,
+    M,
+    N,
+    K,
+    sa,
+    sb,
+    so,
+    sbias,
+    programs,
+    dp_tiles,
+    sk_iters,
+    PRECISION: tl.constexpr,
+    A_T: tl.constexpr,
+    B_T: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    ACT: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    STAGES: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    # Stream-K (2-D products whose output tiles fill the SMs badly, with a long K: a weight
+    # gradient x^T dy, 768 x 3072 outputs over 8192 rows, has 72 to 144 tiles for 132 SMs).
+    # The first dp_tiles tiles (whole waves) go round robin, whole, as in _matmul_tma_kernel.
+    # The remaining tiles' K iterations, sk_iters in all (tile-major), are cut into `programs`
+    # equal contiguous ranges, one per program: every SM does the same work. A tile whose K
+    # range lies within one program is finished there; a tile cut between programs has each
+    # piece's float32 partial written to ws (two slots per program: the first and the last
+    # tile of its range are the only ones it can share), and _stream_k_fixup_kernel sums
+    # them in program order (deterministic, no atomics) and applies the epilogue.
+    if A_T:
+        a_desc = tl.make_tensor_descriptor(a, [K, M], [sa, 1], [BK, BM])
+    else:
+        a_desc = tl.make_tensor_descriptor(a, [M, K], [sa, 1], [BM, BK])
+    if B_T:
+        b_desc = tl.make_tensor_descriptor(b, [N, K], [sb, 1], [BN, BK])
+    else:
+        b_desc = tl.make_tensor_descriptor(b, [K, N], [sb, 1], [BK, BN])
+    o_desc = tl.make_tensor_descriptor(out, [M, N], [so, 1], [BM, BN])
+    grid_m = tl.cdiv(M, BM)
+    grid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    pid = tl.program_id(0)
+    for tile in tl.range(pid, dp_tiles, programs, flatten=True, warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = _grouped(tile, grid_m, grid_n, GROUP_M)
+        om = pid_m * BM
+        on = pid_n * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        acc = _tma_k_loop(a_desc, b_desc, om, on, 0, k_tiles, acc, PRECISION, A_T, B_T, BK, STAGES)
+        acc = _epilogue(acc, bias, sbias, on + tl.arange(0, BN), N, HAS_BIAS, ACT)
+        o_desc.store([om, on], cast_to(acc, out.dtype.element_ty))
+    start = pid * sk_iters // programs  # the launcher keeps programs * sk_iters < 2^31
+    end = (pid + 1) * sk_iters // programs
+    first = start // k_tiles
+    for t in tl.range(first, (end - 1) // k_tiles + 1):
+        lo = tl.maximum(start - t * k_tiles, 0)
+        hi = tl.minimum(end - t * k_tiles, k_tiles)
+        pid_m, pid_n = _grouped(dp_tiles + t, grid_m, grid_n, GROUP_M)
+        om = pid_m * BM
+        on = pid_n * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        acc = _tma_k_loop(a_desc, b_desc, om, on, lo, hi, acc, PRECISION, A_T, B_T, BK, STAGES)
+        if (lo == 0) & (hi == k_tiles):
+            acc = _epilogue(acc, bias, sbias, on + tl.arange(0, BN), N, HAS_BIAS, ACT)
+            o_desc.store([om, on], cast_to(acc, out.dtype.element_ty))
+        else:
+            slot = 2 * pid + (t != first).to(tl.int32)
+            part = ws + slot * (BM * BN) + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+            tl.store(part, acc)
+
+
+@triton.jit
+def _stream_k_fixup_kernel(
+    ws, out, bias, M, N, K, so, sbias, programs, dp_tiles, sk_iters,
+    HAS_BIAS: tl.constexpr, ACT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    GROUP_M: tl.constexpr, SUB: tl.constexpr,
+):  # fmt: skip
+    """Stream-K's second pass: rows [SUB * program_id(1), + SUB) of stream-K tile program_id(0), when that
+    tile was cut between programs: the partials summed in program order, the epilogue, one rounding."""
+    t = tl.program_id(0)
+    k_tiles = tl.cdiv(K, BK)
+    # Program p's range is [p * sk_iters // programs, (p + 1) * sk_iters // programs), so iteration i
+    # belongs to program ((i + 1) * programs - 1) // sk_iters: the tile's first and last iterations' owners.
+    p_lo = ((t * k_tiles + 1) * programs - 1) // sk_iters
+    p_hi = ((t + 1) * k_tiles * programs - 1) // sk_iters
+    if p_lo < p_hi:
+        rows = tl.program_id(1) * SUB + tl.arange(0, SUB)
+        cols = tl.arange(0, BN)
+        acc = tl.zeros((SUB, BN), dtype=tl.float32)
+        for p in range(p_lo, p_hi + 1):
+            slot = 2 * p + (t != (p * sk_iters // programs) // k_tiles).to(tl.int32)
+            acc += tl.load(ws + slot * (BM * BN) + rows[:, None] * BN + cols[None, :])
+        pid_m, pid_n = _grouped(dp_tiles + t, tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_M)
+        rm = pid_m * BM + rows
+        rn = pid_n * BN + cols
+        acc = _epilogue(acc, bias, sbias, rn, N, HAS_BIAS, ACT)
+        mask = (rm[:, None] < M) & (rn[None, :] < N)
+        tl.store(out + rm[:, None] * so + rn[None, :], cast_to(acc, out.dtype.element_ty), mask=mask)
+
+
 _MATMUL = Kernel(_matmul_kernel)
 _SPLIT_SUM = Kernel(_split_sum_kernel)
 _MATMUL_TMA = Kernel(_matmul_tma_kernel)
+_MATMUL_TMA_SK = Kernel(_matmul_tma_sk_kernel)
+_SK_FIXUP = Kernel(_stream_k_fixup_kernel)
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 
@@ -287,21 +419,57 @@ def _config(dtype: str, tf32: bool, M: int, N: int, K: int) -> tuple[int, int, i
     return bm, bn, bk, w, s
 
 
-def _tma_config(itemsize: int, M: int, N: int) -> tuple[int, int, int, int, int]:
-    """The TMA kernel's (BM, BN, BK, num_warps, num_stages), by the shape class.
+class TmaConfig(NamedTuple):
+    """The TMA kernels' configuration for one product: tile (bm x bn, K step bk), warps, pipeline
+    stages, whether the tiles' K iterations are balanced over the SMs (stream-K), and whether the
+    tile loop is warp-specialised (a producer warp issues the loads)."""
+
+    bm: int
+    bn: int
+    bk: int
+    warps: int
+    stages: int
+    stream_k: bool = False
+    warp_specialize: bool = True
+
+
+# Stream-K pays where whole tiles fill the last wave badly (below _SK_FILL of the SMs on average)
+# and K is long enough (>= _SK_MIN_K_TILES steps per tile) that the partials' float32 round trip
+# through L2 and the fix-up pass stay small beside the product. Each program gets at least
+# _SK_MIN_ITERS K steps (fewer programs for tiny outputs) so its pipeline fills.
+_SK_FILL = 0.9
+_SK_MIN_K_TILES = 32
+_SK_MIN_ITERS = 8
+
+
+def _stream_k_pays(tiles: int, k_tiles: int, sms: int) -> bool:
+    """Whether a 2-D product of ``tiles`` output tiles, ``k_tiles`` K steps each, takes stream-K on ``sms`` SMs."""
+    if k_tiles < _SK_MIN_K_TILES:
+        return False
+    return tiles < _SK_FILL * cdiv(tiles, sms) * sms
+
+
+def _tma_config(itemsize: int, M: int, N: int, K: int, batched: bool) -> TmaConfig:
+    """The TMA kernels' configuration, by the shape class.
 
     Measured on an H100 against cuBLAS (benchmarks/matmul_variants.py): 128 x 256 tiles, three
     stages, win wherever N is wide; narrow outputs (N < 2048, e.g. a GPT's 768-wide projections)
     have too few such tiles to fill 132 SMs, and 128 x 128 tiles four stages deep win there.
+    Weight gradients (x^T dy: a 768 x 768 to 3072 x 768 output, K = 8192 rows) have 72 to 144
+    tiles for 132 SMs, one badly filled wave or two: those take stream-K
+    (benchmarks/sweep_matmul_wgrad.py).
     """
     bk = 64 if itemsize == 2 else 32
     if INTERPRET:
-        return 64, 32, 32, 4, 2
-    if N >= 2048 and itemsize == 2:
-        return 128, 256, bk, 8, 3
-    # float32: a 128 x 256 tile's fp32 epilogue buffer (128 KB) plus three stages exceeds the 227 KB
-    # of shared memory an H100 block may have; 128 x 128 tiles fit with four stages.
-    return 128, 128, bk, 8, 4
+        bm, bn, bk, warps, stages = 64, 32, 32, 4, 2
+    elif N >= 2048 and itemsize == 2:
+        bm, bn, warps, stages = 128, 256, 8, 3
+    else:
+        # float32: a 128 x 256 tile's fp32 epilogue buffer (128 KB) plus three stages exceeds the 227 KB
+        # of shared memory an H100 block may have; 128 x 128 tiles fit with four stages.
+        bm, bn, warps, stages = 128, 128, 8, 4
+    sk = not batched and _stream_k_pays(cdiv(M, bm) * cdiv(N, bn), cdiv(K, bk), sm_count())
+    return TmaConfig(bm, bn, bk, warps, stages, stream_k=sk, warp_specialize=not INTERPRET and not sk)
 
 
 def _tma_layout(t: BufferLike, rows: int, cols: int) -> tuple[bool, int] | None:
@@ -460,11 +628,16 @@ def _matmul_tma(
     if batched and b_batches == 1 and not la[0] and a.strides[0] == M * la[1] and out.strides[0] == M * lo[1]:
         # (B, M, K) rows contiguous across batches times one shared (K, N): one (B*M, K) product.
         M, B, batched, a_batches = M * B, 1, False, 1
-    bm, bn, bk, warps, stages = _tma_config(item, M, N)
+    cfg = _tma_config(item, M, N, K, batched)
     has_bias = bias is not None
     precision = "tf32" if tf32 else "ieee"
+    if cfg.stream_k and not batched:
+        plan = _stream_k_plan(a, b, out, bias, act, precision, cfg, M, la, lb, lo)
+        if plan is not None:
+            return plan
+    bm, bn, bk, warps, stages = cfg[:5]
     bias_dtype = bias.dtype if bias is not None else None
-    key = (a.dtype, precision, la[0], lb[0], batched, has_bias, bias_dtype, act, bm, bn)
+    key = (a.dtype, precision, la[0], lb[0], batched, has_bias, bias_dtype, act, *cfg[:5], cfg.warp_specialize)
     fn = _MATMUL_TMA.cache.get(key)
     if fn is None:
         types = {
@@ -487,7 +660,7 @@ def _matmul_tma(
             BK=bk,
             GROUP_M=8,
             STAGES=stages,
-            WARP_SPECIALIZE=not INTERPRET,
+            WARP_SPECIALIZE=cfg.warp_specialize,
         )
         fn = _MATMUL_TMA.build(key, types, consts, ("a", "b", "out"), num_warps=warps, num_stages=stages)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
@@ -513,6 +686,140 @@ def _matmul_tma(
         programs,
     )
     return _bind(fn, (programs, 1, 1), (*args, *fn._consts))  # type: ignore[attr-defined]
+
+
+_SK_FAILED: set[tuple] = set()  # stream-K specialisations that did not compile or load (warned once each)
+
+
+def _stream_k_plan(
+    a: BufferLike,
+    b: BufferLike,
+    out: BufferLike,
+    bias: BufferLike | None,
+    act: str,
+    precision: str,
+    cfg: TmaConfig,
+    M: int,
+    la: tuple[bool, int],
+    lb: tuple[bool, int],
+    lo: tuple[bool, int],
+) -> MatmulPlan | None:
+    """The stream-K plan of a 2-D product (M rows, possibly batches folded into them): the TMA kernel
+    with balanced K ranges, then the fix-up pass. None where it does not apply (the caller takes the
+    data-parallel kernel), including a specialisation that failed to build (warned once)."""
+    K = a.shape[2]
+    N = b.shape[2]
+    bm, bn, bk = cfg[:3]
+    sms = sm_count()
+    tiles = cdiv(M, bm) * cdiv(N, bn)
+    k_tiles = cdiv(K, bk)
+    # Whole waves but the last one or two go data-parallel; the rest (between one and two waves'
+    # worth of tiles, or all of them when there are fewer) is balanced over the programs.
+    programs = sms
+    dp_tiles = max(tiles // programs - 1, 0) * programs
+    sk_iters = (tiles - dp_tiles) * k_tiles
+    if sk_iters < programs * _SK_MIN_ITERS:  # only when dp_tiles == 0: fewer, fuller programs
+        programs = max(1, sk_iters // _SK_MIN_ITERS)
+    if programs * sk_iters >= INT32_LIMIT:  # the kernels' range arithmetic is 32-bit
+        return None
+    has_bias = bias is not None
+    bias_dtype = bias.dtype if bias is not None else None
+    key = (a.dtype, precision, la[0], lb[0], has_bias, bias_dtype, act, *cfg[:5], cfg.warp_specialize)
+    if key in _SK_FAILED:
+        return None
+    fn = _MATMUL_TMA_SK.cache.get(key)
+    fix_key = (out.dtype, has_bias, bias_dtype, act, bm, bn, bk)
+    fix = _SK_FIXUP.cache.get(fix_key)
+    if fn is None or fix is None:
+        try:
+            fn, fix = _build_stream_k(key, fix_key, a, out, bias, act, precision, cfg, la[0], lb[0])
+        except Exception as exc:  # a compiler or resource failure: the data-parallel kernel still works
+            import warnings
+
+            _SK_FAILED.add(key)
+            warnings.warn(
+                f"genesis_kernels.matmul: the stream-K kernel for {cfg} ({a.dtype}, A_T={la[0]}, B_T={lb[0]}) "
+                f"failed to build ({type(exc).__name__}: {str(exc)[:200]}); using the data-parallel kernel",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return None
+    sub = fix._sub  # type: ignore[attr-defined]
+    sbias = bias.strides[0] if bias is not None else 0
+    # The partials: two bm x bn float32 slots per program, placed past the global scratch the main
+    # kernel's launch takes from the same stream scratch (its device-side tensor descriptors).
+    reserve = cdiv(programs * getattr(fn, "global_scratch", 0), 256) * 256
+    ws_bytes = reserve + 2 * programs * bm * bn * 4
+    main_tail = (M, N, K, la[1], lb[1], lo[1], sbias, programs, dp_tiles, sk_iters, *fn._consts)  # type: ignore[attr-defined]
+    fix_tail = (M, N, K, lo[1], sbias, programs, dp_tiles, sk_iters, *fix._consts)  # type: ignore[attr-defined]
+    grid = (programs, 1, 1)
+    fix_grid = (tiles - dp_tiles, bm // sub, 1)
+
+    def plan(a_ptr: int, b_ptr: int, out_ptr: int, bias_ptr: int, stream: int) -> None:
+        ws = rt.scratch(ws_bytes, stream) + reserve
+        fn(grid, stream, (a_ptr, b_ptr, out_ptr, bias_ptr, ws, *main_tail))
+        fix(fix_grid, stream, (ws, out_ptr, bias_ptr, *fix_tail))
+
+    return plan
+
+
+def _build_stream_k(
+    key: tuple,
+    fix_key: tuple,
+    a: BufferLike,
+    out: BufferLike,
+    bias: BufferLike | None,
+    act: str,
+    precision: str,
+    cfg: TmaConfig,
+    a_t: bool,
+    b_t: bool,
+) -> tuple[LaunchFn, LaunchFn]:
+    """Compile (or fetch) the stream-K kernel and its fix-up pass."""
+    bm, bn, bk, warps, stages = cfg[:5]
+    has_bias = bias is not None
+    bias_ptr = ptr_type(bias.dtype if bias is not None else out.dtype)
+    fn = _MATMUL_TMA_SK.cache.get(key)
+    if fn is None:
+        types = {
+            "a": ptr_type(a.dtype),
+            "b": ptr_type(a.dtype),
+            "out": ptr_type(out.dtype),
+            "bias": bias_ptr,
+            "ws": "*fp32",
+            **{n: "i32" for n in ("M", "N", "K", "programs", "dp_tiles", "sk_iters")},
+            **{n: "i64" for n in ("sa", "sb", "so", "sbias")},
+        }
+        consts = dict(
+            PRECISION=precision,
+            A_T=a_t,
+            B_T=b_t,
+            HAS_BIAS=has_bias,
+            ACT=act,
+            BM=bm,
+            BN=bn,
+            BK=bk,
+            GROUP_M=8,
+            STAGES=stages,
+            WARP_SPECIALIZE=cfg.warp_specialize,
+        )
+        fn = _MATMUL_TMA_SK.build(key, types, consts, ("a", "b", "out", "ws"), num_warps=warps, num_stages=stages)
+        fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    fix = _SK_FIXUP.cache.get(fix_key)
+    if fix is None:
+        sub = min(32, bm)
+        types = {
+            "ws": "*fp32",
+            "out": ptr_type(out.dtype),
+            "bias": bias_ptr,
+            **{n: "i32" for n in ("M", "N", "K", "programs", "dp_tiles", "sk_iters")},
+            **{n: "i64" for n in ("so", "sbias")},
+        }
+        consts = dict(HAS_BIAS=has_bias, ACT=act, BM=bm, BN=bn, BK=bk, GROUP_M=8, SUB=sub)
+        fix = _SK_FIXUP.build(fix_key, types, consts, ("ws", "out"), num_warps=4, num_stages=1)
+        fix._consts = tuple(consts.values())  # type: ignore[attr-defined]
+        fix._sub = sub  # type: ignore[attr-defined]
+    return fn, fix
 
 
 def _matmul_pointers(

@@ -194,7 +194,11 @@ class Kernel:
         target = driver.active.get_current_target()
         ck = compile(src, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
         runner = ck.run  # loads the module into the current context
-        return make_launch(runner, ck.function, ck.packed_metadata, triton.__version__, scratch)
+        launch = make_launch(runner, ck.function, ck.packed_metadata, triton.__version__, scratch)
+        # Bytes of the stream's scratch each program takes for Triton's global scratch (device-side
+        # tensor descriptors): a launcher that also keeps data in scratch places it past them.
+        launch.global_scratch = getattr(runner, "global_scratch_size", 0) * getattr(runner, "num_ctas", 1)  # type: ignore[attr-defined]
+        return launch
 
 
 def divisibility_attrs(arg_names: list[str], aligned: Iterable[str]) -> dict[tuple[int], list[list[Any]]]:
