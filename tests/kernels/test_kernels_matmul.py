@@ -233,10 +233,12 @@ def test_matmul_split_k_small_batch_linear(device: str) -> None:
 
 @pytest.fixture
 def stream_k_path():
-    """Asserts that the test launched the stream-K TMA kernel (and counts its launches)."""
+    """Forces stream-K wherever the TMA kernel runs (which shapes choose it on their own is
+    test_stream_k_shape_classes's business) and asserts that the test launched it."""
     calls = []
-    original = _MATMUL_MODULE._stream_k_plan
+    original, original_pays = _MATMUL_MODULE._stream_k_plan, _MATMUL_MODULE._stream_k_pays
     _MATMUL_MODULE._PLANS.clear()
+    _MATMUL_MODULE._stream_k_pays = lambda tiles, k_tiles, sms: True
 
     def spy(*args):  # type: ignore[no-untyped-def]
         took = original(*args)
@@ -245,7 +247,7 @@ def stream_k_path():
 
     _MATMUL_MODULE._stream_k_plan = spy
     yield calls
-    _MATMUL_MODULE._stream_k_plan = original
+    _MATMUL_MODULE._stream_k_plan, _MATMUL_MODULE._stream_k_pays = original, original_pays
     _MATMUL_MODULE._PLANS.clear()
     assert calls and all(plan is not None for plan in calls), "the stream-K path was not taken"
 
@@ -310,16 +312,40 @@ def test_matmul_stream_k_deterministic_and_replannable(device: str, stream_k_pat
 @pytest.mark.parametrize(
     "tiles, k_tiles, sms, expected",
     [
-        (144, 128, 132, True),  # 3072 x 768 weight gradient, 128 x 128 tiles: two waves, the second 9% full
-        (108, 128, 132, True),  # 2304 x 768: one wave, 82% full
-        (72, 128, 132, True),  # 768 x 3072 in 128 x 256 tiles
+        (144, 128, 132, False),  # 3072 x 768 weight gradient, 128 x 128 tiles: two waves (takes 128 x 256 instead)
+        (108, 128, 132, False),  # 2304 x 768: one wave, 82 % full (data-parallel measured faster)
+        (72, 128, 132, False),  # 768 x 3072 in 128 x 256 tiles
+        (36, 128, 132, True),  # 768 x 768: 27 % of the SMs
+        (66, 32, 132, True),  # half a wave, the shortest K that pays
+        (67, 32, 132, False),
         (2358, 128, 132, False),  # 50304 x 768: 18 waves, 99% full
-        (144, 12, 132, False),  # K = 768: too short for partials to pay
+        (36, 31, 132, False),  # K too short for partials to pay
+        (144, 12, 132, False),  # K = 768
         (512, 64, 132, False),  # 4096^3 in 128 x 256 tiles: 97% full
     ],
 )
 def test_stream_k_shape_classes(tiles: int, k_tiles: int, sms: int, expected: bool) -> None:
     assert _MATMUL_MODULE._stream_k_pays(tiles, k_tiles, sms) is expected
+
+
+@pytest.mark.parametrize(
+    "m, n, k, a_t, expected",
+    [
+        (2304, 768, 8192, True, (128, 128, 8, False)),  # qkv weight gradient: one wave of 128 x 128
+        (768, 768, 8192, True, (128, 128, 4, True)),  # attention projection's: 36 tiles, stream-K
+        (3072, 768, 8192, True, (128, 256, 8, False)),  # MLP's: 144 tiles of 128 x 128, so 128 x 256
+        (768, 3072, 8192, True, (128, 256, 8, False)),  # wide N
+        (50304, 768, 8192, True, (128, 256, 8, False)),  # LM head's
+        (8192, 768, 50304, False, (128, 128, 8, False)),  # LM head's input gradient: A untransposed
+        (8192, 2304, 768, False, (128, 256, 8, False)),  # a forward
+    ],
+)
+def test_tma_config_shape_classes(monkeypatch, m: int, n: int, k: int, a_t: bool, expected: tuple) -> None:
+    """The configurations sweep_matmul_wgrad.py measured fastest on an H100 (132 SMs), per GPT-2 shape."""
+    monkeypatch.setattr(_MATMUL_MODULE, "INTERPRET", False)
+    monkeypatch.setattr(_MATMUL_MODULE, "sm_count", lambda: 132)
+    cfg = _MATMUL_MODULE._tma_config(2, m, n, k, False, a_t)
+    assert (cfg.bm, cfg.bn, cfg.warps, cfg.stream_k) == expected
 
 
 def test_stream_k_ranges_cover_every_iteration_once() -> None:
@@ -352,7 +378,8 @@ def test_stream_k_ranges_cover_every_iteration_once() -> None:
 @pytest.mark.gpu_tier
 @pytest.mark.parametrize("mn", [(3072, 768), (2304, 768), (768, 3072), (768, 768)])
 def test_matmul_stream_k_weight_gradient_shapes(device: str, mn: tuple[int, int], stream_k_path) -> None:
-    """GPT-2-small's weight gradients dW = dy^T x over 8192 rows: stream-K on an H100's 132 SMs."""
+    """GPT-2-small's weight gradients dW = dy^T x over 8192 rows through stream-K (forced: on an H100 only
+    the 768 x 768 one chooses it), partials and fix-up at the real sizes."""
     m, n = mn
     a = _stored((1, m, 8192), True, "bfloat16", device)
     b = make((1, 8192, n), "bfloat16", device, low=-1, high=1)

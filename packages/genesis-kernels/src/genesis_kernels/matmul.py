@@ -433,11 +433,14 @@ class TmaConfig(NamedTuple):
     warp_specialize: bool = True
 
 
-# Stream-K pays where whole tiles fill the last wave badly (below _SK_FILL of the SMs on average)
-# and K is long enough (>= _SK_MIN_K_TILES steps per tile) that the partials' float32 round trip
-# through L2 and the fix-up pass stay small beside the product. Each program gets at least
+# Stream-K pays where a long-K product has too few output tiles to occupy half the SMs (a 768 x 768
+# weight gradient over 8192 rows: 36 tiles of 128 x 128 for 132 SMs, 1.21x cuBLAS against 0.95x
+# data-parallel on an H100). Above that, measured (benchmarks/sweep_matmul_wgrad.py), the partials'
+# float32 round trip through L2 and the fix-up pass cost more than the idle SMs: 108 tiles (one wave,
+# 82 % full) ran 0.71x stream-K against 1.24x data-parallel. K must be long enough (>= _SK_MIN_K_TILES
+# steps per tile) for the partials to be small beside the product. Each program gets at least
 # _SK_MIN_ITERS K steps (fewer programs for tiny outputs) so its pipeline fills.
-_SK_FILL = 0.9
+_SK_MAX_FILL = 0.5
 _SK_MIN_K_TILES = 32
 _SK_MIN_ITERS = 8
 
@@ -446,29 +449,36 @@ def _stream_k_pays(tiles: int, k_tiles: int, sms: int) -> bool:
     """Whether a 2-D product of ``tiles`` output tiles, ``k_tiles`` K steps each, takes stream-K on ``sms`` SMs."""
     if k_tiles < _SK_MIN_K_TILES:
         return False
-    return tiles < _SK_FILL * cdiv(tiles, sms) * sms
+    return tiles <= _SK_MAX_FILL * sms
 
 
-def _tma_config(itemsize: int, M: int, N: int, K: int, batched: bool) -> TmaConfig:
-    """The TMA kernels' configuration, by the shape class.
+def _tma_config(itemsize: int, M: int, N: int, K: int, batched: bool, a_t: bool = False) -> TmaConfig:
+    """The TMA kernels' configuration, by the shape class (``a_t``: A is read transposed, as in a
+    weight gradient x^T dy).
 
-    Measured on an H100 against cuBLAS (benchmarks/matmul_variants.py): 128 x 256 tiles, three
-    stages, win wherever N is wide; narrow outputs (N < 2048, e.g. a GPT's 768-wide projections)
-    have too few such tiles to fill 132 SMs, and 128 x 128 tiles four stages deep win there.
-    Weight gradients (x^T dy: a 768 x 768 to 3072 x 768 output, K = 8192 rows) have 72 to 144
-    tiles for 132 SMs, one badly filled wave or two: those take stream-K
-    (benchmarks/sweep_matmul_wgrad.py).
+    Measured on an H100 against cuBLAS (benchmarks/matmul_variants.py, sweep_matmul_wgrad.py):
+    128 x 256 tiles, three stages, win wherever N is wide; narrow outputs (N < 2048, e.g. a GPT's
+    768-wide projections) have too few such tiles to fill 132 SMs, and 128 x 128 tiles four stages
+    deep win there. Weight gradients (A transposed, K = 8192 rows) are the exception: with more
+    128 x 128 tiles than SMs (3072 x 768: 144, a second wave 9 % full) 128 x 256 tiles win (1.01x
+    against 0.81x; 50304 x 768: 1.07x against 0.87x), while the products that read A untransposed
+    keep 128 x 128 (8192 x 768 over K = 50304: 0.92x against 0.79x). Outputs below half a wave of
+    tiles take stream-K, four warps (1.21x against 1.09x with eight).
     """
     bk = 64 if itemsize == 2 else 32
+    sms = sm_count()
+    long_k = cdiv(K, bk) >= _SK_MIN_K_TILES
     if INTERPRET:
         bm, bn, bk, warps, stages = 64, 32, 32, 4, 2
-    elif N >= 2048 and itemsize == 2:
+    elif itemsize == 2 and (N >= 2048 or (a_t and long_k and cdiv(M, 128) * cdiv(N, 128) > sms)):
         bm, bn, warps, stages = 128, 256, 8, 3
     else:
         # float32: a 128 x 256 tile's fp32 epilogue buffer (128 KB) plus three stages exceeds the 227 KB
         # of shared memory an H100 block may have; 128 x 128 tiles fit with four stages.
         bm, bn, warps, stages = 128, 128, 8, 4
-    sk = not batched and _stream_k_pays(cdiv(M, bm) * cdiv(N, bn), cdiv(K, bk), sm_count())
+    sk = not batched and _stream_k_pays(cdiv(M, bm) * cdiv(N, bn), cdiv(K, bk), sms)
+    if sk and not INTERPRET:
+        warps = 4
     return TmaConfig(bm, bn, bk, warps, stages, stream_k=sk, warp_specialize=not INTERPRET and not sk)
 
 
@@ -628,7 +638,7 @@ def _matmul_tma(
     if batched and b_batches == 1 and not la[0] and a.strides[0] == M * la[1] and out.strides[0] == M * lo[1]:
         # (B, M, K) rows contiguous across batches times one shared (K, N): one (B*M, K) product.
         M, B, batched, a_batches = M * B, 1, False, 1
-    cfg = _tma_config(item, M, N, K, batched)
+    cfg = _tma_config(item, M, N, K, batched, la[0])
     has_bias = bias is not None
     precision = "tf32" if tf32 else "ieee"
     if cfg.stream_k and not batched:
