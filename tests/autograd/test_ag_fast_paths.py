@@ -1,7 +1,8 @@
 """The host fast paths of Tensor's arithmetic operators against the general path and torch.
 
-``a + b`` (and ``-``, ``*``, ``/``) computes inline when no graph is recorded and no autocast region
-is open; everything else goes through ``Function.apply``. Both paths must give the same values, dtype,
+``a + b`` (and ``-``, ``*``, ``/``) computes inline when no graph is recorded (inside an autocast region
+too: these ops have no autocast policy) and records through apply's own recording step when one is;
+other operands go through ``Function.apply``. Both paths must give the same values, dtype,
 device, class, graph and errors, so each case runs the operator, the Function's ``apply`` and torch on
 the same random values: same-shape, broadcast, non-contiguous, mixed dtypes, Python numbers (int,
 float, bool, and a number subclass), requires_grad with grad mode on and off, and autocast.
@@ -196,3 +197,108 @@ def test_empty_negative_sizes_raise_as_torch(device):
             genesis.empty(*shape, device=device)
         with pytest.raises(RuntimeError, match="negative dimension"):
             torch.empty(*shape)
+
+
+# ------------------------------------------------------------------ the recording path under autocast
+def test_arithmetic_functions_have_no_autocast_policy():
+    """The operators skip apply's policy lookup inside autocast: right only while these have none."""
+    from genesis_autograd.autocast import policy_of, resolved_policy
+
+    for _, fn, _ in OPS:
+        assert policy_of(fn) is None and resolved_policy(fn) is None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op,fn,name", OPS)
+@pytest.mark.parametrize("grads", [(False, False), (True, False), (False, True), (True, True)])
+def test_autocast_with_grad_equals_apply_and_torch(device, op, fn, name, grads):
+    """Inside autocast, the operator (inline or recording directly) and apply give the same result, node and
+    gradients, for mixed input dtypes too (no cast: these ops run in their inputs' promoted dtype)."""
+    low = genesis.bfloat16 if device == "cpu" else genesis.float16
+    tlow = torch.bfloat16 if device == "cpu" else torch.float16
+    results = []
+    for call in (op, fn.apply):
+        torch.manual_seed(0)
+        a, b, ta, tb = _pair((4, 3), (3,), "float32", "float32", device, requires_grad=grads)
+        with genesis.autocast(device, dtype=low):
+            out = call(a.to(low) if grads[0] else a, b)
+        if out.requires_grad:
+            out.float().sum().backward()
+        results.append((out, a.grad, b.grad))
+    (fast, fa, fb), (general, ga, gb) = results
+    expected = op(ta.to(tlow) if grads[0] else ta, tb)  # torch's autocast casts none of these either
+    _same(fast, general, expected)
+    if expected.requires_grad:
+        expected.float().sum().backward()
+        for x, t in ((fa, ta), (fb, tb)):
+            if t.grad is not None:
+                torch.testing.assert_close(torch.from_numpy(x.cpu().numpy()), t.grad, rtol=1e-2, atol=1e-2)
+    assert fast.requires_grad == general.requires_grad == any(grads)
+    assert (fast.grad_fn is None) == (general.grad_fn is None)
+    if fast.grad_fn is not None:
+        assert fast.grad_fn.name() == general.grad_fn.name() == name
+    np.testing.assert_array_equal(fast.detach().float().cpu().numpy(), general.detach().float().cpu().numpy())
+    for x, y in ((fa, ga), (fb, gb)):
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert x.dtype == y.dtype
+            np.testing.assert_array_equal(x.cpu().numpy(), y.cpu().numpy())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autocast_cast_inputs_against_torch(device):
+    """Linear under autocast with grad: inputs cast by the 'lower' policy, float64 left alone, gradients
+    back in each input's dtype; values against torch's autocast."""
+    low, tlow = (genesis.bfloat16, torch.bfloat16) if device == "cpu" else (genesis.float16, torch.float16)
+    torch_device = "cpu" if device == "cpu" else "cuda"
+    x = torch.randn(5, 7, dtype=torch.float64)
+    w = torch.randn(3, 7, dtype=torch.float64)
+    gx = genesis.tensor(x.float().numpy(), device=device, requires_grad=True)
+    gw = genesis.tensor(w.float().numpy(), device=device, requires_grad=True)
+    tx = x.float().to(torch_device).requires_grad_(True)
+    tw = w.float().to(torch_device).requires_grad_(True)
+    with genesis.autocast(device, dtype=low), torch.autocast(torch_device, dtype=tlow):
+        out = genesis.nn.functional.linear(gx, gw)
+        expected = torch.nn.functional.linear(tx, tw)
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    got = torch.from_numpy(out.detach().float().cpu().numpy())
+    torch.testing.assert_close(got, expected.detach().float().cpu(), rtol=2e-2, atol=2e-2)
+    out.float().sum().backward()
+    expected.float().sum().backward()
+    assert gx.grad.dtype == genesis.float32 and gw.grad.dtype == genesis.float32
+    torch.testing.assert_close(torch.from_numpy(gw.grad.cpu().numpy()), tw.grad.cpu(), rtol=2e-2, atol=2e-2)
+    # float64 stays float64 under "lower" (torch's rule): nothing to cast, apply gets args itself
+    from genesis_autograd.autocast import cast_inputs
+
+    d = genesis.tensor(x.numpy(), device=device)
+    args = (d, 2.0)
+    with genesis.autocast(device, dtype=low):
+        assert cast_inputs("lower", args) is args
+        assert cast_inputs("float32", (d.to(low),))[0].dtype == genesis.float32
+        same = (gx.to(low), None)
+        assert cast_inputs("lower", same) is same
+
+
+def test_resolved_policy_is_cached_per_class_and_clearable():
+    from genesis_autograd.autocast import clear_policy_cache
+    from genesis_autograd.function import Function
+
+    class Twice(Function):
+        autocast_policy = "float32"
+
+        @staticmethod
+        def forward(ctx, x):
+            return x.data * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = genesis.randn(4, dtype=genesis.bfloat16)
+    with genesis.autocast("cpu", dtype=genesis.bfloat16):
+        assert Twice.apply(x).dtype == genesis.float32
+        Twice.autocast_policy = "lower"  # a change after first use is seen only once the cache is cleared
+        assert Twice.apply(x).dtype == genesis.float32
+        clear_policy_cache()
+        assert Twice.apply(x).dtype == genesis.bfloat16
+    clear_policy_cache()

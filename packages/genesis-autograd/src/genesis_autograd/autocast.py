@@ -166,33 +166,56 @@ def _target(policy: str, args: tuple, device_type: str) -> DType | None:
 
 def cast_inputs(policy: str, args: tuple) -> tuple:
     """``args`` with their floating tensors cast as ``policy`` says, when autocast is on for their device."""
+    # Once per recorded op under autocast: one pass to find the device, one to cast, and ``args`` itself
+    # back (no new tuple) when nothing needs a cast.
     device_type = None
     for a in args:
         if getattr(a, "_result_type", None) is not None:
-            device_type = a.device.type
+            device_type = a.data.device.type
             break
     if device_type is None or device_type not in _state.dtypes:
         return args
     target = _target(policy, args, device_type)
     if target is None:
         return args
-    out = []
-    for a in args:
-        if (
-            getattr(a, "_result_type", None) is not None
-            and a.dtype.is_floating_point
-            and a.dtype != target
-            and not (policy == "lower" and a.dtype.itemsize > 4)
-        ):  # torch leaves float64 alone
-            a = a.to(dtype=target)
-        out.append(a)
-    return tuple(out)
+    lower = policy == "lower"
+    out = None
+    for i, a in enumerate(args):
+        if getattr(a, "_result_type", None) is not None:
+            dtype = a.data.dtype
+            if dtype is not target and dtype.is_floating_point and not (lower and dtype.itemsize > 4):
+                # (torch leaves float64 alone under "lower")
+                if out is None:
+                    out = list(args)
+                out[i] = a.to(target)  # the positional form: Tensor.to's shortest path to Cast
+    return args if out is None else tuple(out)
 
 
 def policy_of(function_class: type) -> str | None:
     """The autocast policy of a Function class: its ``autocast_policy`` attribute, else the table's."""
     declared = getattr(function_class, "autocast_policy", None)
     return declared if declared is not None else POLICIES.get(function_class.__name__)
+
+
+_UNRESOLVED = "unresolved"  # resolved_policy's cache: a class not looked up yet
+_resolved: dict[type, str | None] = {}
+
+
+def resolved_policy(function_class: type) -> str | None:
+    """policy_of, looked up once per class (Function.apply asks it for every op inside an autocast region).
+
+    A class's policy is fixed when the class is first applied under autocast: its ``autocast_policy`` is a
+    class attribute set in its body, and POLICIES is a constant table. :func:`clear_policy_cache` forgets
+    the answers (for code that changes either afterwards)."""
+    policy = _resolved.get(function_class, _UNRESOLVED)
+    if policy is _UNRESOLVED:
+        policy = _resolved[function_class] = policy_of(function_class)
+    return policy
+
+
+def clear_policy_cache() -> None:
+    """Forget the policies resolved_policy has looked up (after changing a class's ``autocast_policy``)."""
+    _resolved.clear()
 
 
 def autocast_policy(policy: str) -> Callable[[F], F]:

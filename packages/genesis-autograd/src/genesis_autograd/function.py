@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from genesis_ndarray import Device, DType, NDArray
 
 from . import grad_mode
+from .autocast import _UNRESOLVED, _resolved, cast_inputs, resolved_policy
 from .autocast import _state as _autocast_state
-from .autocast import cast_inputs, policy_of
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -31,10 +31,10 @@ class Node:
     # hook changes them (then they live in the node's __dict__, beside what forward keeps on ctx).
     __slots__ = ("__dict__", "__weakref__", "_fn", "needs_input_grad", "next_functions")
 
-    def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
+    def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...], next_functions: tuple = ()):
         self._fn = fn
         self.needs_input_grad = needs_input_grad
-        self.next_functions: tuple = ()
+        self.next_functions: tuple = next_functions
 
     _saved: tuple = ()
     _saved_versions: tuple = ()
@@ -214,7 +214,9 @@ class Function:
         # This runs for every op of the framework: plain loops, no generators, and the common case (no
         # graph to record, one NDArray out) finished here without a further call.
         if _autocast_state.active:  # inside an autocast region: cast the inputs by the op's policy
-            policy = policy_of(cls)
+            policy = _resolved.get(cls, _UNRESOLVED)  # resolved_policy's cache, read inline
+            if policy is _UNRESOLVED:
+                policy = resolved_policy(cls)
             if policy is not None:
                 args = cast_inputs(policy, args)
         if _grad_state.enabled:
@@ -243,9 +245,10 @@ def _record(cls: type[Function], args: tuple) -> Any:
     needs = []
     edges = []
     for a in args:
+        result_type = getattr(a, "_result_type", None)  # None: not a Tensor (a number, a dtype, None, ...)
         if make is None:
-            make = getattr(a, "_result_type", None)
-        if getattr(a, "requires_grad", False) is True:
+            make = result_type
+        if result_type is not None and a.requires_grad is True:
             needs.append(True)
             fn = a.grad_fn
             if a._base is not None:  # a view: its grad_fn may need a refresh first
@@ -259,8 +262,7 @@ def _record(cls: type[Function], args: tuple) -> Any:
         else:
             needs.append(False)
             edges.append(_NO_EDGE)
-    ctx = Node(cls, tuple(needs))
-    ctx.next_functions = tuple(edges)
+    ctx = Node(cls, tuple(needs), tuple(edges))
     if cls.forward_uses_ndarrays:
         out = cls.forward(ctx, *args)
     else:

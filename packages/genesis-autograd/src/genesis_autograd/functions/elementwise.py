@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import DType, NDArray, full, get_default_dtype, int64, promote_types
 
-from ..autocast import _state as _autocast_state
+from ..function import _record
 from ..grad_mode import _state as _grad_state
 from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, data, meta, reduce_to, saved_output
@@ -530,18 +530,21 @@ class ElementwiseMixin(TensorBase):
         return NotImplemented
 
     # ------------------------------------------------------------- arithmetic operators
-    # The hot path of the framework: a Tensor of this class, the common operand, skips _operand's checks;
-    # and when nothing records a graph (no operand requires grad, or grad mode is off) and no autocast
-    # region is open, the op is what Function.apply would do then, without its machinery: the operands'
-    # NDArray op wrapped in this class's result type (no node, no ctx). Anything else takes apply.
+    # The hot path of the framework: a Tensor of this class, the common operand, skips _operand's checks.
+    # Add, Sub, Mul and Div have no autocast policy (test_ag_fast_paths checks it), so inside an autocast
+    # region too, Function.apply would run them on their inputs as given; the operators do what it would:
+    # when nothing records a graph (no operand requires grad, or grad mode is off), the operands' NDArray op
+    # wrapped in this class's result type (no node, no ctx); when a graph is recorded between two Tensors,
+    # apply's recording step itself. Anything else (other operand classes, number subclasses) takes apply.
     def __add__(self, other: Tensor | Scalar) -> Tensor:
         cls = other.__class__
         o: Any = other  # (the type checker does not narrow on a class test)
         if cls is self.__class__:
-            if not _autocast_state.active and not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
+            if not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
                 return self._result_type(self.data + o.data)  # Add's unrecorded forward, inline
+            return _record(Add, (self, o))  # what Add.apply does here (it has no autocast policy)
         elif cls in _PLAIN_SCALARS:
-            if not _autocast_state.active and not (_grad_state.enabled and self.requires_grad):
+            if not (_grad_state.enabled and self.requires_grad):
                 return self._result_type(self.data + other)
         else:
             other = self._operand(other)
@@ -556,10 +559,11 @@ class ElementwiseMixin(TensorBase):
         cls = other.__class__
         o: Any = other  # (the type checker does not narrow on a class test)
         if cls is self.__class__:
-            if not _autocast_state.active and not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
+            if not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
                 return self._result_type(self.data - o.data)  # Sub's unrecorded forward, inline
+            return _record(Sub, (self, o))  # what Sub.apply does here (it has no autocast policy)
         elif cls in _PLAIN_SCALARS:
-            if not _autocast_state.active and not (_grad_state.enabled and self.requires_grad):
+            if not (_grad_state.enabled and self.requires_grad):
                 return self._result_type(self.data - other)
         else:
             other = self._operand(other)
@@ -574,10 +578,11 @@ class ElementwiseMixin(TensorBase):
         cls = other.__class__
         o: Any = other  # (the type checker does not narrow on a class test)
         if cls is self.__class__:
-            if not _autocast_state.active and not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
+            if not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
                 return self._result_type(self.data * o.data)  # Mul's unrecorded forward, inline
+            return _record(Mul, (self, o))  # what Mul.apply does here (it has no autocast policy)
         elif cls in _PLAIN_SCALARS:
-            if not _autocast_state.active and not (_grad_state.enabled and self.requires_grad):
+            if not (_grad_state.enabled and self.requires_grad):
                 return self._result_type(self.data * other)
         else:
             other = self._operand(other)
@@ -592,10 +597,11 @@ class ElementwiseMixin(TensorBase):
         cls = other.__class__
         o: Any = other  # (the type checker does not narrow on a class test)
         if cls is self.__class__:
-            if not _autocast_state.active and not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
+            if not (_grad_state.enabled and (self.requires_grad or o.requires_grad)):
                 return self._result_type(self.data / o.data)  # Div's unrecorded forward, inline
+            return _record(Div, (self, o))  # what Div.apply does here (it has no autocast policy)
         elif cls in _PLAIN_SCALARS:
-            if not _autocast_state.active and not (_grad_state.enabled and self.requires_grad):
+            if not (_grad_state.enabled and self.requires_grad):
                 return self._result_type(self.data / other)
         else:
             other = self._operand(other)
