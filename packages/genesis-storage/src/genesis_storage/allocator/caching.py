@@ -33,12 +33,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from array import array
 from bisect import bisect_left, insort
 from collections import deque
 from typing import Any
-
-import numpy as np
 
 from ..errors import DoubleFreeError, OutOfMemoryError
 from .private import PoolId, PrivatePool
@@ -53,8 +50,6 @@ MIN_LARGE_ALLOC = 10 << 20
 ROUND_LARGE = 2 << 20  # larger requests get a segment rounded up to this
 OVERSIZE_SLACK = 20 << 20  # with a fragmentation cap: largest excess a >= 10 MiB request may take
 POISON = 0xFF
-_FLUSH_EVENTS = 8192  # statistics events kept before a free replays them (see _flush_stats)
-_NUMPY_EVENTS = 64  # from this many events, the replay uses numpy
 _STREAM_SHIFT = 48  # front-cache key: (stream << 48) | rounded size (sizes stay below 2**48)
 
 FREE, ALLOCATED, PENDING, DEAD, CACHED = 0, 1, 2, 3, 4  # FREE: in a pool; CACHED: in the front cache
@@ -171,18 +166,10 @@ class CachingAllocator:
         self.set_max_fragmentation(
             _env_float("GENESIS_MAX_FRAGMENTATION") if max_fragmentation is None else max_fragmentation
         )
-        # statistics (all, small, large); active = allocation + pending, see memory_stats(). The three
-        # a malloc and a free change (allocation count, allocated and requested bytes) are counted lazily:
-        # the hot path appends the block size (bit 0 set for the small pool: sizes are multiples of 512) to
-        # _events and the requested bytes to _requests, both negated for a free (two C appends, where the
-        # Stats took 6 x 3 updates), and _flush_stats replays them into the Stats, peaks included, before
-        # anything reads them (the public n_alloc / b_alloc / b_req, memory_stats, the resets, the cap,
-        # the OOM message).
-        self._events = array("q")
-        self._requests = array("q")
-        self._n_alloc = triple()
-        self._b_alloc = triple()  # allocated_bytes: the allocated_bytes.all.current is memory_allocated()
-        self._b_req = triple()
+        # statistics (all, small, large); active = allocation + pending, see memory_stats()
+        self.n_alloc = triple()
+        self.b_alloc = triple()  # allocated_bytes: the allocated_bytes.all.current is memory_allocated()
+        self.b_req = triple()
         self.n_seg = triple()
         self.b_res = triple()
         self.n_pend = triple()
@@ -229,15 +216,44 @@ class CachingAllocator:
                 block = lst.pop() if lst else self._malloc_slow(size, nbytes, stream, key)
             block.state = ALLOCATED
             block.requested = nbytes
-            if self._pending or self._trace is not None:  # active peaks or a trace: counted now
-                self._count_now(block.size, nbytes, block.small)
-                if self._pending:
-                    self._bump_active_peaks()
-                if self._trace is not None:
-                    self._record("alloc", block.addr, block.size, stream)
+            # statistics, unrolled: this is the path torch.empty is compared against
+            bs = block.size
+            if block.small:
+                n0, n1, _ = self.n_alloc
+                b0, b1, _ = self.b_alloc
+                r0, r1, _ = self.b_req
             else:
-                self._events.append(block.size | block.small)
-                self._requests.append(nbytes)
+                n0, _, n1 = self.n_alloc
+                b0, _, b1 = self.b_alloc
+                r0, _, r1 = self.b_req
+            c = n0.current = n0.current + 1
+            n0.allocated += 1
+            if c > n0.peak:
+                n0.peak = c
+            c = n1.current = n1.current + 1
+            n1.allocated += 1
+            if c > n1.peak:
+                n1.peak = c
+            c = b0.current = b0.current + bs
+            b0.allocated += bs
+            if c > b0.peak:
+                b0.peak = c
+            c = b1.current = b1.current + bs
+            b1.allocated += bs
+            if c > b1.peak:
+                b1.peak = c
+            c = r0.current = r0.current + nbytes
+            r0.allocated += nbytes
+            if c > r0.peak:
+                r0.peak = c
+            c = r1.current = r1.current + nbytes
+            r1.allocated += nbytes
+            if c > r1.peak:
+                r1.peak = c
+            if self._pending:
+                self._bump_active_peaks()
+            if self._trace is not None:
+                self._record("alloc", block.addr, bs, stream)
         finally:
             lock.release()
         return block
@@ -251,6 +267,22 @@ class CachingAllocator:
                 raise DoubleFreeError(
                     f"double free of block at {block.addr:#x} ({block.size} bytes) on device {self.device}"
                 )
+            bs = block.size
+            nb = block.requested
+            if block.small:
+                n0, n1, _ = self.n_alloc
+                b0, b1, _ = self.b_alloc
+                r0, r1, _ = self.b_req
+            else:
+                n0, _, n1 = self.n_alloc
+                b0, _, b1 = self.b_alloc
+                r0, _, r1 = self.b_req
+            n0.current -= 1
+            n1.current -= 1
+            b0.current -= bs
+            b1.current -= bs
+            r0.current -= nb
+            r1.current -= nb
             if block.stream_uses is None and self._fast and block.ppool is None:
                 block.state = CACHED
                 lst = self._front.get(block.fkey)
@@ -258,79 +290,10 @@ class CachingAllocator:
                     self._front[block.fkey] = [block]
                 else:
                     lst.append(block)
-                events = self._events
-                events.append(-(block.size | block.small))
-                self._requests.append(-block.requested)
-                if len(events) >= _FLUSH_EVENTS:  # (every malloc's event follows a free or a slow malloc)
-                    self._flush_stats()
                 return
-            self._count_now(-block.size, -block.requested, block.small)
             self._free_slow(block)
         finally:
             lock.release()
-
-    # ------------------------------------------------------------------ lazy statistics
-    def _count_now(self, size: int, requested: int, small: bool) -> None:
-        """Count one malloc (positive size) or free (negated) in the Stats, after the pending events."""
-        if self._events:
-            self._flush_stats()
-        pool = 1 if small else 2
-        for stats, d in ((self._n_alloc, 1 if size > 0 else -1), (self._b_alloc, size), (self._b_req, requested)):
-            for st in (stats[0], stats[pool]):
-                c = st.current = st.current + d
-                if d > 0:
-                    st.allocated += d
-                    if c > st.peak:
-                        st.peak = c
-
-    def _flush_stats(self) -> None:
-        """Replay the hot path's events into the Stats (the caller holds the lock): a Python loop for a
-        few, numpy's running sums for many (peak = the largest running total, event by event)."""
-        events, requests = self._events, self._requests
-        n = len(events)
-        if not n:
-            return
-        if n < _NUMPY_EVENTS:
-            pairs = list(zip(events, requests))
-            del events[:], requests[:]
-            for code, requested in pairs:
-                flag = code & 1 if code > 0 else (-code) & 1
-                self._count_now(code - flag if code > 0 else code + flag, requested, bool(flag))
-            return
-        codes = np.frombuffer(events, dtype=np.int64).copy()
-        req = np.frombuffer(requests, dtype=np.int64).copy()
-        del events[:], requests[:]
-        small = (np.abs(codes) & 1).astype(bool)
-        size = codes - np.sign(codes) * small
-        for stats, d in ((self._n_alloc, np.sign(codes)), (self._b_alloc, size), (self._b_req, req)):
-            for st, part in ((stats[0], d), (stats[1], np.where(small, d, 0)), (stats[2], np.where(small, 0, d))):
-                running = np.cumsum(part)
-                top = st.current + int(running.max())
-                if top > st.peak:
-                    st.peak = top
-                st.allocated += int(part[part > 0].sum())
-                st.current += int(running[-1])
-
-    def _flushed(self, stats: tuple[Stat, Stat, Stat]) -> tuple[Stat, Stat, Stat]:
-        if self._events:
-            with self._lock:
-                self._flush_stats()
-        return stats
-
-    @property
-    def n_alloc(self) -> tuple[Stat, Stat, Stat]:
-        """The allocation counts (all, small pool, large pool), up to date."""
-        return self._flushed(self._n_alloc)
-
-    @property
-    def b_alloc(self) -> tuple[Stat, Stat, Stat]:
-        """The allocated bytes (all, small pool, large pool), up to date (``b_alloc[0].current``: memory_allocated)."""
-        return self._flushed(self._b_alloc)
-
-    @property
-    def b_req(self) -> tuple[Stat, Stat, Stat]:
-        """The requested bytes (all, small pool, large pool), up to date."""
-        return self._flushed(self._b_req)
 
     def _free_slow(self, block: Block) -> None:
         if self._trace is not None:
@@ -493,11 +456,10 @@ class CachingAllocator:
             self._event_done(block)
 
     def _bump_active_peaks(self) -> None:
-        self._flush_stats()
         ap = self._active_peak
         for i in range(3):
-            ap[i] = max(ap[i], self._n_alloc[i].current + self.n_pend[i].current)
-            ap[3 + i] = max(ap[3 + i], self._b_alloc[i].current + self.b_pend[i].current)
+            ap[i] = max(ap[i], self.n_alloc[i].current + self.n_pend[i].current)
+            ap[3 + i] = max(ap[3 + i], self.b_alloc[i].current + self.b_pend[i].current)
 
     # ------------------------------------------------------------------ segments
     def _new_block(self, size: int, kind: int, stream: int, nbytes: int, ppool: PrivatePool | None = None) -> Block:
@@ -538,8 +500,7 @@ class CachingAllocator:
         """Release whole free segments (largest first) while a new segment of alloc_size would take
         reserved memory above max_fragmentation x max(peak allocated, allocated + size)."""
         assert self.max_fragmentation is not None
-        self._flush_stats()
-        b = self._b_alloc[0]
+        b = self.b_alloc[0]
         cap = self.max_fragmentation * max(b.peak, b.current + size)
         res = self.b_res[0]
         if res.current + alloc_size <= cap:
@@ -618,8 +579,7 @@ class CachingAllocator:
             free, total = self.raw.mem_info()
         except Exception:
             free = total = -1
-        self._flush_stats()
-        alloc = self._b_alloc[0].current
+        alloc = self.b_alloc[0].current
         res = self.b_res[0].current
         limit = f"{_fmt(self._limit)} (memory fraction {self._fraction})" if self._limit is not None else "none"
         return (
@@ -705,18 +665,16 @@ class CachingAllocator:
 
     def reset_peak_memory_stats(self) -> None:
         with self._lock:
-            self._flush_stats()
-            for st in (self._n_alloc, self._b_alloc, self._b_req, self.n_seg, self.b_res, self.n_pend, self.b_pend):
+            for st in (self.n_alloc, self.b_alloc, self.b_req, self.n_seg, self.b_res, self.n_pend, self.b_pend):
                 for s in st:
                     s.reset_peak()
             for i in range(3):
-                self._active_peak[i] = self._n_alloc[i].current + self.n_pend[i].current
-                self._active_peak[3 + i] = self._b_alloc[i].current + self.b_pend[i].current
+                self._active_peak[i] = self.n_alloc[i].current + self.n_pend[i].current
+                self._active_peak[3 + i] = self.b_alloc[i].current + self.b_pend[i].current
 
     def reset_accumulated_memory_stats(self) -> None:
         with self._lock:
-            self._flush_stats()
-            for st in (self._n_alloc, self._b_alloc, self._b_req, self.n_seg, self.b_res, self.n_pend, self.b_pend):
+            for st in (self.n_alloc, self.b_alloc, self.b_req, self.n_seg, self.b_res, self.n_pend, self.b_pend):
                 for s in st:
                     s.reset_accumulated()
             self.num_alloc_retries = self.num_ooms = self.num_sync_all_streams = 0
@@ -725,14 +683,13 @@ class CachingAllocator:
     def memory_stats(self) -> dict[str, int]:
         """PyTorch's torch.cuda.memory_stats() keys and meanings."""
         with self._lock:
-            self._flush_stats()
             out: dict[str, int] = {}
             active_n = triple()
             active_b = triple()
             for i in range(3):
                 for act, al, pe, peak in (
-                    (active_n, self._n_alloc, self.n_pend, self._active_peak[i]),
-                    (active_b, self._b_alloc, self.b_pend, self._active_peak[3 + i]),
+                    (active_n, self.n_alloc, self.n_pend, self._active_peak[i]),
+                    (active_b, self.b_alloc, self.b_pend, self._active_peak[3 + i]),
                 ):
                     act[i].current = al[i].current + pe[i].current
                     act[i].allocated = al[i].allocated
@@ -740,15 +697,15 @@ class CachingAllocator:
                     act[i].peak = max(al[i].peak, peak, act[i].current)
             split_n, split_b = self._inactive_split()
             table: dict[str, tuple[Stat, Stat, Stat]] = {
-                "allocation": self._n_alloc,
+                "allocation": self.n_alloc,
                 "segment": self.n_seg,
                 "active": active_n,
                 "inactive_split": split_n,
-                "allocated_bytes": self._b_alloc,
+                "allocated_bytes": self.b_alloc,
                 "reserved_bytes": self.b_res,
                 "active_bytes": active_b,
                 "inactive_split_bytes": split_b,
-                "requested_bytes": self._b_req,
+                "requested_bytes": self.b_req,
             }
             for name in STAT_NAMES:
                 flatten(name, table[name], out)
