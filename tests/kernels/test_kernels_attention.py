@@ -68,7 +68,14 @@ def _check(
     qd, kd, vd = (x.double().detach().requires_grad_() for x in (q, k, v))
     ref = _reference(qd, kd, vd, full_mask, causal, scale, keep, p)
     if lq * d:
-        assert _rel(out, ref) < TOL[dtype]
+        # Relative to the terms' magnitude |P| |V| as well as to the result: averaging hundreds of
+        # zero-mean values cancels to a small output that carries its terms' fp32 rounding (the
+        # split-KV decode case, 600 keys, failed ~1 run in 20 at 1.6e-5 relative to the result alone).
+        with torch.no_grad():
+            magnitude = _reference(qd, kd, vd.abs(), full_mask, causal, scale, keep, p).norm()
+        _rel(out, ref)  # (its NaN check)
+        err = (out.double().cpu() - ref.detach().cpu()).norm().item()
+        assert err <= TOL[dtype] * max(ref.norm().item(), magnitude.item())
     if ref.numel():
         ref.backward(dout.double())
         for got, want in zip(grads, (qd.grad, kd.grad, vd.grad)):

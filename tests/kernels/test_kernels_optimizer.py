@@ -111,9 +111,20 @@ def _adam_run(device, shapes, dtype, case, on_device_step, steps=3):
 @pytest.mark.parametrize("on_device_step", [True, False], ids=["device-step", "host-step"])
 def test_adam_matches_torch(device: str, case: dict, on_device_step: bool) -> None:
     params, ref, (m, rm), (v, rv) = _adam_run(device, SHAPES, torch.float32, case, on_device_step)
-    for got, want in [*zip(params, ref), *zip(m, rm), *zip(v, rv)]:
+    for gots, wants in ((params, ref), (m, rm), (v, rv)):
+        _assert_close_per_tensor(gots, wants, 1e-5)
+
+
+def _assert_close_per_tensor(gots, wants, rtol: float) -> None:
+    """Each tensor within ``rtol`` of its reference, relative to the reference's norm, with a floor at
+    ``rtol`` x the RMS of all the references of its kind: a one-element moment whose terms cancel
+    (g + weight_decay * p near zero) carries its terms' fp32 rounding, not a fraction of its value."""
+    every = torch.cat([w.double().cpu().flatten() for w in wants])
+    rms = float(every.norm()) / max(every.numel(), 1) ** 0.5
+    for got, want in zip(gots, wants):
         if want.numel():
-            assert _rel(got, want) < 1e-5
+            a, e = got.double().cpu(), want.double().cpu()
+            assert float((a - e).norm()) <= rtol * max(float(e.norm()), rms * want.numel() ** 0.5)
 
 
 def test_adam_float64_agrees_to_rounding(device: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_right, insort
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ class PinnedMemoryPool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._queued: deque[_PinnedBlock] = deque()  # frees that found the lock held (see free)
         self._free: dict[int, list[_PinnedBlock]] = {}
         self._pending: list[_PinnedBlock] = []
         self._starts: list[int] = []  # sorted block addresses, for contains()
@@ -48,6 +50,7 @@ class PinnedMemoryPool:
         while size < nbytes:
             size <<= 1
         with self._lock:
+            self._drain_queued()
             if self._pending:
                 self._process_events()
             lst = self._free.get(size)
@@ -56,6 +59,7 @@ class PinnedMemoryPool:
             else:
                 block = self._host_alloc(size)
             self.allocated_bytes += size
+            self._drain_queued()
             return block
 
     def _host_alloc(self, size: int) -> _PinnedBlock:
@@ -76,13 +80,29 @@ class PinnedMemoryPool:
         return block
 
     def free(self, block: _PinnedBlock) -> None:
-        with self._lock:
-            self.allocated_bytes -= block.size
-            if block.events and not all(e.query() for e in block.events):
-                self._pending.append(block)
-            else:
-                block.events.clear()
-                self._free.setdefault(block.size, []).append(block)
+        # A lease's finalizer calls this, and the garbage collector may run it inside malloc's own
+        # critical section on this thread: waiting for the lock would hang forever. A free that finds
+        # the lock held is queued (an atomic append) for the holder, or the next caller, to finish
+        # (CachingAllocator._queue_if_held says the same for device memory).
+        self._queued.append(block)
+        if not self._lock.acquire(False):
+            return
+        try:
+            self._drain_queued()
+        finally:
+            self._lock.release()
+
+    def _drain_queued(self) -> None:
+        while self._queued:
+            self._free_locked(self._queued.popleft())
+
+    def _free_locked(self, block: _PinnedBlock) -> None:
+        self.allocated_bytes -= block.size
+        if block.events and not all(e.query() for e in block.events):
+            self._pending.append(block)
+        else:
+            block.events.clear()
+            self._free.setdefault(block.size, []).append(block)
 
     def _process_events(self) -> None:
         still = []

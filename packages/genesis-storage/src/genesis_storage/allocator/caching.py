@@ -151,6 +151,8 @@ class CachingAllocator:
         self.caching = (not _env_flag("GENESIS_NO_CACHING")) if caching is None else caching
         self.debug = _env_flag("GENESIS_STORAGE_DEBUG") if debug is None else debug
         self._lock = threading.Lock()
+        # Calls that found the lock held (see _queue_if_held): drained by the lock's next holder.
+        self._queued: deque[tuple[Any, Any]] = deque()
         self._front: dict[int, list[Block]] = {}  # (stream << 48) | size -> freed blocks (CACHED)
         self._pools: dict[tuple[int, int], _Pool] = {}  # (stream, kind) -> free blocks (FREE)
         self._segments: dict[int, Block] = {}  # segment address -> its first block
@@ -202,6 +204,8 @@ class CachingAllocator:
         lock = self._lock
         lock.acquire()  # (faster than `with`; the allocator is hit once per op)
         try:
+            if self._queued:
+                self._drain_queued()
             if self._captures:  # a graph captures on this device: maybe a private pool, no event query
                 ppool = self._captures.get(stream)
                 if ppool is not None:
@@ -254,6 +258,8 @@ class CachingAllocator:
                 self._bump_active_peaks()
             if self._trace is not None:
                 self._record("alloc", block.addr, bs, stream)
+            if self._queued:  # (frees a garbage collection run inside this section queued)
+                self._drain_queued()
         finally:
             lock.release()
         return block
@@ -261,39 +267,77 @@ class CachingAllocator:
     def free(self, block: Block) -> None:
         """Return a block. Reuse waits for work recorded by record_stream on other streams."""
         lock = self._lock
-        lock.acquire()
+        if not lock.acquire(False):
+            self._queue_if_held(self._free_queued, block)
+            return
         try:
-            if block.state != ALLOCATED:
-                raise DoubleFreeError(
-                    f"double free of block at {block.addr:#x} ({block.size} bytes) on device {self.device}"
-                )
-            bs = block.size
-            nb = block.requested
-            if block.small:
-                n0, n1, _ = self.n_alloc
-                b0, b1, _ = self.b_alloc
-                r0, r1, _ = self.b_req
-            else:
-                n0, _, n1 = self.n_alloc
-                b0, _, b1 = self.b_alloc
-                r0, _, r1 = self.b_req
-            n0.current -= 1
-            n1.current -= 1
-            b0.current -= bs
-            b1.current -= bs
-            r0.current -= nb
-            r1.current -= nb
-            if block.stream_uses is None and self._fast and block.ppool is None:
-                block.state = CACHED
-                lst = self._front.get(block.fkey)
-                if lst is None:
-                    self._front[block.fkey] = [block]
-                else:
-                    lst.append(block)
-                return
-            self._free_slow(block)
+            if self._queued:
+                self._drain_queued()
+            self._free_locked(block)
+            if self._queued:
+                self._drain_queued()
         finally:
             lock.release()
+
+    def _queue_if_held(self, fn: Any, arg: Any) -> None:
+        """Run ``fn(arg)`` under the lock, which was found held; or queue it for the holder.
+
+        The garbage collector can run anywhere a Python object is allocated, inside this allocator's
+        own critical sections too, and the finalizers it runs free blocks (a CUDAStorage in a
+        reference cycle) and release graph pools. Waiting for the lock there would wait on this very
+        thread forever: an intermittent hang of the whole process. So a call that finds the lock held
+        is queued (a deque's append is atomic) and whoever holds the lock next runs it: the holder
+        itself before it releases, or the next malloc / free / reader. A call queued behind another
+        thread's section is as correct, only a moment later."""
+        self._queued.append((fn, arg))
+        if self._lock.acquire(False):  # released meanwhile: nobody may look at the queue again soon
+            try:
+                self._drain_queued()
+            finally:
+                self._lock.release()
+
+    def _drain_queued(self) -> None:
+        """Run the queued calls (the lock is held)."""
+        queued = self._queued
+        while queued:
+            fn, arg = queued.popleft()
+            fn(arg)
+
+    def _free_queued(self, block: Block) -> None:
+        # A double free found here has no caller left to raise to (finalizers swallow errors anyway).
+        if block.state == ALLOCATED:
+            self._free_locked(block)
+
+    def _free_locked(self, block: Block) -> None:
+        if block.state != ALLOCATED:
+            raise DoubleFreeError(
+                f"double free of block at {block.addr:#x} ({block.size} bytes) on device {self.device}"
+            )
+        bs = block.size
+        nb = block.requested
+        if block.small:
+            n0, n1, _ = self.n_alloc
+            b0, b1, _ = self.b_alloc
+            r0, r1, _ = self.b_req
+        else:
+            n0, _, n1 = self.n_alloc
+            b0, _, b1 = self.b_alloc
+            r0, _, r1 = self.b_req
+        n0.current -= 1
+        n1.current -= 1
+        b0.current -= bs
+        b1.current -= bs
+        r0.current -= nb
+        r1.current -= nb
+        if block.stream_uses is None and self._fast and block.ppool is None:
+            block.state = CACHED
+            lst = self._front.get(block.fkey)
+            if lst is None:
+                self._front[block.fkey] = [block]
+            else:
+                lst.append(block)
+            return
+        self._free_slow(block)
 
     def _free_slow(self, block: Block) -> None:
         if self._trace is not None:
@@ -593,6 +637,8 @@ class CachingAllocator:
     # ------------------------------------------------------------------ public management
     def empty_cache(self) -> None:
         with self._lock:
+            if self._queued:
+                self._drain_queued()
             if self._captures:
                 raise RuntimeError(
                     f"empty_cache() cannot run while a CUDA graph is being captured on device {self.device}: "
@@ -627,14 +673,24 @@ class CachingAllocator:
     def release_pool(self, pool_id: PoolId) -> None:
         """A graph using `pool_id` is gone. With no user left the pool's free segments become
         releasable (empty_cache, or a failed allocation); blocks still held are released after
-        they are freed."""
-        with self._lock:
-            pp = self._private.get(pool_id)
-            if pp is None or pp.use_count == 0:
-                raise RuntimeError(f"release_pool: private pool {pool_id} has no user on device {self.device}")
-            pp.use_count -= 1
-            if pp.freeable and pp.segments == 0:
-                del self._private[pool_id]
+        they are freed. (A graph's finalizer calls this: see _queue_if_held.)"""
+        if not self._lock.acquire(False):
+            self._queue_if_held(self._release_pool_locked, pool_id)
+            return
+        try:
+            if self._queued:
+                self._drain_queued()
+            self._release_pool_locked(pool_id)
+        finally:
+            self._lock.release()
+
+    def _release_pool_locked(self, pool_id: PoolId) -> None:
+        pp = self._private.get(pool_id)
+        if pp is None or pp.use_count == 0:
+            raise RuntimeError(f"release_pool: private pool {pool_id} has no user on device {self.device}")
+        pp.use_count -= 1
+        if pp.freeable and pp.segments == 0:
+            del self._private[pool_id]
 
     def private_pool(self, pool_id: PoolId) -> PrivatePool | None:
         """The live private pool `pool_id` (for statistics and tests), or None."""
@@ -658,6 +714,9 @@ class CachingAllocator:
         return self._limit
 
     def memory_allocated(self) -> int:
+        if self._queued:
+            with self._lock:
+                self._drain_queued()
         return self.b_alloc[0].current
 
     def memory_reserved(self) -> int:
@@ -665,6 +724,8 @@ class CachingAllocator:
 
     def reset_peak_memory_stats(self) -> None:
         with self._lock:
+            if self._queued:
+                self._drain_queued()
             for st in (self.n_alloc, self.b_alloc, self.b_req, self.n_seg, self.b_res, self.n_pend, self.b_pend):
                 for s in st:
                     s.reset_peak()
@@ -674,6 +735,8 @@ class CachingAllocator:
 
     def reset_accumulated_memory_stats(self) -> None:
         with self._lock:
+            if self._queued:
+                self._drain_queued()
             for st in (self.n_alloc, self.b_alloc, self.b_req, self.n_seg, self.b_res, self.n_pend, self.b_pend):
                 for s in st:
                     s.reset_accumulated()
@@ -683,6 +746,8 @@ class CachingAllocator:
     def memory_stats(self) -> dict[str, int]:
         """PyTorch's torch.cuda.memory_stats() keys and meanings."""
         with self._lock:
+            if self._queued:
+                self._drain_queued()
             out: dict[str, int] = {}
             active_n = triple()
             active_b = triple()
