@@ -104,5 +104,7 @@ def resolve_device(value) -> Device:
     Cheap for the common argument, a Device that already has its index (one class test, two attributes)."""
     dev = value if value.__class__ is Device else as_device(value)
     if dev.index is None and dev.type == "cuda":
-        return cuda_device(current_device())
+        index = current_device()
+        found = _cuda.get(index)
+        return found if found is not None else cuda_device(index)
     return dev
