@@ -127,7 +127,7 @@ def test_set_default_dtype_reaches_integer_promotion(device):
 
 
 # ------------------------------------------------------------------ devices
-@pytest.mark.parametrize("spec", ["cpu", "cuda:0", "cuda:1", "cuda:3"])
+@pytest.mark.parametrize("spec", ["cpu", "cuda", "cuda:0", "cuda:1", "cuda:3"])
 def test_device_parse_str_repr_like_torch(spec):
     d, t = nd.as_device(spec), torch.device(spec)
     assert d.type == t.type and d.index == t.index
@@ -136,12 +136,42 @@ def test_device_parse_str_repr_like_torch(spec):
     assert pickle.loads(pickle.dumps(d)) == d
 
 
+_SPECS = ["cpu", "cuda", "cuda:0", "cuda:1"]
+
+
+@pytest.mark.parametrize("a", _SPECS)
+@pytest.mark.parametrize("b", _SPECS)
+def test_device_equality_like_torch(a, b):
+    """A bare "cuda" has no index and equals only itself (not cuda:0), as torch.device("cuda")."""
+    equal = nd.as_device(a) == nd.as_device(b)
+    assert equal == (torch.device(a) == torch.device(b))
+    if equal:
+        assert hash(nd.as_device(a)) == hash(nd.as_device(b))
+
+
+def test_device_type_and_index_arguments_like_torch():
+    for args in [("cuda", 1), ("cuda", 0), ("cuda", None), ("cpu", None)]:
+        d, t = nd.as_device(*args), torch.device(*args)
+        assert (d.type, d.index, repr(d)) == (t.type, t.index, repr(t))
+    for bad in [("cuda:1", 0), ("cuda", -1)]:
+        with pytest.raises(RuntimeError):
+            torch.device(*bad)
+        with pytest.raises(RuntimeError):
+            nd.as_device(*bad)
+    with pytest.raises(RuntimeError):
+        torch.device("cuda:01")
+    with pytest.raises(RuntimeError, match="Invalid device string"):
+        nd.as_device("cuda:01")
+
+
 def test_device_equality_and_hash():
-    assert nd.as_device("cuda") == nd.as_device("cuda:0") == nd.Device("cuda", 0)
+    assert nd.as_device("cuda:0") == nd.Device("cuda", 0)
+    assert nd.as_device("cuda") == nd.Device("cuda") and nd.as_device("cuda").index is None
     assert nd.as_device("cuda:0") != nd.as_device("cuda:1")
     assert nd.as_device("cpu") != nd.as_device("cuda:0")
     assert nd.as_device("cpu") == "cpu" and nd.as_device("cuda:1") == "cuda:1"
     assert len({nd.as_device("cpu"), nd.Device("cpu"), nd.as_device("cuda:0"), nd.Device("cuda", 0)}) == 2
+    assert len({nd.as_device("cuda"), nd.as_device("cuda:0")}) == 2  # as {torch.device("cuda"), torch.device("cuda:0")}
     assert nd.as_device(1) == nd.Device("cuda", 1)
 
 

@@ -19,7 +19,7 @@ SIZES = [1, 7, 1000, 1 << 20]
 
 def _init(rank: int, world: int, port: int, timeout: timedelta | None = None) -> str:
     os.environ["NCCL_NVLS_ENABLE"] = "0"  # NVLink multicast off, as the device notes require
-    genesis.cuda.set_device(rank)  # before anything allocates; genesis' "cuda" alone means cuda:0
+    genesis.cuda.set_device(rank)  # before anything allocates; a bare "cuda" then means cuda:{rank}
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=timeout)
     return f"cuda:{rank}"
 

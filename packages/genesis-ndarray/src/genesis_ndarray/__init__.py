@@ -27,7 +27,7 @@ from .creation import (
     where,
     zeros,
 )
-from .device import Device, as_device
+from .device import Device, as_device, resolve_device
 from .dtypes import (
     ALL_DTYPES,
     DType,
@@ -98,6 +98,7 @@ __all__ = [
     "randint",
     "randn",
     "registry",
+    "resolve_device",
     "set_default_dtype",
     "set_float32_matmul_precision",
     "get_float32_matmul_precision",

@@ -8,13 +8,14 @@ import numpy as np
 import torch
 
 from . import registry
-from .device import Device, as_device, cpu
+from .device import Device, cpu, resolve_device
 from .dtypes import DType, as_dtype, get_default_dtype
 from .ndarray import NDArray, _shape_args
 
 
 def _device(device) -> Device:
-    return cpu if device is None else as_device(device)
+    """The device a factory's argument names (default cpu; a bare "cuda" is the current CUDA device)."""
+    return cpu if device is None else resolve_device(device)
 
 
 def _float_dtype(dtype) -> DType:

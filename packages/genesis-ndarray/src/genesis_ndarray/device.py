@@ -1,23 +1,32 @@
-"""Devices: ``cpu``, ``cuda``, ``cuda:N``, with torch's spelling and repr."""
+"""Devices: ``cpu``, ``cuda``, ``cuda:N``, with torch.device's spelling, repr and equality.
+
+As in torch, ``device("cuda")`` has no index (``index is None``, repr ``device(type='cuda')``, unequal to
+``cuda:0``): it means *this thread's current CUDA device* (genesis_storage's, set by ``set_device`` or
+``with cuda.device(i)``), read when something is made or moved there. ``resolve_device`` turns a device
+argument into the concrete device an array lives on; an array's ``device`` always has an index.
+"""
 
 from __future__ import annotations
 
+from genesis_storage import current_device
+
 
 class Device:
-    """A device type plus an index (None for cpu). Immutable and hashable."""
+    """A device type plus an index (None for cpu, and for "cuda" meaning the current one). Immutable
+    and hashable."""
 
     __slots__ = ("_key", "index", "type")
 
     def __init__(self, type: str, index: int | None = None):
         if type not in ("cpu", "cuda"):
             raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+            raise TypeError(f"device(): argument 'index' must be int, not {index.__class__.__name__}")
         if type == "cpu":
             if index not in (None, 0):
                 raise RuntimeError(f"cpu device index must be 0 or None, got {index}")
             index = None
-        elif index is None:
-            index = 0
-        elif index < 0:
+        elif index is not None and index < 0:
             raise RuntimeError(f"Device index must not be negative, got {index}")
         self.type = type
         self.index = index
@@ -26,7 +35,7 @@ class Device:
     def __eq__(self, other) -> bool:
         if other is self:  # the common case: devices come from as_device's cache
             return True
-        if isinstance(other, str):
+        if isinstance(other, str):  # (a genesis convenience: torch compares devices with devices only)
             other = as_device(other)
         return isinstance(other, Device) and self._key == other._key
 
@@ -48,8 +57,13 @@ class Device:
 _cache: dict = {}
 
 
-def as_device(value) -> Device:
-    """Parse "cpu", "cuda", "cuda:1", an int (a cuda index), or pass a Device through."""
+def as_device(value, index: int | None = None) -> Device:
+    """Parse a device argument as torch.device does: "cpu", "cuda" (no index: the current device, resolved
+    later), "cuda:1", ("cuda", 1), an int (a cuda index), a torch.device, or a Device passed through."""
+    if index is not None:
+        if not isinstance(value, str) or ":" in value:
+            raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {value}")
+        return Device(value, index)
     if isinstance(value, Device):
         return value
     found = _cache.get(value)
@@ -58,10 +72,11 @@ def as_device(value) -> Device:
     if isinstance(value, int) and not isinstance(value, bool):
         dev = Device("cuda", value)
     elif isinstance(value, str):
-        kind, _, idx = value.partition(":")
-        if idx and not idx.isdigit():
+        kind, sep, idx = value.partition(":")
+        # torch's grammar: digits without a sign, a space or a leading zero ("cuda:01" is refused)
+        if sep and not (idx.isdigit() and str(int(idx)) == idx):
             raise RuntimeError(f"Invalid device string: '{value}'")
-        dev = Device(kind, int(idx) if idx else None)
+        dev = Device(kind, int(idx) if sep else None)
     elif hasattr(value, "type") and hasattr(value, "index"):  # e.g. a torch.device
         dev = Device(value.type, value.index)
     else:
@@ -72,3 +87,24 @@ def as_device(value) -> Device:
 
 
 cpu = Device("cpu")
+_cuda: dict[int, Device] = {}  # index -> the one Device("cuda", index) that resolve_device returns
+
+
+def cuda_device(index: int) -> Device:
+    """``Device("cuda", index)``, one object per index (so that ``is`` answers the common comparison)."""
+    dev = _cuda.get(index)
+    if dev is None:
+        dev = _cuda.setdefault(index, as_device(f"cuda:{index}"))
+    return dev
+
+
+def resolve_device(value) -> Device:
+    """The concrete device a device argument names: a device without an index ("cuda") is this thread's
+    current CUDA device, as torch reads it when it makes or moves a tensor. Everything else as as_device.
+    Cheap for the common argument, a Device that already has its index (one class test, two attributes)."""
+    dev = value if value.__class__ is Device else as_device(value)
+    if dev.index is None and dev.type == "cuda":
+        index = current_device()
+        found = _cuda.get(index)
+        return found if found is not None else cuda_device(index)
+    return dev

@@ -14,7 +14,7 @@ from numbers import Number
 from typing import TYPE_CHECKING
 
 from . import registry
-from .device import Device, as_device
+from .device import Device, resolve_device
 from .dtypes import DType, as_dtype
 from .shape import broadcast_shapes, movedim_order, normalize_dim, unflatten_shape
 
@@ -216,8 +216,8 @@ class NDArray:
         if dtype is not None and as_dtype(dtype) is not self.dtype:
             out = out.astype(dtype)
         if device is not None:
-            device = as_device(device)
-            if device != out.device:
+            device = resolve_device(device)  # "cuda": the current device, as torch's to()
+            if device is not out.device and device != out.device:
                 host = out._ops["to_cpu"](out._data, non_blocking)
                 target = registry.table(device.type)
                 out = NDArray(target["from_cpu"](host, device, non_blocking), device, out.dtype)

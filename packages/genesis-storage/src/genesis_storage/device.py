@@ -119,38 +119,80 @@ def ensure_context(index: int) -> Any:
 
 
 def current_device() -> int:
-    """This thread's current device (0 until set_device is called in the thread)."""
+    """This thread's current device (0 until set_device is called in the thread; per thread, as the
+    CUDA runtime's and torch's)."""
     return _tls.device
 
 
-def set_device(index: int) -> None:
+def device_index(device: object, optional: bool = False) -> int:
+    """The index a device argument names, as torch.cuda's ``_get_device_index``: an int as it is; a
+    ``"cuda"`` / ``"cuda:N"`` string or an object with ``type`` and ``index`` (a genesis or torch device)
+    by its index. A device without an index (``"cuda"``) and None name this thread's current device
+    when ``optional``, and raise ValueError otherwise (torch.cuda.set_device("cuda") does)."""
+    if device.__class__ is int:
+        return device
+    if isinstance(device, int) and not isinstance(device, bool):
+        return int(device)
+    if device is None:
+        index = None
+    else:
+        if isinstance(device, str):
+            kind, sep, idx = device.partition(":")
+            if sep and not (idx.isdigit() and str(int(idx)) == idx):
+                raise RuntimeError(f"Invalid device string: '{device}'")
+            index = int(idx) if sep else None
+        elif hasattr(device, "type") and hasattr(device, "index"):
+            kind, index = device.type, device.index
+        else:
+            raise TypeError(f"expected a cuda device, an index or None, got {type(device).__name__}")
+        if kind != "cuda":
+            raise ValueError(f"Expected a cuda device, but got: {device}")
+    if index is None:
+        if not optional:
+            raise ValueError(f"Expected a device with a specified index or an integer, but got:{device}")
+        return _tls.device
+    return index
+
+
+def set_device(device: object) -> None:
+    """Make ``device`` (an index, ``"cuda:N"`` or a device) this thread's current device; a negative
+    index is a no-op (torch.cuda.set_device's rules)."""
+    index = device_index(device)
+    if index < 0:
+        return
     check_index(index)
     _tls.device = index
     ensure_context(index)
 
 
 class device:
-    """`with device(i):` makes i the current device of this thread inside the block."""
+    """`with device(d):` makes d this thread's current device inside the block. d is what
+    set_device takes, or None / a negative index for a block that changes nothing (torch.cuda.device)."""
 
     __slots__ = ("_prev", "index")
 
-    def __init__(self, index: int) -> None:
-        self.index = index
+    def __init__(self, device: object) -> None:
+        self.index = device_index(device, optional=True)
         self._prev = 0
 
     def __enter__(self) -> device:
         self._prev = current_device()
-        if self.index != self._prev:
+        if self.index >= 0 and self.index != self._prev:
             set_device(self.index)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.index != self._prev:
+        if self.index >= 0 and self.index != self._prev:
             set_device(self._prev)
 
 
-def resolve(index: int | None) -> int:
-    return current_device() if index is None else index
+def resolve(device: object) -> int:
+    """The index of a device argument that may be None (the current device); see device_index."""
+    if device is None:
+        return _tls.device
+    if device.__class__ is int:
+        return device
+    return device_index(device, optional=True)
 
 
 def _attr(index: int, name: str) -> int:
@@ -159,13 +201,13 @@ def _attr(index: int, name: str) -> int:
     return int(check("cuDeviceGetAttribute", drv.cuDeviceGetAttribute(attr, _cu_device(index))))
 
 
-def get_device_name(index: int | None = None) -> str:
+def get_device_name(index: object = None) -> str:
     index = resolve(index)
     raw: bytes = check("cuDeviceGetName", _driver.driver().cuDeviceGetName(256, _cu_device(index)))
     return raw.split(b"\0", 1)[0].decode()
 
 
-def get_device_capability(index: int | None = None) -> tuple[int, int]:
+def get_device_capability(index: object = None) -> tuple[int, int]:
     index = resolve(index)
     return (
         _attr(index, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"),
@@ -173,7 +215,7 @@ def get_device_capability(index: int | None = None) -> tuple[int, int]:
     )
 
 
-def get_device_properties(index: int | None = None) -> DeviceProperties:
+def get_device_properties(index: object = None) -> DeviceProperties:
     index = resolve(index)
     total = int(check("cuDeviceTotalMem", _driver.driver().cuDeviceTotalMem(_cu_device(index))))
     major, minor = get_device_capability(index)
@@ -187,14 +229,14 @@ def get_device_properties(index: int | None = None) -> DeviceProperties:
     )
 
 
-def mem_get_info(index: int | None = None) -> tuple[int, int]:
+def mem_get_info(index: object = None) -> tuple[int, int]:
     """(free, total) bytes of the device, as the driver reports them."""
     drv = ensure_context(resolve(index))
     free, total = check("cuMemGetInfo", drv.cuMemGetInfo())
     return int(free), int(total)
 
 
-def synchronize(index: int | None = None) -> None:
+def synchronize(index: object = None) -> None:
     """Wait for all work on the device (all streams) to finish."""
     drv = ensure_context(resolve(index))
     check("cuCtxSynchronize", drv.cuCtxSynchronize())

@@ -19,7 +19,7 @@ class Stream:
 
     __slots__ = ("__weakref__", "_cu", "_owned", "device", "handle", "priority")
 
-    def __init__(self, device: int | None = None, priority: int = 0) -> None:
+    def __init__(self, device: object = None, priority: int = 0) -> None:
         dev = check_index(resolve(device))
         drv = ensure_context(dev)
         flags = int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
@@ -33,7 +33,7 @@ class Stream:
         self._owned = True
 
     @classmethod
-    def from_handle(cls, handle: int, device: int | None = None) -> Stream:
+    def from_handle(cls, handle: int, device: object = None) -> Stream:
         """Wrap a stream created elsewhere (torch, cupy); it is not destroyed by Genesis."""
         s = cls.__new__(cls)
         s.handle = int(handle)
@@ -163,7 +163,7 @@ class Event:
 _default_streams: dict[int, Stream] = {}
 
 
-def default_stream(device: int | None = None) -> Stream:
+def default_stream(device: object = None) -> Stream:
     """The legacy default stream (handle 0) of the device."""
     dev = resolve(device)
     s = _default_streams.get(dev)
@@ -172,11 +172,13 @@ def default_stream(device: int | None = None) -> Stream:
     return s
 
 
-def current_stream(device: int | None = None) -> Stream:
-    """This thread's current stream on `device` (default: the current device). Hot: two
-    thread-local reads and a dict lookup."""
+def current_stream(device: object = None) -> Stream:
+    """This thread's current stream on `device` (default, or a device without an index: the current
+    device). Hot: two thread-local reads and a dict lookup."""
     if device is None:
         device = _tls.device
+    elif device.__class__ is not int:
+        device = resolve(device)
     streams = _tls.streams
     if streams is not None:
         s = streams.get(device)

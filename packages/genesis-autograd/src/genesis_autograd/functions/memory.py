@@ -7,15 +7,13 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any
 
-from genesis_ndarray import DType, NDArray, as_device, as_dtype
+from genesis_ndarray import Device, DType, NDArray, as_dtype, resolve_device
 
 from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, backward_recorded, meta, reduce_to, wrap
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     import numpy as np
-
-    from genesis_ndarray import Device
 
     from ..tensor import Tensor
 
@@ -96,6 +94,10 @@ class Copy(Primitive):
         )
 
 
+_DEVICE_TYPES = ("cuda", "cpu")  # no dtype name starts so
+_CUDA = Device("cuda")  # the current CUDA device, resolved at each call
+
+
 class MemoryMixin(TensorBase):
     """Tensor's casts, device moves, copies and ways out of genesis.
 
@@ -131,7 +133,10 @@ class MemoryMixin(TensorBase):
                 return self  # type: ignore[return-value]  # self is a Tensor: the mixins are only Tensor's bases
             return Cast.apply(self, args[0])
         for arg in args:
-            if isinstance(arg, self._result_type):
+            cls = arg.__class__
+            if cls is Device or (cls is str and arg.startswith(_DEVICE_TYPES)):
+                device = arg  # to("cuda"), to(device): not first tried as a dtype (a raised TypeError, ~2 us)
+            elif isinstance(arg, self._result_type):
                 device, dtype = arg.device, arg.dtype
             else:
                 try:
@@ -141,8 +146,10 @@ class MemoryMixin(TensorBase):
         out = self
         if dtype is not None and as_dtype(dtype) is not out.dtype:
             out = Cast.apply(out, as_dtype(dtype))
-        if device is not None and as_device(device) != out.device:
-            out = ToDevice.apply(out, as_device(device), non_blocking)
+        if device is not None:
+            device = resolve_device(device)  # a bare "cuda" is the current device, read now (torch's to())
+            if device is not out.device and device != out.device:
+                out = ToDevice.apply(out, device, non_blocking)
         if copy and out is self:
             out = self.clone()
         return out  # type: ignore[return-value]  # self is a Tensor: the mixins are only Tensor's bases
@@ -152,11 +159,14 @@ class MemoryMixin(TensorBase):
         return self.to(device="cpu")
 
     def cuda(self, device: Device | str | builtins.int | None = None) -> Tensor:
-        """This tensor on a CUDA device: the current one, or ``device`` (an index or a device); self if
-        it is there already."""
-        return self.to(
-            device="cuda" if device is None else as_device(device if not isinstance(device, int) else f"cuda:{device}")
-        )
+        """This tensor on a CUDA device: the current one (``device`` None or ``"cuda"``), or ``device`` (an
+        index, ``"cuda:N"`` or a device); self if it is there already."""
+        target = resolve_device(_CUDA if device is None else device)
+        if target is self.data.device:  # already there (the common call, e.g. in a training loop)
+            return self  # type: ignore[return-value]  # self is a Tensor: the mixins are only Tensor's bases
+        if target.type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device, got {target}")
+        return self.to(device=target)
 
     def float(self) -> Tensor:
         """``self.to(genesis.float32)``."""

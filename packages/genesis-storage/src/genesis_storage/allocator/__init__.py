@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..device import current_device
+from ..device import resolve
 from .caching import Block, CachingAllocator
 from .raw import CudaRawAllocator, FakeRawAllocator, RawAllocator
 
@@ -58,46 +58,46 @@ def set_allocator(device: int, allocator: CachingAllocator | None) -> CachingAll
     return prev
 
 
-def _get(device: int | None) -> CachingAllocator | None:
+def _get(device: object) -> CachingAllocator | None:
     # Statistics never create an allocator: no GPU (or no allocation yet) reads as zero.
-    return allocators.get(current_device() if device is None else device)
+    return allocators.get(resolve(device))
 
 
-def memory_allocated(device: int | None = None) -> int:
+def memory_allocated(device: object = None) -> int:
     """Bytes held by live blocks (PyTorch: allocated_bytes.all.current). A counter read."""
-    a = allocators.get(current_device() if device is None else device)
+    a = allocators.get(resolve(device))
     return a.b_alloc[0].current if a is not None else 0
 
 
-def max_memory_allocated(device: int | None = None) -> int:
+def max_memory_allocated(device: object = None) -> int:
     a = _get(device)
     return a.b_alloc[0].peak if a is not None else 0
 
 
-def memory_reserved(device: int | None = None) -> int:
+def memory_reserved(device: object = None) -> int:
     """Bytes in segments obtained from the device (PyTorch: reserved_bytes.all.current)."""
     a = _get(device)
     return a.b_res[0].current if a is not None else 0
 
 
-def max_memory_reserved(device: int | None = None) -> int:
+def max_memory_reserved(device: object = None) -> int:
     a = _get(device)
     return a.b_res[0].peak if a is not None else 0
 
 
-def reset_peak_memory_stats(device: int | None = None) -> None:
+def reset_peak_memory_stats(device: object = None) -> None:
     a = _get(device)
     if a is not None:
         a.reset_peak_memory_stats()
 
 
-def reset_accumulated_memory_stats(device: int | None = None) -> None:
+def reset_accumulated_memory_stats(device: object = None) -> None:
     a = _get(device)
     if a is not None:
         a.reset_accumulated_memory_stats()
 
 
-def memory_stats(device: int | None = None) -> dict[str, int]:
+def memory_stats(device: object = None) -> dict[str, int]:
     a = _get(device)
     if a is None:
         return {}
@@ -112,12 +112,12 @@ def memory_snapshot() -> list[dict[str, Any]]:
     return out
 
 
-def empty_cache(device: int | None = None) -> None:
+def empty_cache(device: object = None) -> None:
     """Release cached, unused segments (all devices when device is None, like torch)."""
     targets = list(allocators.values()) if device is None else [a for a in [_get(device)] if a]
     for a in targets:
         a.empty_cache()
 
 
-def set_per_process_memory_fraction(fraction: float, device: int | None = None) -> None:
-    get_allocator(current_device() if device is None else device).set_memory_fraction(fraction)
+def set_per_process_memory_fraction(fraction: float, device: object = None) -> None:
+    get_allocator(resolve(device)).set_memory_fraction(fraction)

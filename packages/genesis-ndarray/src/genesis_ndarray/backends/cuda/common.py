@@ -30,10 +30,11 @@ def dtype_of(v: View) -> DType:
 
 
 def index_of(device: Device) -> int:
-    """A cuda device's index (Device fills in 0 for a bare "cuda"; only cpu's index is None)."""
+    """A cuda device's index. The factories and to() resolve a bare "cuda" to the current device before
+    a backend sees it (resolve_device), so a missing index here is a bug of the caller."""
     index = device.index
     if index is None:
-        raise RuntimeError(f"expected a cuda device, got {device}")
+        raise RuntimeError(f"expected a cuda device with an index (resolve_device), got {device!r}")
     return index
 
 
