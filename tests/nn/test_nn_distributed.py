@@ -106,6 +106,49 @@ def test_buckets_follow_reverse_parameter_order_and_the_cap(world_of_one):
     assert nn.DistributedDataParallel(model).reducer.buckets == [[5, 4, 3, 2, 1, 0]]  # 25 MiB: one
 
 
+def test_the_first_bucket_is_capped_at_1_mib_so_that_communication_starts_early(world_of_one):
+    from genesis.nn.parallel.reducer import assign_buckets
+
+    class P:  # only the size, dtype and device matter
+        def __init__(self, n: int) -> None:
+            self.n, self.dtype, self.device = n, genesis.float32, "cuda:0"
+
+        def numel(self) -> int:
+            return self.n
+
+    mib = 1 << 20
+    params = [P(m * mib // 4) for m in (8, 8, 8, 8, 1, 1)]  # MiB each, float32
+    assert assign_buckets(params, 25 * mib, mib) == [[5], [4, 3, 2, 1], [0]]
+    assert assign_buckets(params, 25 * mib) == [[5, 4, 3, 2, 1], [0]]  # no first cap: 26 MiB, then 8
+
+
+def test_ddp_leaves_grads_as_views_of_the_bucket_and_reuses_it(world_of_one):
+    genesis.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Linear(16, 4))
+    wrapped = nn.DistributedDataParallel(model, bucket_cap_mb=0.0002)
+    x = genesis.randn(5, 8)
+    reference = [
+        t.grad.numpy().copy()
+        for t in _grads_of(lambda m: (m(x) ** 2).sum(), model)  # the bare model's gradients
+    ]
+    model.zero_grad()
+    (wrapped(x) ** 2).sum().backward()
+    flats = [f.data_ptr() for f in wrapped.reducer.flat]
+    for i, p in enumerate(model.parameters()):
+        assert p.grad is wrapped.reducer.slot[i]
+        np.testing.assert_allclose(p.grad.numpy(), reference[i], rtol=1e-6, atol=1e-7)
+    (wrapped(x) ** 2).sum().backward()  # accumulates in place into the same buffers
+    assert [f.data_ptr() for f in wrapped.reducer.flat] == flats
+    for i, p in enumerate(model.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), 2 * reference[i], rtol=1e-6, atol=1e-6)
+
+
+def _grads_of(loss_fn, model):
+    model.zero_grad()
+    loss_fn(model).backward()
+    return list(model.parameters())
+
+
 @pytest.mark.parametrize("n", [0, 1, 5, 10, 17])
 @pytest.mark.parametrize("replicas", [1, 3, 4])
 @pytest.mark.parametrize("shuffle", [True, False])
@@ -140,8 +183,9 @@ def test_every_collective_at_world_size_two_over_tcp():
     mp.spawn(dist_helpers.collectives, args=(WORLD, f"tcp://127.0.0.1:{dist_helpers.free_port()}"), nprocs=WORLD)
 
 
-def test_ddp_gradients_equal_the_whole_batch_and_no_sync_accumulates_under_env_rendezvous():
-    mp.spawn(dist_helpers.ddp, args=(WORLD, dist_helpers.free_port()), nprocs=WORLD)
+@pytest.mark.parametrize("as_view", [True, False], ids=["grad_as_bucket_view", "grad_copied_back"])
+def test_ddp_gradients_equal_the_whole_batch_and_no_sync_accumulates_under_env_rendezvous(as_view):
+    mp.spawn(dist_helpers.ddp, args=(WORLD, dist_helpers.free_port(), as_view), nprocs=WORLD)
 
 
 def test_ddp_find_unused_parameters_and_the_error_without_it():
