@@ -332,3 +332,66 @@ def test_the_watchdog_stops_polling_before_the_communicator_goes():
     dog._async_error = lambda: (_ for _ in ()).throw(RuntimeError("ncclInvalidArgument: comm destroyed"))
     dog.check()
     assert failures == []
+
+
+def test_the_watchdog_fails_on_a_peers_abort_and_on_a_poll_that_raises():
+    """A peer's abort (the store key its watchdog set) aborts this rank too; a poll that raises (a CUDA
+    error from cuEventQuery) is a failure, not a watchdog thread that dies silently and leaves a hang."""
+    from genesis.distributed.watchdog import Watchdog
+
+    failures: list[str] = []
+    dog = Watchdog(timeout=60, on_failure=failures.append, peer_error=lambda: "peer rank 1: all_reduce ...")
+    dog.check()
+    assert failures == ["peer rank 1: all_reduce ... (a peer aborted the group's communicator)"]
+
+    class Broken:
+        def query(self) -> bool:
+            raise RuntimeError("cuEventQuery: CUDA_ERROR_ILLEGAL_ADDRESS")
+
+    failures.clear()
+    dog = Watchdog(timeout=60, on_failure=failures.append, interval=0.01)
+    dog.watch(Broken(), "all_reduce")
+    start = time.monotonic()
+    while not failures and time.monotonic() - start < 5:
+        time.sleep(0.01)
+    assert failures and "the watchdog's poll failed: RuntimeError: cuEventQuery" in failures[0], failures
+    dog.stop()
+
+
+def test_an_nccl_failure_tells_the_peers_through_the_store_and_aborts_once():
+    from genesis.distributed.nccl import NcclBackend
+
+    class Comm:
+        aborts = 0
+
+        def abort(self) -> None:
+            Comm.aborts += 1
+
+    store = torch.distributed.HashStore()
+    failing = NcclBackend(store=store, key="nccl/0", ranks=[0, 1], rank=0, timeout=5.0)
+    peer = NcclBackend(store=store, key="nccl/0", ranks=[0, 1], rank=1, timeout=5.0)
+    assert peer._peer_error() is None
+    failing._comm = Comm()
+    failing._on_failure("all_reduce did not finish within the group's timeout (5 s; it has run 5.1 s)")
+    failing.abort()  # the exit handler's: nothing is aborted twice
+    assert Comm.aborts == 1 and failing._comm is None
+    peer._peer_checked = 0.0
+    message = peer._peer_error()
+    assert message is not None and message.startswith("peer rank 0: all_reduce did not finish"), message
+    peer._comm = Comm()
+    peer._on_failure(f"{message} (a peer aborted the group's communicator)")
+    assert Comm.aborts == 2
+    assert store.get("nccl/0/aborted").decode().startswith("rank 0:")  # the peer's verdict did not overwrite
+    with pytest.raises(RuntimeError, match=r"NCCL peer rank 0: all_reduce .* on rank 1"):
+        peer._launch("broadcast", [genesis.ones(2)], lambda stream: None)
+
+
+def test_the_raw_communicator_is_not_guessed_without_a_loaded_libnccl():
+    from genesis.distributed import nccl as backend
+
+    class Comm:  # not CuPy's: no libnccl is loaded here either
+        def rank_id(self) -> int:
+            return 0
+
+    if backend._loaded_libnccl() is None:
+        assert backend._raw_communicator(Comm()) is None
