@@ -10,19 +10,25 @@ The model is examples/train_gpt.py's GPT (GPT-2 small: 12 x 768, vocabulary 50,3
 twice as benchmarks/bench_gpt.py does: as written (genesis) and with its genesis imports swapped for
 torch's. Each rank trains on its own batch of --batch x 1024 tokens with bf16 autocast, fused AdamW and
 gradient clipping; with more than one process each model is wrapped in its framework's
-DistributedDataParallel (25 MiB buckets; torch's on a torch NCCL group of the same ranks), with one
+DistributedDataParallel (25 MiB buckets, gradient_as_bucket_view in both unless --grad-as-bucket-view 0;
+torch's on a torch NCCL group of the same ranks), with one
 process in neither (the single-GPU baseline of the scaling efficiency). Steps alternate between the two
 frameworks; each is timed from a synchronised start to a synchronised end, and the medians after warm-up
 give tokens/s, summed over the ranks.
 
 Exposed communication, what of the gradient all-reduce backward does not hide, is measured two ways:
   * bwd sync - bwd no_sync: the GPU time of loss.backward() (CUDA events around it; with DDP the events
-    also cover the final wait for the all-reduces and the copy of the averages into .grad), median over
+    also cover the hooks' copies into the buckets, the final wait for the all-reduces and, without
+    gradient_as_bucket_view, the copy of the averages into .grad), median over
     --probes backwards with synchronisation, minus the median over as many inside ddp.no_sync() (no
     communication at all); both frameworks alike;
   * genesis only, directly: the GPU time from the start of the reducer's end-of-backward callback (queued
     after backward's last kernel) to its end (the current stream waited for the last all-reduces and
-    copied the averages back): from the last compute kernel to the optimizer step being able to start.
+    copied the averages back, if it does): from the last compute kernel to the optimizer step being able to
+    start.
+Both are GPU-timeline intervals: where the step is host-bound, the host time the hooks and the callback
+add (launches, Python) shows in them as idle GPU time, which is what it costs (benchmarks/bench_ddp_host.py
+measures that host time alone, on cpu).
 Both are reported as a share of the median step time (target: under 10 %).
 """
 
@@ -81,13 +87,16 @@ class Trainer:
         self.ddp = self.model
         if env["world"] > 1:
             if name == "genesis":
-                self.ddp = genesis.nn.parallel.DistributedDataParallel(self.model, bucket_cap_mb=args.bucket_mb)
+                self.ddp = genesis.nn.parallel.DistributedDataParallel(
+                    self.model, bucket_cap_mb=args.bucket_mb, gradient_as_bucket_view=args.grad_as_bucket_view
+                )
             else:
                 self.ddp = torch.nn.parallel.DistributedDataParallel(
                     self.model,
                     device_ids=[env["local"]] if self.cuda else None,
                     bucket_cap_mb=args.bucket_mb,
                     process_group=env["torch_group"],
+                    gradient_as_bucket_view=args.grad_as_bucket_view,
                 )
         self.optimizer = script.configure_optimizer(self.model, lr=6e-4, weight_decay=0.1)
         self.low = self.lib.bfloat16 if self.cuda else None
@@ -186,6 +195,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--probes", type=int, default=6, help="timed backwards per framework and variant")
     parser.add_argument("--bucket-mb", type=float, default=25.0)
+    parser.add_argument(
+        "--grad-as-bucket-view",
+        type=int,
+        choices=[0, 1],
+        default=1,
+        help="gradient_as_bucket_view for both frameworks' DDP (1: genesis' default; torch's default is 0)",
+    )
     parser.add_argument("--frameworks", default="genesis,torch")
     parser.add_argument("--json", type=Path, default=None, help="rank 0 writes the figures here")
     args = parser.parse_args()
@@ -255,7 +271,11 @@ def report(everyone: list[dict], names: list[str], config: dict, batch: int, env
     print(
         f"GPT {config['n_layer']} x {config['n_embd']}, vocabulary {config['vocab_size']}, {world} process(es) x "
         f"{batch} x {config['block_size']} tokens, {'bf16 autocast' if env['cuda'] else 'fp32'}, fused AdamW, clip; "
-        + ("DDP (25 MiB buckets)" if world > 1 else "bare models (no DDP): the 1-GPU baseline")
+        + (
+            f"DDP ({args.bucket_mb:g} MiB buckets, gradient_as_bucket_view={bool(args.grad_as_bucket_view)} in both)"
+            if world > 1
+            else "bare models (no DDP): the 1-GPU baseline"
+        )
     )
     for name in names:
         ranks = [r[name] for r in everyone]

@@ -164,7 +164,7 @@ def _close(got: list, expected: list, what: str) -> None:
             np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14, err_msg=f"{what} param {i}")
 
 
-def ddp(rank: int, world: int, port: int) -> None:
+def ddp(rank: int, world: int, port: int, as_view: bool = True) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
     os.environ["LOCAL_RANK"] = str(rank)
     dist.init_process_group("gloo")  # env://, as under torchrun
@@ -176,7 +176,9 @@ def ddp(rank: int, world: int, port: int) -> None:
     model = Net()
     model.load_state_dict(reference.state_dict()) if rank == 0 else None
     model.steps.fill_(float(rank + 5))
-    wrapped = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)  # several buckets
+    wrapped = nn.parallel.DistributedDataParallel(  # several buckets
+        model, bucket_cap_mb=0.0005, gradient_as_bucket_view=as_view
+    )
     assert len(wrapped.reducer.buckets) > 1
     _close(
         [p.detach().numpy() for p in model.parameters()],
@@ -195,6 +197,8 @@ def ddp(rank: int, world: int, port: int) -> None:
         ref_opt.zero_grad()
         _loss(reference, x, y).backward()
         _close(_grads(model), _grads(reference), f"ddp step {step}")
+        for i, p in enumerate(model.parameters()):  # views of the bucket, or tensors of their own
+            assert (p.grad is wrapped.reducer.slot[i]) == as_view, (i, as_view)
         opt.step()
         ref_opt.step()
 
@@ -212,6 +216,14 @@ def ddp(rank: int, world: int, port: int) -> None:
         _loss(reference, x, y).backward()
     assert any(not np.allclose(a, b) for a, b in zip(local, _grads(reference)) if a is not None)
     _close(_grads(model), _grads(reference), "no_sync")
+
+    # zero_grad(set_to_none=False): the slots are zeroed in place and accumulated into, with no copy
+    opt.zero_grad(set_to_none=False)
+    ref_opt.zero_grad(set_to_none=False)
+    x, y = _batches(20)
+    _loss(wrapped, x[shard], y[shard]).backward()
+    _loss(reference, x, y).backward()
+    _close(_grads(model), _grads(reference), "set_to_none=False")
     _finish()
 
 

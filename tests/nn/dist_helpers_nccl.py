@@ -150,24 +150,54 @@ def ddp(rank: int, world: int, port: int) -> None:
 TIMEOUT = 5.0  # seconds: the group timeout of failing()
 
 
-def failing(rank: int, world: int, port: int, queue, mode: str) -> None:
+def failing(rank: int, world: int, port: int, queue, mode: str, log: str) -> None:
     """Rank 1 dies (``mode="dies"``) or stays alive without joining (``"stalls"``) after the communicator is
     up; rank 0's all-reduce must end in a RuntimeError naming it and the rank, within the timeout, not hang.
     Rank 0 reads its result on the host first, as a training loop's ``loss.item()`` would: that blocks on
-    the GPU until the watchdog's abort ends NCCL's kernel (the host must not hold the GIL meanwhile)."""
+    the GPU until the watchdog's abort ends NCCL's kernel (the host must not hold the GIL meanwhile).
+
+    Everything a rank prints goes to ``log`` (the test shows it when it fails), and a rank still running
+    after 4 timeouts writes every thread's stack there (where a hang is)."""
+    import faulthandler
+    import sys
+
+    out = open(log, "w", buffering=1)  # open until the process ends
+    os.dup2(out.fileno(), 1)
+    os.dup2(out.fileno(), 2)
+    sys.stdout = sys.stderr = out
+    faulthandler.enable(out)
+    faulthandler.dump_traceback_later(4 * TIMEOUT, exit=False, file=out)
+    t0 = time.monotonic()
+
+    def say(what: str) -> None:
+        print(f"[rank {rank} {time.monotonic() - t0:6.2f} s] {what}", flush=True)
+
+    import cupy
+    from cuda import bindings
+
+    say(f"cuda-bindings {bindings.__version__}, cupy {cupy.__version__}")
     device = _init(rank, world, port, timedelta(seconds=TIMEOUT))
     t = genesis.ones(1 << 20, device=device)
     dist.all_reduce(t)  # the communicator is made, on both ranks
     assert float(t[:1].cpu().numpy()[0]) == world
+    backend = dist.process_group.default_group()._nccl
+    raw = genesis.distributed.nccl._raw_communicator(backend._comm)
+    version = genesis.distributed.nccl.nccl_module().get_version()
+    say(f"communicator up; NCCL {version}; abort through ctypes (GIL released): {raw is not None}")
     if rank == 1:
         if mode == "stalls":
             time.sleep(3 * TIMEOUT)
+        say("exits with 3")
         raise SystemExit(3)
     start = time.monotonic()
     try:
         dist.all_reduce(t)
+        say("all_reduce issued; t.cpu() blocks until the watchdog aborts")
         t.cpu()  # blocks until NCCL's kernel ends: the watchdog aborts it after the timeout
+        say("t.cpu() returned")
         dist.all_reduce(t)  # the group is failed: this one raises, at once
         queue.put((False, "no error", time.monotonic() - start))
     except Exception as e:
+        say(f"raised {type(e).__name__}: {e}")
         queue.put((isinstance(e, RuntimeError), f"{type(e).__name__}: {e}", time.monotonic() - start))
+    say("done")

@@ -106,6 +106,49 @@ def test_buckets_follow_reverse_parameter_order_and_the_cap(world_of_one):
     assert nn.DistributedDataParallel(model).reducer.buckets == [[5, 4, 3, 2, 1, 0]]  # 25 MiB: one
 
 
+def test_the_first_bucket_is_capped_at_1_mib_so_that_communication_starts_early(world_of_one):
+    from genesis.nn.parallel.reducer import assign_buckets
+
+    class P:  # only the size, dtype and device matter
+        def __init__(self, n: int) -> None:
+            self.n, self.dtype, self.device = n, genesis.float32, "cuda:0"
+
+        def numel(self) -> int:
+            return self.n
+
+    mib = 1 << 20
+    params = [P(m * mib // 4) for m in (8, 8, 8, 8, 1, 1)]  # MiB each, float32
+    assert assign_buckets(params, 25 * mib, mib) == [[5], [4, 3, 2, 1], [0]]
+    assert assign_buckets(params, 25 * mib) == [[5, 4, 3, 2, 1], [0]]  # no first cap: 26 MiB, then 8
+
+
+def test_ddp_leaves_grads_as_views_of_the_bucket_and_reuses_it(world_of_one):
+    genesis.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Linear(16, 4))
+    wrapped = nn.DistributedDataParallel(model, bucket_cap_mb=0.0002)
+    x = genesis.randn(5, 8)
+    reference = [
+        t.grad.numpy().copy()
+        for t in _grads_of(lambda m: (m(x) ** 2).sum(), model)  # the bare model's gradients
+    ]
+    model.zero_grad()
+    (wrapped(x) ** 2).sum().backward()
+    flats = [f.data_ptr() for f in wrapped.reducer.flat]
+    for i, p in enumerate(model.parameters()):
+        assert p.grad is wrapped.reducer.slot[i]
+        np.testing.assert_allclose(p.grad.numpy(), reference[i], rtol=1e-6, atol=1e-7)
+    (wrapped(x) ** 2).sum().backward()  # accumulates in place into the same buffers
+    assert [f.data_ptr() for f in wrapped.reducer.flat] == flats
+    for i, p in enumerate(model.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), 2 * reference[i], rtol=1e-6, atol=1e-6)
+
+
+def _grads_of(loss_fn, model):
+    model.zero_grad()
+    loss_fn(model).backward()
+    return list(model.parameters())
+
+
 @pytest.mark.parametrize("n", [0, 1, 5, 10, 17])
 @pytest.mark.parametrize("replicas", [1, 3, 4])
 @pytest.mark.parametrize("shuffle", [True, False])
@@ -140,8 +183,9 @@ def test_every_collective_at_world_size_two_over_tcp():
     mp.spawn(dist_helpers.collectives, args=(WORLD, f"tcp://127.0.0.1:{dist_helpers.free_port()}"), nprocs=WORLD)
 
 
-def test_ddp_gradients_equal_the_whole_batch_and_no_sync_accumulates_under_env_rendezvous():
-    mp.spawn(dist_helpers.ddp, args=(WORLD, dist_helpers.free_port()), nprocs=WORLD)
+@pytest.mark.parametrize("as_view", [True, False], ids=["grad_as_bucket_view", "grad_copied_back"])
+def test_ddp_gradients_equal_the_whole_batch_and_no_sync_accumulates_under_env_rendezvous(as_view):
+    mp.spawn(dist_helpers.ddp, args=(WORLD, dist_helpers.free_port(), as_view), nprocs=WORLD)
 
 
 def test_ddp_find_unused_parameters_and_the_error_without_it():
@@ -288,3 +332,66 @@ def test_the_watchdog_stops_polling_before_the_communicator_goes():
     dog._async_error = lambda: (_ for _ in ()).throw(RuntimeError("ncclInvalidArgument: comm destroyed"))
     dog.check()
     assert failures == []
+
+
+def test_the_watchdog_fails_on_a_peers_abort_and_on_a_poll_that_raises():
+    """A peer's abort (the store key its watchdog set) aborts this rank too; a poll that raises (a CUDA
+    error from cuEventQuery) is a failure, not a watchdog thread that dies silently and leaves a hang."""
+    from genesis.distributed.watchdog import Watchdog
+
+    failures: list[str] = []
+    dog = Watchdog(timeout=60, on_failure=failures.append, peer_error=lambda: "peer rank 1: all_reduce ...")
+    dog.check()
+    assert failures == ["peer rank 1: all_reduce ... (a peer aborted the group's communicator)"]
+
+    class Broken:
+        def query(self) -> bool:
+            raise RuntimeError("cuEventQuery: CUDA_ERROR_ILLEGAL_ADDRESS")
+
+    failures.clear()
+    dog = Watchdog(timeout=60, on_failure=failures.append, interval=0.01)
+    dog.watch(Broken(), "all_reduce")
+    start = time.monotonic()
+    while not failures and time.monotonic() - start < 5:
+        time.sleep(0.01)
+    assert failures and "the watchdog's poll failed: RuntimeError: cuEventQuery" in failures[0], failures
+    dog.stop()
+
+
+def test_an_nccl_failure_tells_the_peers_through_the_store_and_aborts_once():
+    from genesis.distributed.nccl import NcclBackend
+
+    class Comm:
+        aborts = 0
+
+        def abort(self) -> None:
+            Comm.aborts += 1
+
+    store = torch.distributed.HashStore()
+    failing = NcclBackend(store=store, key="nccl/0", ranks=[0, 1], rank=0, timeout=5.0)
+    peer = NcclBackend(store=store, key="nccl/0", ranks=[0, 1], rank=1, timeout=5.0)
+    assert peer._peer_error() is None
+    failing._comm = Comm()
+    failing._on_failure("all_reduce did not finish within the group's timeout (5 s; it has run 5.1 s)")
+    failing.abort()  # the exit handler's: nothing is aborted twice
+    assert Comm.aborts == 1 and failing._comm is None
+    peer._peer_checked = 0.0
+    message = peer._peer_error()
+    assert message is not None and message.startswith("peer rank 0: all_reduce did not finish"), message
+    peer._comm = Comm()
+    peer._on_failure(f"{message} (a peer aborted the group's communicator)")
+    assert Comm.aborts == 2
+    assert store.get("nccl/0/aborted").decode().startswith("rank 0:")  # the peer's verdict did not overwrite
+    with pytest.raises(RuntimeError, match=r"NCCL peer rank 0: all_reduce .* on rank 1"):
+        peer._launch("broadcast", [genesis.ones(2)], lambda stream: None)
+
+
+def test_the_raw_communicator_is_not_guessed_without_a_loaded_libnccl():
+    from genesis.distributed import nccl as backend
+
+    class Comm:  # not CuPy's: no libnccl is loaded here either
+        def rank_id(self) -> int:
+            return 0
+
+    if backend._loaded_libnccl() is None:
+        assert backend._raw_communicator(Comm()) is None

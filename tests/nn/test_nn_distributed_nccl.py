@@ -9,6 +9,7 @@ The workers are in dist_helpers_nccl.py; each checks its own results.
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 import torch.multiprocessing as mp
@@ -51,26 +52,44 @@ def test_nccl_ddp_gradients_equal_the_whole_batch():
 
 
 @pytest.mark.parametrize("mode", ["dies", "stalls"])
-def test_nccl_a_rank_that_dies_or_stalls_makes_the_other_fail_within_the_timeout(mode):
+def test_nccl_a_rank_that_dies_or_stalls_makes_the_other_fail_within_the_timeout(mode, tmp_path):
+    import queue as queues
+
     import dist_helpers
     import dist_helpers_nccl
 
     ctx = mp.get_context("spawn")  # its own processes: mp.spawn would kill rank 0 as soon as rank 1 fails
-    queue, port = ctx.Queue(), dist_helpers.free_port()
-    procs = [ctx.Process(target=dist_helpers_nccl.failing, args=(r, 2, port, queue, mode)) for r in range(2)]
+    outcome, port = ctx.Queue(), dist_helpers.free_port()
+    logs = [tmp_path / f"rank{r}.log" for r in range(2)]
+    procs = [
+        ctx.Process(target=dist_helpers_nccl.failing, args=(r, 2, port, outcome, mode, str(logs[r]))) for r in range(2)
+    ]
+    start = time.monotonic()
     for p in procs:
         p.start()
     try:
-        raised, message, waited = queue.get(timeout=90)  # rank 0's outcome; a hang fails here
+        raised, message, waited = outcome.get(timeout=dist_helpers_nccl.TIMEOUT * 8 + 30)  # rank 0's; a hang: Empty
+    except queues.Empty:
+        raised, message, waited = False, "rank 0 reported nothing (a hang; the stacks are in its log)", float("nan")
     finally:
         for p in procs:
-            p.join(timeout=30)
+            p.join(timeout=20)
             if p.is_alive():  # hung: end it, so that the GPU is free for the next test
                 p.kill()
                 p.join(5)
-    assert raised, message
-    assert "on rank 0" in message and "aborted" in message, message  # the watchdog's RuntimeError
-    assert waited < dist_helpers_nccl.TIMEOUT + 15, waited
+
+    def report() -> str:  # everything needed to diagnose a failure from the output alone
+        lines = [f"mode {mode}: rank 0 -> raised={raised} after {waited:.1f} s: {message}"]
+        lines += [f"exit codes {[p.exitcode for p in procs]}, {time.monotonic() - start:.1f} s in all"]
+        for r, log in enumerate(logs):
+            text = log.read_text() if log.exists() else "(no log)"
+            lines += [f"----- rank {r} log -----", text[-6000:]]
+        return "\n".join(lines)
+
+    print(report())  # in the test's output (-s, or pytest's captured stdout of a failure)
+    assert raised, report()
+    assert "on rank 0" in message and "aborted" in message, report()  # the watchdog's RuntimeError
+    assert waited < dist_helpers_nccl.TIMEOUT + 15, report()
     if mode == "stalls":  # the group's timeout, not the default ten minutes
-        assert waited >= 0.8 * dist_helpers_nccl.TIMEOUT, waited
-    assert procs[1].exitcode == 3, [p.exitcode for p in procs]
+        assert waited >= 0.8 * dist_helpers_nccl.TIMEOUT, report()
+    assert procs[1].exitcode == 3, report()

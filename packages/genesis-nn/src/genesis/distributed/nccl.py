@@ -7,7 +7,10 @@ it first waits for an event recorded on genesis' current stream (so it reads fin
 records an event when it is done, which Work.wait() makes the current stream wait for (the host does
 not block, as with torch's NCCL). The Work keeps the tensors alive until then. A watchdog thread
 (watchdog.py) aborts the communicator when a collective outlives the group's timeout (a dead or stalled
-peer) and the next collective or wait() on the group raises a RuntimeError naming it.
+peer) and the next collective or wait() on the group raises a RuntimeError naming it. The abort runs
+ncclCommAbort through ctypes in a thread of its own, without the GIL (CuPy's abort() holds it, and
+ncclCommAbort may wait for the peers to abort too), and sets a key in the store that makes the peers'
+watchdogs abort theirs.
 
 Runs only on a machine with GPUs and CuPy (tests/nn/test_nn_distributed_nccl.py, the 2-GPU machine).
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import os
 import pickle
 import sys
+import threading
 import time
 from datetime import timedelta
 from typing import Any, NoReturn
@@ -111,6 +115,54 @@ def _buffer(tensor: Tensor, device: int) -> tuple[int, int, int]:
     return tensor.data_ptr(), tensor.numel(), code
 
 
+def _loaded_libnccl() -> Any:
+    """ctypes' handle on the libnccl this process has loaded (CuPy's), or None: the one path that
+    /proc/self/maps shows (dlopen of a loaded path returns that very library, not a second copy)."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libnccl.so" in line and "/" in line}
+    except OSError:
+        return None
+    if len(paths) != 1:
+        return None
+    try:
+        return ctypes.CDLL(paths.pop())
+    except OSError:
+        return None
+
+
+def _raw_communicator(comm: Any) -> tuple[Any, int] | None:
+    """(libnccl, the ncclComm_t) of CuPy's NcclCommunicator, or None where they cannot be found safely.
+
+    CuPy's communicator is a Cython object whose only field, after the object header and the
+    vtable pointer, is the ncclComm_t; it does not publish it. Its ``abort()`` calls ncclCommAbort
+    holding the GIL, and ncclCommAbort may block until every peer has aborted too (NCCL >= 2.19 frees
+    memory shared within a node): the whole process, its main thread included, would hang with it.
+    ctypes releases the GIL around the call. The word read is accepted only if NCCL itself, asked about
+    it, gives this communicator's rank, size and device."""
+    import ctypes
+
+    lib = _loaded_libnccl()
+    if lib is None:
+        return None
+    try:
+        word = ctypes.c_void_p.from_address(id(comm) + 3 * ctypes.sizeof(ctypes.c_void_p)).value
+        expected = (comm.rank_id(), comm.size(), comm.device_id())
+    except Exception:
+        return None
+    if not word or word % 8:
+        return None
+    got = []
+    for name in ("ncclCommUserRank", "ncclCommCount", "ncclCommCuDevice"):
+        value = ctypes.c_int(-1)
+        if getattr(lib, name)(ctypes.c_void_p(word), ctypes.byref(value)) != 0:
+            return None
+        got.append(value.value)
+    return (lib, word) if tuple(got) == expected else None
+
+
 class NcclBackend:
     """One NCCL communicator over a process group's ranks; ``src`` / ``dst`` are global ranks."""
 
@@ -123,6 +175,9 @@ class NcclBackend:
         self._error: str | None = None
         self._device = -1
         self._stream: Stream | None = None
+        self._ready: Event | None = None  # re-recorded for every collective (a stream wait reads it at once)
+        self._aborter: threading.Thread | None = None  # the thread running ncclCommAbort, once aborted
+        self._peer_checked = 0.0
 
     # ------------------------------------------------------------- communicator
     def _connect(self, device: int) -> None:
@@ -142,7 +197,9 @@ class NcclBackend:
         self._device = device
         with device_guard(device):
             self._stream = Stream(device)
-        self._watchdog = Watchdog(self.timeout, self._on_failure, async_error=self._comm.check_async_error)
+        self._watchdog = Watchdog(
+            self.timeout, self._on_failure, async_error=self._comm.check_async_error, peer_error=self._peer_error
+        )
 
     def _await_peers(self, rank_in_group: int) -> None:
         """Wait, within the group's timeout, until every rank of the group is about to make the communicator.
@@ -165,13 +222,36 @@ class NcclBackend:
             ) from e
 
     def _on_failure(self, message: str) -> None:
-        """The watchdog's verdict (its thread): abort, so that nothing waits on the dead peer any longer."""
+        """The watchdog's verdict (its thread): fail the group at once, tell the peers, abort.
+
+        The error is set first, so that the main thread raises it at its next collective or wait() even
+        while ncclCommAbort is still running (it may wait for the peers to abort too); a key in the
+        store tells the peers' watchdogs to abort theirs (torch's watchdog does the same)."""
         self._error = (
             f"genesis.distributed: NCCL {message}, on rank {self.rank} (group ranks {self.ranks}); "
             "the communicator was aborted"
         )
         print(self._error, file=sys.stderr, flush=True)
+        if self._store is not None and not message.startswith("peer "):
+            try:
+                self._store.set(f"{self._key}/aborted", f"rank {self.rank}: {message}".encode())
+            except Exception:  # the store's host died with its rank: the peers time out by themselves
+                pass
         self.abort()
+
+    def _peer_error(self) -> str | None:
+        """A peer's failure, from the store (polled by the watchdog, at most once a second)."""
+        now = time.monotonic()
+        if self._store is None or now - self._peer_checked < 1.0:
+            return None
+        self._peer_checked = now
+        key = f"{self._key}/aborted"
+        try:
+            if not self._store.check([key]):
+                return None
+            return f"peer {self._store.get(key).decode()}"
+        except Exception:
+            return None
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
@@ -185,9 +265,10 @@ class NcclBackend:
             self._connect(device)
         assert self._stream is not None
         with device_guard(self._device):
-            ready = Event()
-            ready.record(current_stream(self._device))
-            self._stream.wait_event(ready)
+            if self._ready is None:
+                self._ready = Event()
+            self._ready.record(current_stream(self._device))
+            self._stream.wait_event(self._ready)
             try:
                 issue(self._stream.handle)
             except Exception as e:  # e.g. the watchdog aborted the communicator meanwhile: say so
@@ -218,13 +299,41 @@ class NcclBackend:
             self._comm.destroy()
             self._comm = None
 
-    def abort(self) -> None:
-        """ncclCommAbort: ends the communicator at once, work in flight included (a dead peer, an exit)."""
+    def abort(self, wait: float = 10.0) -> None:
+        """ncclCommAbort: ends the communicator at once, work in flight included (a dead peer, an exit).
+
+        It runs in a thread of its own, through ctypes (the GIL released: the main thread goes on and
+        raises while NCCL waits for the peers), and only once: a later abort() (the exit handler) waits up
+        to ``wait`` seconds for it. Where the raw communicator cannot be found, CuPy's abort() runs here."""
         if self._watchdog is not None:
             self._watchdog.stop()
-        if self._comm is not None:
-            self._comm.abort()
-            self._comm = None
+        if self._aborter is not None:
+            if self._aborter is not threading.current_thread():
+                self._aborter.join(wait)
+            return
+        comm, self._comm = self._comm, None
+        if comm is None:
+            return
+        raw = _raw_communicator(comm)
+        if raw is None:
+            comm.abort()
+            return
+        import ctypes
+
+        lib, handle = raw
+        # CuPy's object forgets the communicator: its own destroy()/abort() (the object's finalizer
+        # included) must not free it a second time
+        ctypes.c_void_p.from_address(id(comm) + 3 * ctypes.sizeof(ctypes.c_void_p)).value = None
+
+        def run() -> None:
+            status = lib.ncclCommAbort(ctypes.c_void_p(handle))
+            if status != 0:
+                print(f"genesis.distributed: ncclCommAbort returned {status}", file=sys.stderr, flush=True)
+
+        self._aborter = threading.Thread(target=run, name="genesis-nccl-abort", daemon=True)
+        self._aborter.start()
+        if self._aborter is not threading.current_thread() and wait > 0 and self._error is None:
+            self._aborter.join(wait)  # an explicit abort (no failure): done before it returns, as torch's
 
     # ------------------------------------------------------------- collectives
     def all_reduce(self, tensor: Tensor, op: ReduceOp) -> Work:

@@ -8,7 +8,9 @@ the timeout, or NCCL reports an error, it calls ``on_failure(message)``: the bac
 communicator (ncclCommAbort ends the kernels, so a host blocked in a synchronize returns), writes the
 message to stderr and raises it, a RuntimeError naming the collective and the rank, from the next
 collective or wait() on that group. (torch's default also ends the process; genesis leaves that to the
-caller's exception.)
+caller's exception.) A ``peer_error`` poll (the store key a failing peer sets) makes every rank abort,
+as NCCL >= 2.19 needs within a node before any rank's abort can finish; a poll that raises is a failure
+too, never a watchdog thread that dies silently.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ class Watchdog:
         on_failure: Callable[[str], None],
         async_error: Callable[[], None] | None = None,
         interval: float = 0.1,
+        peer_error: Callable[[], str | None] | None = None,
     ) -> None:
         self.timeout, self.interval = timeout, interval
-        self._on_failure, self._async_error = on_failure, async_error
+        self._on_failure, self._async_error, self._peer_error = on_failure, async_error, peer_error
         self._in_flight: list[tuple[Any, str, float]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -59,11 +62,17 @@ class Watchdog:
                 f"{what} did not finish within the group's timeout ({self.timeout:g} s; it has run "
                 f"{time.monotonic() - started:.1f} s): a peer died or stalled"
             )
-        elif self._async_error is not None:
+            return
+        if self._async_error is not None:
             try:
                 self._async_error()
             except Exception as e:  # NCCL's own report (a peer's connection closed, ...)
                 self._fail(f"NCCL reported an asynchronous error: {e}")
+                return
+        if self._peer_error is not None:  # a peer's watchdog aborted its communicator: abort ours too
+            peer = self._peer_error()
+            if peer is not None:
+                self._fail(f"{peer} (a peer aborted the group's communicator)")
 
     def _fail(self, message: str) -> None:
         self.failed = message
@@ -71,7 +80,11 @@ class Watchdog:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval) and self.failed is None:
-            self.check()
+            try:
+                self.check()
+            except Exception as e:  # e.g. cuEventQuery's error: a watchdog that died silently would hang the job
+                if self.failed is None and not self._stop.is_set():
+                    self._fail(f"the watchdog's poll failed: {type(e).__name__}: {e}")
 
     def stop(self) -> None:
         """End the polling, and wait for a poll in progress to finish: the backend destroys the

@@ -31,6 +31,11 @@ class DistributedDataParallel(Module):
         find_unused_parameters: look for parameters the forward did not use and count them ready, so that
             a model whose forward skips some parameters still reduces; a parameter unused on every rank
             keeps ``.grad`` None.
+        gradient_as_bucket_view: leave each ``.grad`` a view of its slot in the reducer's flat bucket
+            buffer, so that no gradient is copied back after the all-reduce (and later backwards
+            accumulate straight into the bucket). genesis' default is True, unlike torch's False: the
+            per-parameter copy back costs host time in a host-bound step. False keeps torch's default
+            semantics (``.grad`` never aliases the bucket).
 
     ``state_dict()`` keys carry the ``module.`` prefix, as torch's; ``ddp.module.state_dict()`` has none.
     """
@@ -46,7 +51,7 @@ class DistributedDataParallel(Module):
         bucket_cap_mb: float | None = None,
         find_unused_parameters: bool = False,
         check_reduction: bool = False,
-        gradient_as_bucket_view: bool = False,
+        gradient_as_bucket_view: bool = True,
         static_graph: bool = False,
     ) -> None:
         super().__init__()
@@ -63,7 +68,10 @@ class DistributedDataParallel(Module):
         self.require_backward_grad_sync = True
         self._sync_module_states()
         params = [p for p in module.parameters() if p.requires_grad]
-        self.reducer = Reducer(params, self.process_group, self.bucket_cap_mb, find_unused_parameters)
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.reducer = Reducer(
+            params, self.process_group, self.bucket_cap_mb, find_unused_parameters, gradient_as_bucket_view
+        )
 
     def _sync_module_states(self) -> None:
         """Rank 0's parameters and buffers, everywhere."""

@@ -1,12 +1,23 @@
 """The gradient reducer of DistributedDataParallel: buckets of gradients, all-reduced as backward fills them.
 
 Parameters are grouped into buckets of about ``bucket_cap_mb`` in reverse registration order (roughly
-the order backward produces their gradients), one dtype and device per bucket. A post-accumulate-grad
-hook on every parameter marks it ready; when a bucket's last gradient is ready, and every bucket before it
-has been launched, its gradients are flattened into one buffer and all-reduced (averaged) asynchronously,
-so communication overlaps the rest of backward. Launching strictly in bucket order keeps every rank's
-sequence of collectives identical. A final callback queued on the engine waits for the all-reduces at
-the end of backward and copies the averages back into ``.grad``.
+the order backward produces their gradients), one dtype and device per bucket; the first bucket is
+capped at 1 MiB (torch's ``_DEFAULT_FIRST_BUCKET_BYTES``) so that communication starts early in
+backward. Each bucket owns one flat buffer, allocated once, with a view of it per parameter (its slot).
+
+A post-accumulate-grad hook on every parameter copies the new gradient into its slot (one copy kernel,
+issued while backward still runs) and marks it ready; when a bucket's last gradient is ready, and every
+bucket before it has been launched, the bucket's buffer is all-reduced (averaged: ReduceOp.AVG, no
+division kernel) in place, asynchronously, so communication overlaps the rest of backward. Launching
+strictly in bucket order keeps every rank's sequence of collectives identical. A final callback queued
+on the engine makes the current stream wait for the all-reduces (NCCL: no host blocking).
+
+With ``gradient_as_bucket_view`` (genesis' default) each ``.grad`` *is* its slot: the hook points
+``.grad`` at the slot after the first copy, later backwards (``zero_grad(set_to_none=False)``, no_sync
+accumulation) add into it in place and need no copy, and the averages need no copy back. Without it
+the averages are copied back into ``.grad``, one copy per parameter at the end of backward (torch's
+default semantics: ``.grad`` never aliases the bucket). The host cost matters: a GPT step is host-bound,
+and the copy back of 148 parameters was most of the 4.4 ms between backward's last kernel and the step.
 """
 
 from __future__ import annotations
@@ -19,12 +30,17 @@ from genesis_autograd import Tensor
 
 from ... import distributed as dist
 
+FIRST_BUCKET_BYTES = 1 << 20  # torch's dist._DEFAULT_FIRST_BUCKET_BYTES
 
-def assign_buckets(params: Sequence[Tensor], cap_bytes: int) -> list[list[int]]:
-    """Indices of ``params`` in buckets: reverse order, at most ``cap_bytes`` each (a larger parameter
-    gets a bucket of its own), one (dtype, device) per bucket."""
+
+def assign_buckets(params: Sequence[Tensor], cap_bytes: int, first_cap_bytes: int | None = None) -> list[list[int]]:
+    """Indices of ``params`` in buckets: reverse order, at most ``cap_bytes`` each (``first_cap_bytes``
+    for the first bucket of each dtype and device; a larger parameter gets a bucket of its own), one
+    (dtype, device) per bucket."""
+    first = cap_bytes if first_cap_bytes is None else min(first_cap_bytes, cap_bytes)
     buckets: list[list[int]] = []
     open_: dict[tuple, tuple[list[int] | None, int]] = {}  # (dtype, device) -> (the open bucket, its bytes)
+    started: set[tuple] = set()  # the keys whose first bucket is closed
     for i in reversed(range(len(params))):
         p = params[i]
         key = (p.dtype, str(p.device))
@@ -34,7 +50,12 @@ def assign_buckets(params: Sequence[Tensor], cap_bytes: int) -> list[list[int]]:
             buckets.append(bucket)
         bucket.append(i)
         size += p.numel() * p.dtype.itemsize
-        open_[key] = (None, 0) if size >= cap_bytes else (bucket, size)
+        cap = cap_bytes if key in started else first
+        if size >= cap:
+            started.add(key)
+            open_[key] = (None, 0)
+        else:
+            open_[key] = (bucket, size)
     return buckets
 
 
@@ -73,14 +94,39 @@ class Reducer:
     """Buckets, readiness and the in-flight all-reduces of one DistributedDataParallel."""
 
     def __init__(
-        self, params: Sequence[Tensor], group: Any, bucket_cap_mb: float, find_unused_parameters: bool
+        self,
+        params: Sequence[Tensor],
+        group: Any,
+        bucket_cap_mb: float,
+        find_unused_parameters: bool,
+        gradient_as_bucket_view: bool = True,
     ) -> None:
         self.params, self.group, self.find_unused = params, group, find_unused_parameters
-        self.buckets = assign_buckets(params, int(bucket_cap_mb * 1024 * 1024))
+        self.as_view = gradient_as_bucket_view
+        self.buckets = assign_buckets(params, int(bucket_cap_mb * 1024 * 1024), FIRST_BUCKET_BYTES)
         self.bucket_of = {i: b for b, bucket in enumerate(self.buckets) for i in bucket}
+        # One flat buffer per bucket, made once, and each parameter's slot: a view of it in the
+        # parameter's shape. (Parameters were moved to their device before DDP wraps them.)
+        self.flat: list[Tensor] = []
+        self.slot: list[Tensor] = [None] * len(params)  # type: ignore[list-item]
+        with ag.no_grad():
+            for bucket in self.buckets:
+                first = params[bucket[0]]
+                total = sum(params[i].numel() for i in bucket)
+                flat = ag.zeros(total, dtype=first.dtype, device=first.device)
+                offset = 0
+                for i in bucket:
+                    n = params[i].numel()
+                    self.slot[i] = flat[offset : offset + n].view(params[i].shape)
+                    offset += n
+                self.flat.append(flat)
         self._handles = [p.register_post_accumulate_grad_hook(self._hook(i)) for i, p in enumerate(params)]
         self._armed = False  # a synchronising forward ran: its backward reduces
+        self._started = False
         self.unfinished = False  # the last backward left buckets unreduced (an unused parameter)
+        self.missing: list[int] = []
+        self._unused: list[int] = []
+        self._works: list[tuple[int, Any]] = []
 
     def remove_hooks(self) -> None:
         for handle in self._handles:
@@ -93,8 +139,8 @@ class Reducer:
         self._pending = [len(bucket) for bucket in self.buckets]
         self._ready: set[int] = set()
         self._next = 0  # the next bucket to launch
-        self._works: list[tuple[int, Tensor, Any]] = []  # (bucket, flat buffer, Work)
-        self._unused: list[int] = []
+        self._works = []  # (bucket, Work)
+        self._unused = []
         if self.find_unused:
             reached = reachable_leaves(outputs)
             self._unused = [i for i, p in enumerate(self.params) if id(p) not in reached]
@@ -104,6 +150,8 @@ class Reducer:
         self._armed = False
 
     def _hook(self, index: int):
+        slot = self.slot[index]
+
         def hook(param: Tensor) -> None:
             if not self._armed:
                 return
@@ -112,6 +160,11 @@ class Reducer:
                 ag.queue_callback(self._finalize)
                 for unused in self._unused:
                     self._mark_ready(unused)
+            grad = param.grad
+            if grad is not slot and grad is not None:  # a new .grad (it was None, or replaced): into the bucket
+                slot.copy_(grad)
+                if self.as_view:
+                    param.grad = slot
             self._mark_ready(index)
 
         return hook
@@ -124,20 +177,24 @@ class Reducer:
                 "parameters (find_unused_parameters=True) yet received a gradient."
             )
         self._ready.add(index)
-        bucket = self.bucket_of[index]
-        self._pending[bucket] -= 1
-        while self._next < len(self.buckets) and self._pending[self._next] == 0:
+        pending = self._pending
+        pending[self.bucket_of[index]] -= 1
+        while self._next < len(self.buckets) and pending[self._next] == 0:
             self._launch(self._next)
             self._next += 1
 
     def _launch(self, b: int) -> None:
-        grads = []
-        for i in self.buckets[b]:
-            p = self.params[i]
-            grads.append((p.grad if p.grad is not None else ag.zeros_like(p)).detach().reshape(-1))
-        with ag.no_grad():
-            flat = ag.cat(grads) if len(grads) > 1 else grads[0].clone()
-        self._works.append((b, flat, dist.all_reduce(flat, dist.ReduceOp.AVG, group=self.group, async_op=True)))
+        if self._unused:  # unused here: the slot holds its .grad (accumulated earlier), else zeros
+            unused = set(self._unused)
+            for i in self.buckets[b]:
+                if i in unused:
+                    grad, slot = self.params[i].grad, self.slot[i]
+                    if grad is None:
+                        slot.zero_()
+                    elif grad is not slot:
+                        slot.copy_(grad)
+        work = dist.all_reduce(self.flat[b], dist.ReduceOp.AVG, group=self.group, async_op=True)
+        self._works.append((b, work))
 
     # ------------------------------------------------------------- end of backward
     def _finalize(self) -> None:
@@ -145,23 +202,26 @@ class Reducer:
         self.unfinished = self._next < len(self.buckets)
         self.missing = [i for i in range(len(self.params)) if i not in self._ready]
         used = self._used_anywhere() if self.find_unused else None
-        works, self._works = self._works, []  # no finished Work (nor its buffer) outlives the backward
-        for b, flat, work in works:
+        works, self._works = self._works, []  # no finished Work outlives the backward
+        for b, work in works:
             work.wait()
-            self._unflatten(b, flat, used)
+            self._publish(b, used)
 
-    def _unflatten(self, b: int, flat: Tensor, used: list[bool] | None) -> None:
-        offset = 0
+    def _publish(self, b: int, used: list[bool] | None) -> None:
+        """Make the bucket's averages the parameters' ``.grad``: they already are (views) where the hook ran."""
         with ag.no_grad():
             for i in self.buckets[b]:
-                p = self.params[i]
-                n = p.numel()
-                average = flat[offset : offset + n].view(p.shape)
-                offset += n
-                if p.grad is not None:
-                    p.grad.copy_(average)
-                elif used is None or used[i]:
-                    p.grad = average.clone()  # unused here, used on another rank: the average, as torch
+                p, slot = self.params[i], self.slot[i]
+                grad = p.grad
+                if grad is slot:
+                    continue
+                if grad is not None:
+                    if self.as_view:
+                        p.grad = slot
+                    else:
+                        grad.copy_(slot)
+                elif used is None or used[i]:  # unused here, used on another rank: the average, as torch
+                    p.grad = slot if self.as_view else slot.clone()
 
     def _used_anywhere(self) -> list[bool]:
         """Which parameters had a gradient on some rank: one all-reduce (MAX) of this rank's use flags."""
