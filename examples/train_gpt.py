@@ -320,7 +320,8 @@ def main(argv=None) -> dict:
         if rank == 0:
             print(f"resumed from {ckpt_path} at step {start_step}")
     if world_size > 1:  # after loading: rank 0's weights are broadcast to the others
-        model = nn.parallel.DistributedDataParallel(raw_model)
+        # .grad as views of the all-reduce buckets: no copy back after each backward
+        model = nn.parallel.DistributedDataParallel(raw_model, gradient_as_bucket_view=True)
 
     n_params = sum(p.numel() for p in model.parameters())
     print_ = print if rank == 0 else (lambda *a, **k: None)

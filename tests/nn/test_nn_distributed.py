@@ -125,7 +125,7 @@ def test_the_first_bucket_is_capped_at_1_mib_so_that_communication_starts_early(
 def test_ddp_leaves_grads_as_views_of_the_bucket_and_reuses_it(world_of_one):
     genesis.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.Linear(16, 4))
-    wrapped = nn.DistributedDataParallel(model, bucket_cap_mb=0.0002)
+    wrapped = nn.DistributedDataParallel(model, bucket_cap_mb=0.0002, gradient_as_bucket_view=True)
     x = genesis.randn(5, 8)
     reference = [
         t.grad.numpy().copy()
@@ -395,3 +395,14 @@ def test_the_raw_communicator_is_not_guessed_without_a_loaded_libnccl():
 
     if backend._loaded_libnccl() is None:
         assert backend._raw_communicator(Comm()) is None
+
+
+def test_ddp_defaults_are_torchs():
+    import inspect
+
+    import torch
+
+    ours = inspect.signature(nn.DistributedDataParallel).parameters
+    theirs = inspect.signature(torch.nn.parallel.DistributedDataParallel).parameters
+    for name in ("find_unused_parameters", "gradient_as_bucket_view"):
+        assert ours[name].default == theirs[name].default, name

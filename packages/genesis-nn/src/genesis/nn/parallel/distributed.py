@@ -33,9 +33,9 @@ class DistributedDataParallel(Module):
             keeps ``.grad`` None.
         gradient_as_bucket_view: leave each ``.grad`` a view of its slot in the reducer's flat bucket
             buffer, so that no gradient is copied back after the all-reduce (and later backwards
-            accumulate straight into the bucket). genesis' default is True, unlike torch's False: the
-            per-parameter copy back costs host time in a host-bound step. False keeps torch's default
-            semantics (``.grad`` never aliases the bucket).
+            accumulate straight into the bucket). Off by default, as in torch (``.grad`` never
+            aliases the bucket); on, it saves one copy per parameter after backward, host time in a
+            host-bound step (examples/train_gpt.py turns it on).
 
     ``state_dict()`` keys carry the ``module.`` prefix, as torch's; ``ddp.module.state_dict()`` has none.
     """
@@ -51,7 +51,7 @@ class DistributedDataParallel(Module):
         bucket_cap_mb: float | None = None,
         find_unused_parameters: bool = False,
         check_reduction: bool = False,
-        gradient_as_bucket_view: bool = True,
+        gradient_as_bucket_view: bool = False,
         static_graph: bool = False,
     ) -> None:
         super().__init__()

@@ -12,7 +12,7 @@ division kernel) in place, asynchronously, so communication overlaps the rest of
 strictly in bucket order keeps every rank's sequence of collectives identical. A final callback queued
 on the engine makes the current stream wait for the all-reduces (NCCL: no host blocking).
 
-With ``gradient_as_bucket_view`` (genesis' default) each ``.grad`` *is* its slot: the hook points
+With ``gradient_as_bucket_view`` (off by default, as in torch) each ``.grad`` *is* its slot: the hook points
 ``.grad`` at the slot after the first copy, later backwards (``zero_grad(set_to_none=False)``, no_sync
 accumulation) add into it in place and need no copy, and the averages need no copy back. Without it
 the averages are copied back into ``.grad``, one copy per parameter at the end of backward (torch's
@@ -99,7 +99,7 @@ class Reducer:
         group: Any,
         bucket_cap_mb: float,
         find_unused_parameters: bool,
-        gradient_as_bucket_view: bool = True,
+        gradient_as_bucket_view: bool = False,
     ) -> None:
         self.params, self.group, self.find_unused = params, group, find_unused_parameters
         self.as_view = gradient_as_bucket_view
