@@ -11,6 +11,16 @@ are meaningless, only the host cost is real.
     python tools/profile_host.py --layers 2 --profile 0
     python tools/profile_host.py --small-ops      # per-op host microseconds (a + b, empty, views, ...)
     python tools/profile_host.py --small-ops --cases add --profile 20
+    python tools/profile_host.py --small-ops --driver-calls   # per-op CUDA driver calls, by name
+    python tools/profile_host.py --small-ops --real-gpu --driver-calls   # the same on a real GPU
+
+With ``--driver-calls`` the fake GPU hides no driver call: instead of a fake raw allocator and stubbed
+runtime, the real code paths run (CudaRawAllocator, the kernels runtime's non-interpreted branches)
+over a counting stand-in for the CUDA driver (cuda-python's ``cuda.bindings.driver`` as
+genesis_storage binds it, and the ctypes ``libcuda`` the kernels runtime loads), so each op's calls
+are listed by name. Triton's C launcher is still stubbed; a launch of it is listed as the two driver
+calls it makes (``cuCtxGetCurrent`` in its ensureCudaContext, then ``cuLaunchKernelEx``), marked
+``[C]``. Timings in this mode include the counting and mean nothing.
 """
 
 from __future__ import annotations
@@ -21,27 +31,173 @@ import os
 import pstats
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-os.environ["TRITON_INTERPRET"] = "1"  # kernels are never run, but the launchers take this path
+if "--real-gpu" not in sys.argv:
+    os.environ["TRITON_INTERPRET"] = "1"  # kernels are never run, but the launchers take this path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def fake_gpu() -> None:
-    """Device 0 backed by a fake raw allocator; launches, uploads and read-backs do nothing."""
+# ------------------------------------------------------------------ driver-call counting
+DRIVER_CALLS: Counter[str] = Counter()  # "cuName [binding]" -> calls, filled in --driver-calls mode
+
+
+class _AnyEnum:
+    """cuda-python's enum classes (CUstreamCaptureMode, CUevent_flags, ...): every member reads as 0."""
+
+    def __getattr__(self, name: str) -> int:
+        return 0
+
+
+class CountingDriver:
+    """Stands in for ``cuda.bindings.driver``: each ``cu*`` call is counted and answers success
+    with plausible values (a bump pointer for cuMemAlloc, one device, ...); types are plain ints."""
+
+    def __init__(self) -> None:
+        self._next = 1 << 40
+        results: dict[str, Callable[..., tuple]] = {
+            "cuDeviceGetCount": lambda: (0, 1),
+            "cuDeviceGet": lambda i: (0, i),
+            "cuDevicePrimaryCtxRetain": lambda dev: (0, 0xC0 + dev),
+            "cuCtxGetCurrent": lambda: (0, 0xC0),
+            "cuThreadExchangeStreamCaptureMode": lambda mode: (0, 0),
+            "cuMemAlloc": self._malloc,
+            "cuEventCreate": lambda flags: (0, object()),
+            "cuCtxGetStreamPriorityRange": lambda: (0, 0, -5),
+            "cuStreamCreateWithPriority": lambda flags, prio: (0, self._malloc(512)[1]),
+            "cuMemGetInfo": lambda: (0, 1 << 40, 1 << 40),
+            "cuGetErrorName": lambda err: (0, b"CUDA_ERROR_FAKE"),
+        }
+        self._results = results
+
+    def _malloc(self, nbytes: int) -> tuple[int, int]:
+        addr = self._next
+        self._next += (nbytes + (2 << 20) - 1) // (2 << 20) * (2 << 20) + (2 << 20)
+        return 0, addr
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("cu"):
+            result = self._results.get(name, lambda *args: (0,))
+            key = f"{name} [cuda-python]"
+
+            def call(*args: Any) -> tuple:
+                DRIVER_CALLS[key] += 1
+                return result(*args)
+
+            return call
+        if name in ("CUdeviceptr", "CUstream", "CUcontext", "CUevent"):
+            return int
+        if name.startswith("CU_"):
+            return 1
+        return _AnyEnum()
+
+
+class CountingLib:
+    """Stands in for the ctypes ``libcuda.so.1`` of genesis_kernels.runtime: calls are counted, output
+    arguments filled (a context, device pointers, real host memory for pinned / mapped blocks)."""
+
+    def __init__(self) -> None:
+        self._next = 1 << 44
+        self._host: list[Any] = []  # keeps the "pinned" host blocks alive
+
+    def __getattr__(self, name: str) -> Any:
+        key = f"{name.removesuffix('_v2')} [ctypes]"
+
+        def call(*args: Any) -> int:
+            DRIVER_CALLS[key] += 1
+            if name == "cuCtxGetCurrent":
+                args[0]._obj.value = 0xC0
+            elif name == "cuMemAlloc_v2":
+                args[0]._obj.value, self._next = self._next, self._next + (args[1].value + 4095) // 4096 * 4096
+            elif name == "cuMemHostAlloc":
+                import numpy as np
+
+                block = np.zeros(args[1].value // 8 + 1, dtype=np.int64)
+                self._host.append(block)
+                args[0]._obj.value = block.ctypes.data
+            elif name == "cuMemHostGetDevicePointer_v2":
+                args[0]._obj.value = args[1].value
+            elif name == "cuDeviceGetAttribute":
+                args[0]._obj.value = 132
+            return 0
+
+        call.restype = None  # type: ignore[attr-defined]  # (_Cuda sets it)
+        return call
+
+
+def _counted_launch(*unused: Any) -> Callable[[tuple[int, int, int], int, tuple], None]:
+    """A stubbed Triton launch, counted as the driver calls of Triton's C launcher. A new function
+    per kernel: launchers keep attributes of their own on it."""
+
+    def launch(grid: tuple[int, int, int], stream: int, args: tuple) -> None:
+        if grid[0] * grid[1] * grid[2]:
+            DRIVER_CALLS["cuCtxGetCurrent [C]"] += 1
+            DRIVER_CALLS["cuLaunchKernelEx [C]"] += 1
+
+    return launch
+
+
+class _Counted:
+    """Wraps a real driver binding (the cuda-python module, or the ctypes libcuda): calls are
+    counted under ``tag``, then made."""
+
+    def __init__(self, inner: Any, tag: str) -> None:
+        self._inner, self._tag = inner, tag
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if not (name.startswith("cu") and callable(value)):
+            return value
+        key = f"{name.removesuffix('_v2')} [{self._tag}]"
+
+        def call(*args: Any) -> Any:
+            DRIVER_CALLS[key] += 1
+            return value(*args)
+
+        return call
+
+
+def count_real_driver_calls() -> None:
+    """On a real GPU: count the Python-level driver calls (cuda-python and the kernels runtime's
+    ctypes libcuda). Triton's C launcher cannot be seen from here: each launch adds cuCtxGetCurrent
+    and cuLaunchKernelEx."""
+    import genesis_kernels.runtime as rt
+    from genesis_storage import _driver
+
+    _driver._driver = _Counted(_driver.driver(), "cuda-python")
+    rt.cuda().lib = _Counted(rt.cuda().lib, "ctypes")  # type: ignore[assignment]
+
+
+def fake_gpu(driver_calls: bool = False) -> None:
+    """Device 0 backed by a fake raw allocator; launches, uploads and read-backs do nothing.
+
+    ``driver_calls``: device 0 is the real CudaRawAllocator over a counting stand-in for the driver,
+    and the kernels runtime takes its GPU branches over a counting ctypes libcuda (see the docstring)."""
+    import genesis_kernels.indexed as indexed
+    import genesis_kernels.runtime as rt
     import genesis_storage as gs
     from genesis_storage.allocator import CachingAllocator, FakeRawAllocator, set_allocator
     from genesis_storage.storage import CUDAStorage
 
+    CUDAStorage.copy_from_host = lambda self, src: None
+    if driver_calls:
+        from genesis_storage import _driver
+        from genesis_storage.allocator import CudaRawAllocator
+
+        _driver._driver = CountingDriver()
+        set_allocator(0, CachingAllocator(CudaRawAllocator(0)))
+        cuda = rt._Cuda.__new__(rt._Cuda)
+        cuda.lib = CountingLib()
+        rt._cuda = cuda
+        rt.INTERPRET = False
+        rt.Kernel._compiled = _counted_launch  # type: ignore[method-assign]
+        return
     set_allocator(0, CachingAllocator(FakeRawAllocator(capacity=1 << 40)))
     gs.device_count = lambda: 1
-    CUDAStorage.copy_from_host = lambda self, src: None
-
-    import genesis_kernels.indexed as indexed
-    import genesis_kernels.runtime as rt
-
     rt.Kernel._interpreted = lambda self, types: lambda grid, stream, args: None
     rt.read_int32 = lambda ptr, count, stream: [0] * count
     rt.scratch = lambda nbytes, stream: 1 << 20
@@ -57,6 +213,7 @@ def _small_cases() -> dict[str, Callable[[], object]]:
     gb = genesis.randn(1024, device="cuda", requires_grad=True)
     m = genesis.randn(32, 32, device="cuda")
     h = genesis.randn(1024, device="cuda", dtype=genesis.bfloat16)
+    big = genesis.randn(1 << 20, device="cuda")  # a split reduction: partial sums in the runtime's scratch
     na, nb = a.data, b.data
 
     def autocast_add() -> object:
@@ -74,6 +231,7 @@ def _small_cases() -> dict[str, Callable[[], object]]:
         "relu": lambda: a.relu(),
         "exp": lambda: a.exp(),
         "sum": lambda: a.sum(),
+        "sum_big": lambda: big.sum(),
         "view": lambda: m.view(1024),
         "transpose": lambda: m.t(),
         "shape": lambda: m.shape,
@@ -82,12 +240,14 @@ def _small_cases() -> dict[str, Callable[[], object]]:
     }
 
 
-def small_ops(names: list[str] | None, number: int, repeat: int, profile: int) -> None:
-    """Host microseconds per op (best of ``repeat`` runs of ``number`` calls) and Python calls per op."""
+def small_ops(names: list[str] | None, number: int, repeat: int, profile: int, driver_calls: bool = False) -> None:
+    """Host microseconds per op (best of ``repeat`` runs of ``number`` calls) and Python calls per op;
+    with ``driver_calls``, the CUDA driver calls per op too (fake_gpu(driver_calls=True) counts them)."""
     cases = _small_cases()
     names = names or list(cases)
     clock = time.perf_counter
-    print(f"fake GPU: host us per op, best of {repeat} x {number} calls")
+    where = "real GPU (launches asynchronous)" if "--real-gpu" in sys.argv else "fake GPU"
+    print(f"{where}: host us per op, best of {repeat} x {number} calls")
     for name in names:
         fn = cases[name]
         for _ in range(number // 10 + 3):
@@ -105,7 +265,16 @@ def small_ops(names: list[str] | None, number: int, repeat: int, profile: int) -
         profiler.disable()
         stats = pstats.Stats(profiler)
         calls = sum(stat[1] for stat in stats.stats.values()) / 200 - 1  # type: ignore[attr-defined]
-        print(f"  {name:14s} {best / number * 1e6:8.2f} us {calls:6.0f} calls")
+        line = f"  {name:14s} {best / number * 1e6:8.2f} us {calls:6.0f} calls"
+        if driver_calls:
+            DRIVER_CALLS.clear()
+            for _ in range(200):
+                fn()
+            per_op = {k: v / 200 for k, v in sorted(DRIVER_CALLS.items()) if v}
+            line += f" {sum(per_op.values()):5.2f} driver calls: " + (
+                ", ".join(f"{k} x{v:g}" for k, v in per_op.items()) or "none"
+            )
+        print(line)
         if profile:
             stats.sort_stats("tottime").print_stats(profile)
 
@@ -116,13 +285,20 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=None, help="with --small-ops: which cases (default all)")
     parser.add_argument("--number", type=int, default=20000, help="with --small-ops: calls per timing run")
     parser.add_argument("--repeat", type=int, default=7, help="with --small-ops: timing runs (best reported)")
+    parser.add_argument("--driver-calls", action="store_true", help="with --small-ops: count driver calls per op")
+    parser.add_argument("--real-gpu", action="store_true", help="with --small-ops: time on the GPU, no fakes")
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--profile", type=int, default=30, help="cProfile lines to print (0: none)")
     args = parser.parse_args()
-    fake_gpu()
+    if args.real_gpu:
+        if args.driver_calls:
+            count_real_driver_calls()
+    else:
+        fake_gpu(driver_calls=args.driver_calls)
     if args.small_ops:
-        small_ops(args.cases, args.number, args.repeat, args.profile if "--profile" in sys.argv else 0)
+        profile = args.profile if "--profile" in sys.argv else 0
+        small_ops(args.cases, args.number, args.repeat, profile, args.driver_calls)
         return
     import numpy as np
 

@@ -302,3 +302,110 @@ def test_resolved_policy_is_cached_per_class_and_clearable():
         clear_policy_cache()
         assert Twice.apply(x).dtype == genesis.bfloat16
     clear_policy_cache()
+
+
+# ------------------------------------------------------------------ unary methods (E._unary_method)
+UNARY = [
+    ("__neg__", E.Neg, False),
+    ("exp", E.Exp, False),
+    ("exp2", E.Exp2, False),
+    ("expm1", E.Expm1, False),
+    ("log", E.Log, True),
+    ("log2", E.Log2, True),
+    ("log10", E.Log10, True),
+    ("log1p", E.Log1p, True),
+    ("sqrt", E.Sqrt, True),
+    ("rsqrt", E.Rsqrt, True),
+    ("reciprocal", E.Reciprocal, True),
+    ("square", E.Square, False),
+    ("abs", E.Abs, False),
+    ("sin", E.Sin, False),
+    ("cos", E.Cos, False),
+    ("tan", E.Tan, False),
+    ("tanh", E.Tanh, False),
+    ("sigmoid", E.Sigmoid, False),
+    ("relu", E.ReLU, False),
+    ("erf", E.Erf, False),
+    ("sign", E.Sign, False),
+    ("floor", E.Floor, False),
+    ("ceil", E.Ceil, False),
+    ("round", E.Round, False),
+    ("trunc", E.Trunc, False),
+]
+
+
+def _unary_input(shape, dtype, device, positive, requires_grad=False):
+    t = torch.randn(shape, dtype=torch.float64).mul(2)
+    if positive:
+        t = t.abs() + 0.5
+    t = t.to(DTYPES[dtype])
+    return genesis.tensor(t.numpy(), device=device, requires_grad=requires_grad), t.requires_grad_(requires_grad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("method,fn,positive", UNARY)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_unary_method_equals_apply_and_torch(device, method, fn, positive, dtype):
+    a, ta = _unary_input((5, 7), dtype, device, positive)
+    _same(getattr(a, method)(), fn.apply(a), getattr(ta, method)())
+    _same(getattr(a.t(), method)(), fn.apply(a.t()), getattr(ta.t(), method)())  # a non-contiguous input
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("method,fn,positive", UNARY)
+def test_unary_method_records_like_apply(device, method, fn, positive):
+    a, ta = _unary_input((4, 3), "float64", device, positive, requires_grad=True)
+    out, expected, general = getattr(a, method)(), getattr(ta, method)(), fn.apply(a)
+    assert out.grad_fn._fn is fn and out.grad_fn.name() == general.grad_fn.name()
+    if method in ("log1p", "square"):  # torch names these nodes Log1PBackward0 and PowBackward0
+        expected = expected.detach().requires_grad_(True)
+        expected = expected * 1  # (a node of torch's, so _same's checks hold; the names are not compared)
+        out, general = out * 1, general * 1
+    _same(out, general, expected)
+    out = getattr(a, method)()
+    expected = getattr(ta, method)()
+    out.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(a.grad.cpu().numpy(), ta.grad.numpy(), rtol=1e-12, atol=1e-12)
+    with genesis.no_grad(), torch.no_grad():
+        out = getattr(a, method)()
+        _same(out, fn.apply(a), getattr(ta, method)())
+        assert out.grad_fn is None and not out.requires_grad
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_unary_method_integers_and_parameters(device):
+    ti = torch.randint(-5, 6, (9,))
+    i = genesis.tensor(ti.numpy(), device=device)
+    for method, fn in (("abs", E.Abs), ("__neg__", E.Neg), ("sign", E.Sign), ("square", E.Square), ("exp", E.Exp)):
+        _same(getattr(i, method)(), fn.apply(i), getattr(ti, method)())
+    a, ta = _unary_input((6,), "float32", device, False)
+    p = genesis.nn.Parameter(a, requires_grad=False)
+    _same(p.relu(), E.ReLU.apply(p), ta.relu())
+    _same(-p, E.Neg.apply(p), -ta)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_unary_method_obeys_autocast_policies(device, monkeypatch):
+    """Inside an autocast region the methods take apply, which casts by the op's policy, as resolved then:
+    a policy set on a class (here float32 on ReLU, lower on Exp) is obeyed like the table's."""
+    from genesis_autograd.autocast import clear_policy_cache
+
+    low = genesis.bfloat16 if device == "cpu" else genesis.float16
+    a, _ = _unary_input((8,), "float32", device, False)
+    h = a.to(low)
+    with genesis.autocast(device, dtype=low):
+        assert h.relu().dtype == low and a.exp().dtype == genesis.float32  # no policy: dtypes as given
+    monkeypatch.setattr(E.ReLU, "autocast_policy", "float32", raising=False)
+    monkeypatch.setattr(E.Exp, "autocast_policy", "lower", raising=False)
+    clear_policy_cache()
+    try:
+        with genesis.autocast(device, dtype=low):
+            fast, general = h.relu(), E.ReLU.apply(h)
+            assert fast.dtype == general.dtype == genesis.float32
+            np.testing.assert_array_equal(fast.cpu().numpy(), general.cpu().numpy())
+            assert a.exp().dtype == E.Exp.apply(a).dtype == low
+        assert h.relu().dtype == low and a.exp().dtype == genesis.float32  # outside the region: as given
+    finally:
+        monkeypatch.undo()
+        clear_policy_cache()

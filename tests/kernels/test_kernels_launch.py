@@ -107,3 +107,45 @@ def test_divisibility_attrs_follow_argument_order_in_every_process() -> None:
         for seed in ("1", "2", "3", "4")
     }
     assert len(seen) == 1, seen
+
+
+class _CountingCuda:
+    """The runtime's driver calls, counted; malloc hands out fake device addresses."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.next = 1 << 40
+
+    def ensure_context(self) -> int:
+        self.calls.append("cuCtxGetCurrent")
+        return 0xC0
+
+    def malloc(self, nbytes: int) -> int:
+        self.calls.append("cuMemAlloc")
+        self.next += nbytes
+        return self.next - nbytes
+
+
+def test_scratch_is_keyed_by_device_and_stream_without_a_driver_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """runtime.scratch on the GPU branch: a hit is a dict read (no cuCtxGetCurrent), a miss or a larger
+    request makes the context current and allocates; each (current device, stream) has its own block."""
+    import genesis_kernels.runtime as rt
+    from genesis_storage.device import _tls
+
+    fake = _CountingCuda()
+    monkeypatch.setattr(rt, "INTERPRET", False)
+    monkeypatch.setattr(rt, "_cuda", fake)
+    monkeypatch.setattr(rt, "_scratch", {})
+    p = rt.scratch(1000, 7)
+    assert fake.calls == ["cuCtxGetCurrent", "cuMemAlloc"]
+    assert rt.scratch(1024, 7) == p and rt.scratch(256, 7) == p  # hits: no driver call
+    assert fake.calls == ["cuCtxGetCurrent", "cuMemAlloc"]
+    other_stream = rt.scratch(1000, 8)
+    assert other_stream != p and len(fake.calls) == 4
+    bigger = rt.scratch(4096, 7)  # grows: a new block (the old one stays alive for queued kernels)
+    assert bigger != p and len(fake.calls) == 6 and rt.scratch(4096, 7) == bigger
+    monkeypatch.setattr(_tls, "device", 1)  # another device, same stream handle: another block
+    on_one = rt.scratch(1000, 7)
+    assert on_one not in (p, bigger) and len(fake.calls) == 8
+    monkeypatch.setattr(_tls, "device", 0)
+    assert rt.scratch(1000, 7) == bigger and len(fake.calls) == 8

@@ -31,6 +31,8 @@ import numpy as np
 import triton
 import triton.language as tl
 
+from genesis_storage.device import current_device
+
 from . import capture
 from . import runtime as rt
 from .buffer import MAX_RANK, Buffer, BufferLike, dtype_info, numel
@@ -46,7 +48,7 @@ _BLOCK = 1024
 # ----------------------------------------------------------------------------------------------
 
 _ERR_SLOTS = 2 * MAX_INDICES  # per index buffer: largest too-large value + 1, smallest too-small value
-# (context, stream) -> (address the kernel writes, host address the launcher reads, keep-alive)
+# (device, stream) -> (address the kernel writes, host address the launcher reads, keep-alive)
 _errors: dict[tuple[int, int], tuple[int, int, Any]] = {}
 
 
@@ -56,16 +58,17 @@ def _error_block(stream: int) -> tuple[int, int]:
     On the GPU it lives in pinned host memory mapped into the device, so reading it back costs a
     stream synchronisation and a host load, not a copy: the kernel's (rare) atomics go to the host.
     """
-    ctx = 0 if rt.INTERPRET else rt.cuda().ensure_context()
-    entry = _errors.get((ctx, stream))
+    key = (current_device(), stream)  # keyed like runtime.scratch: no driver call per launch
+    entry = _errors.get(key)
     if entry is None:
         if rt.INTERPRET:
             host = np.zeros(_ERR_SLOTS, dtype=np.int64)
             entry = (host.ctypes.data, host.ctypes.data, host)
         else:
+            rt.cuda().ensure_context()  # a thread that has made no driver call yet has no context
             host_ptr, dev_ptr = rt.cuda().mapped(8 * _ERR_SLOTS)  # never freed: one per stream
             entry = (dev_ptr, host_ptr, None)
-        _errors[(ctx, stream)] = entry
+        _errors[key] = entry
     return entry[0], entry[1]
 
 

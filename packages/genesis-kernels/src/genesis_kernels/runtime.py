@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from genesis_storage import graphs
+from genesis_storage.device import current_device
 
 from .buffer import dtype_info
 from .launch_abi import Grid, LaunchFn, make_launch
@@ -361,7 +362,12 @@ def _staging(nbytes: int) -> tuple[int, int]:
     return block[0], block[1]
 
 
-_scratch: dict[tuple[int, int], tuple[int, int, Any]] = {}  # (context, stream) -> (ptr, nbytes, keep-alive)
+# (device, stream) -> (ptr, nbytes, keep-alive). The device is genesis_storage's current device of the
+# thread, whose primary context its set_device made current (kernels launch in the current context):
+# a dict key read per launch, where asking the driver for the context (cuCtxGetCurrent through
+# ctypes) cost a call per launch. A stream handle alone is not a key: 0 (the legacy default stream)
+# names one stream per device.
+_scratch: dict[tuple[int, int], tuple[int, int, Any]] = {}
 _sm_count: int | None = None
 
 
@@ -389,8 +395,8 @@ def scratch(nbytes: int, stream: int) -> int:
     nbytes = max(256, nbytes)
     if not INTERPRET and graphs.is_current_stream_capturing():
         return _graph_scratch(nbytes)
-    ctx = 0 if INTERPRET else cuda().ensure_context()
-    entry = _scratch.get((ctx, stream))
+    key = (current_device(), stream)
+    entry = _scratch.get(key)
     if entry is not None and entry[1] >= nbytes:
         return entry[0]
     size = next_pow2(nbytes)
@@ -398,10 +404,11 @@ def scratch(nbytes: int, stream: int) -> int:
         host = np.zeros(size // 8 + 32, dtype=np.int64)
         ptr = (host.ctypes.data + 255) // 256 * 256
         # The old block is kept alive too: kernels queued on the stream may still read it.
-        _scratch[(ctx, stream)] = (ptr, size, (host, entry))
+        _scratch[key] = (ptr, size, (host, entry))
     else:
+        cuda().ensure_context()  # a thread that has made no driver call yet has no context
         ptr = cuda().malloc(size)  # never freed: a handful of small blocks per process
-        _scratch[(ctx, stream)] = (ptr, size, entry)
+        _scratch[key] = (ptr, size, entry)
     return ptr
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import DType, NDArray, full, get_default_dtype, int64, promote_types
 
+from ..autocast import _state as _autocast_state
 from ..function import _record
 from ..grad_mode import _state as _grad_state
 from ..tensor_base import Scalar, TensorBase
@@ -148,6 +149,28 @@ Floor = _unary("Floor", "floor", "", lambda g, x, y: g * 0)
 Ceil = _unary("Ceil", "ceil", "", lambda g, x, y: g * 0)
 Round = _unary("Round", "round", "", lambda g, x, y: g * 0)
 Trunc = _unary("Trunc", "trunc", "", lambda g, x, y: g * 0)
+
+
+def _unary_method(fn: type[Unary], doc: str) -> Any:
+    """The Tensor method of the unary Function ``fn``: ``fn.apply(self)``, with apply's common case inline.
+
+    When nothing records a graph and no autocast region is active, apply would run ``fn.forward`` on a
+    null ctx and wrap its one NDArray in the input's result type: the method does that itself, without
+    apply's argument loops and two calls (relu on the fake GPU: 3.1 -> 2.6 us). Inside an autocast region
+    it calls apply, which casts by the op's policy as resolved then (a policy may be set on any class);
+    a recorded op goes to apply's recording step directly (outside autocast, apply's only other path)."""
+    op = fn.op
+
+    def method(self: Tensor) -> Tensor:
+        if _autocast_state.active:
+            return fn.apply(self)
+        if _grad_state.enabled and self.requires_grad:
+            return _record(fn, (self,))
+        return self._result_type(self.data.unary(op))  # Unary.forward's unrecorded work
+
+    method.__doc__ = doc
+    method.__name__ = method.__qualname__ = "__neg__" if fn is Neg else fn.op
+    return method
 
 
 # ------------------------------------------------------------------ binary
@@ -622,8 +645,7 @@ class ElementwiseMixin(TensorBase):
     def __rpow__(self, other: Scalar) -> Tensor:
         return Pow.apply(other, self)
 
-    def __neg__(self) -> Tensor:
-        return Neg.apply(self)
+    __neg__ = _unary_method(Neg, "-x for each element x.")
 
     def add(self, other: Tensor | Scalar, *, alpha: Scalar = 1) -> Tensor:
         """self + alpha * other, broadcast, in the promoted dtype.
@@ -762,105 +784,35 @@ class ElementwiseMixin(TensorBase):
         return self._result_type(self.data.isfinite())
 
     # ------------------------------------------------------------- unary math
-    def exp(self) -> Tensor:
-        """e ** x for each element x."""
-        return Exp.apply(self)
-
-    def exp2(self) -> Tensor:
-        """2 ** x for each element x."""
-        return Exp2.apply(self)
-
-    def expm1(self) -> Tensor:
-        """e ** x - 1 for each element x, accurate near 0."""
-        return Expm1.apply(self)
-
-    def log(self) -> Tensor:
-        """The natural logarithm of each element."""
-        return Log.apply(self)
-
-    def log2(self) -> Tensor:
-        """The base-2 logarithm of each element."""
-        return Log2.apply(self)
-
-    def log10(self) -> Tensor:
-        """The base-10 logarithm of each element."""
-        return Log10.apply(self)
-
-    def log1p(self) -> Tensor:
-        """log(1 + x) for each element x, accurate near 0."""
-        return Log1p.apply(self)
-
-    def sqrt(self) -> Tensor:
-        """The square root of each element."""
-        return Sqrt.apply(self)
-
-    def rsqrt(self) -> Tensor:
-        """1 / sqrt(x) for each element x."""
-        return Rsqrt.apply(self)
-
-    def reciprocal(self) -> Tensor:
-        """1 / x for each element x (integer inputs give the default float dtype)."""
-        return Reciprocal.apply(self)
-
-    def square(self) -> Tensor:
-        """x * x for each element x."""
-        return Square.apply(self)
-
-    def abs(self) -> Tensor:
-        """The absolute value of each element."""
-        return Abs.apply(self)
-
-    def sin(self) -> Tensor:
-        """The sine of each element (in radians)."""
-        return Sin.apply(self)
-
-    def cos(self) -> Tensor:
-        """The cosine of each element (in radians)."""
-        return Cos.apply(self)
-
-    def tan(self) -> Tensor:
-        """The tangent of each element (in radians)."""
-        return Tan.apply(self)
-
-    def tanh(self) -> Tensor:
-        """The hyperbolic tangent of each element."""
-        return Tanh.apply(self)
-
-    def sigmoid(self) -> Tensor:
-        """The logistic sigmoid 1 / (1 + e ** -x) of each element."""
-        return Sigmoid.apply(self)
-
-    def relu(self) -> Tensor:
-        """max(x, 0) for each element x."""
-        return ReLU.apply(self)
+    exp = _unary_method(Exp, "e ** x for each element x.")
+    exp2 = _unary_method(Exp2, "2 ** x for each element x.")
+    expm1 = _unary_method(Expm1, "e ** x - 1 for each element x, accurate near 0.")
+    log = _unary_method(Log, "The natural logarithm of each element.")
+    log2 = _unary_method(Log2, "The base-2 logarithm of each element.")
+    log10 = _unary_method(Log10, "The base-10 logarithm of each element.")
+    log1p = _unary_method(Log1p, "log(1 + x) for each element x, accurate near 0.")
+    sqrt = _unary_method(Sqrt, "The square root of each element.")
+    rsqrt = _unary_method(Rsqrt, "1 / sqrt(x) for each element x.")
+    reciprocal = _unary_method(Reciprocal, "1 / x for each element x (integer inputs give the default float dtype).")
+    square = _unary_method(Square, "x * x for each element x.")
+    abs = _unary_method(Abs, "The absolute value of each element.")
+    sin = _unary_method(Sin, "The sine of each element (in radians).")
+    cos = _unary_method(Cos, "The cosine of each element (in radians).")
+    tan = _unary_method(Tan, "The tangent of each element (in radians).")
+    tanh = _unary_method(Tanh, "The hyperbolic tangent of each element.")
+    sigmoid = _unary_method(Sigmoid, "The logistic sigmoid 1 / (1 + e ** -x) of each element.")
+    relu = _unary_method(ReLU, "max(x, 0) for each element x.")
 
     def silu(self) -> Tensor:
         """x * sigmoid(x) for each element x (SiLU, also called swish)."""
         return Silu.apply(self)
 
-    def erf(self) -> Tensor:
-        """The error function of each element."""
-        return Erf.apply(self)
-
-    def sign(self) -> Tensor:
-        """-1, 0 or 1 for each element by its sign (0 for 0)."""
-        return Sign.apply(self)
-
-    def floor(self) -> Tensor:
-        """The largest integer <= x for each element x (the gradient is zero)."""
-        return Floor.apply(self)
-
-    def ceil(self) -> Tensor:
-        """The smallest integer >= x for each element x (the gradient is zero)."""
-        return Ceil.apply(self)
-
-    def round(self) -> Tensor:
-        """Each element rounded to the nearest integer, halves to even (the gradient is zero)."""
-        return Round.apply(self)
-
-    def trunc(self) -> Tensor:
-        """Each element rounded toward zero (the gradient is zero)."""
-        return Trunc.apply(self)
+    erf = _unary_method(Erf, "The error function of each element.")
+    sign = _unary_method(Sign, "-1, 0 or 1 for each element by its sign (0 for 0).")
+    floor = _unary_method(Floor, "The largest integer <= x for each element x (the gradient is zero).")
+    ceil = _unary_method(Ceil, "The smallest integer >= x for each element x (the gradient is zero).")
+    round = _unary_method(Round, "Each element rounded to the nearest integer, halves to even (the gradient is zero).")
+    trunc = _unary_method(Trunc, "Each element rounded toward zero (the gradient is zero).")
 
     def gelu(self, approximate: str = "none") -> Tensor:
         """GELU of each element: x * Phi(x), Phi the standard normal CDF.
