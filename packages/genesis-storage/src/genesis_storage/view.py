@@ -128,6 +128,27 @@ class StridedView:
         off = self.offset if offset is None else offset
         return StridedView(self.storage, self.dtype, shape, strides, off)
 
+    def permuted(self, order: tuple[int, ...] | list[int]) -> StridedView:
+        """The same elements with the dimensions in ``order`` (a permutation of range(ndim)).
+
+        A permutation reaches exactly the elements this view reaches, so unlike as_strided nothing is
+        validated again: a transpose is the hot path of every matmul backward and attention layout."""
+        if len(order) != len(self.shape) or sorted(order) != list(range(len(self.shape))):
+            raise ValueError(f"permuted: {tuple(order)} is not a permutation of the {len(self.shape)} dimensions")
+        view = object.__new__(StridedView)
+        view.storage = self.storage
+        view.dtype = self.dtype
+        shape, strides = self.shape, self.strides
+        view.shape = tuple([shape[d] for d in order])
+        view.strides = tuple([strides[d] for d in order])
+        view.offset = self.offset
+        view.itemsize = self.itemsize
+        view.device = self.device
+        view.numel = self.numel
+        view.ptr = self.ptr
+        view._contig = None
+        return view
+
     def __repr__(self) -> str:
         return (
             f"StridedView(dtype={self.dtype}, shape={self.shape}, strides={self.strides}, "

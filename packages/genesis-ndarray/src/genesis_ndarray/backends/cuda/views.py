@@ -52,7 +52,7 @@ def permute(input: View, dims) -> View:
             if len(dims) != nd
             else f"permute(): duplicate dims are not allowed: {dims}"
         )
-    return input.as_strided(tuple(input.shape[d] for d in dims), tuple(input.strides[d] for d in dims), input.offset)
+    return input.permuted(dims)
 
 
 @reg("transpose")
@@ -63,7 +63,7 @@ def transpose(input: View, dim0: int, dim1: int) -> View:
     order = list(range(nd))
     a, b = normalize_dim(dim0, nd), normalize_dim(dim1, nd)
     order[a], order[b] = order[b], order[a]
-    return permute(input, order)
+    return input.permuted(order)
 
 
 @reg("expand")
