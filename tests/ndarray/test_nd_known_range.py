@@ -86,6 +86,11 @@ class Checks:
 @pytest.fixture
 def checks(monkeypatch):
     """One fake GPU over host memory (or the real one on a GPU machine), device checks counted."""
+    yield from fake_device_checks(monkeypatch)
+
+
+def fake_device_checks(monkeypatch):
+    """The ``checks`` fixture's body (tests/nn/test_nn_known_range.py uses it too)."""
     if INTERPRET:
         monkeypatch.setattr(_storage_device, "_count", 1)
         monkeypatch.setattr(_storage_device, "ensure_context", lambda index: None)

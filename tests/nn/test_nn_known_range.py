@@ -22,7 +22,13 @@ import genesis.nn.functional as F
 from device_support import requires_cuda
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ndarray"))
-from test_nd_known_range import checks  # noqa: E402, F401  (the fixture)
+from test_nd_known_range import fake_device_checks
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """One fake GPU over host memory (or the real one), device bounds checks counted."""
+    yield from fake_device_checks(monkeypatch)
 
 
 class TinyLM(nn.Module):
@@ -92,7 +98,7 @@ def test_bad_batch_raises_at_the_call(checks):
     assert checks.total == 0  # the host knew
     targets = np.zeros((2, 6), dtype=np.int64)
     targets[0, 0] = -7
-    with pytest.raises(IndexError, match="Target -7 is out of bounds."):
+    with pytest.raises(IndexError, match=r"Target -7 is out of bounds\."):
         model(genesis.tensor(np.zeros_like(idx), device="cuda"), genesis.tensor(targets, device="cuda"))
     assert checks.total == 0
 
