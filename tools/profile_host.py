@@ -285,7 +285,9 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=None, help="with --small-ops: which cases (default all)")
     parser.add_argument("--number", type=int, default=20000, help="with --small-ops: calls per timing run")
     parser.add_argument("--repeat", type=int, default=7, help="with --small-ops: timing runs (best reported)")
-    parser.add_argument("--driver-calls", action="store_true", help="with --small-ops: count driver calls per op")
+    parser.add_argument(
+        "--driver-calls", action="store_true", help="count driver calls (per op with --small-ops, else per step)"
+    )
     parser.add_argument("--real-gpu", action="store_true", help="with --small-ops: time on the GPU, no fakes")
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--steps", type=int, default=5)
@@ -337,6 +339,13 @@ def main() -> None:
         total += median
         print(f"  {name:10s} {median:8.2f}")
     print(f"  {'total':10s} {total:8.2f}")
+    if args.driver_calls:
+        DRIVER_CALLS.clear()
+        trainer.step(x, y)
+        calls = {k: v for k, v in sorted(DRIVER_CALLS.items()) if v}
+        print(f"driver calls in one step: {sum(calls.values())}")
+        for name, count in calls.items():
+            print(f"  {name:40s} {count:6d}")
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()

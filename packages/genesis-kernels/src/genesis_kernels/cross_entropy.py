@@ -17,7 +17,8 @@ softmax from ``lse``. fp32 accumulation (fp64 for float64 logits).
 
 An out-of-range target is never read. Unless ``check=False``, a small kernel first records any in
 the per-stream error block of ``indexed`` and the launcher raises torch's IndexError: one stream
-synchronisation, taken before the forward is queued so that the GPU does not idle behind it.
+synchronisation, taken before the forward is queued so that the GPU does not idle behind it. Targets
+whose bounds the host knows (``target_range``: uploaded from host data) need neither.
 """
 
 from __future__ import annotations
@@ -326,6 +327,7 @@ def cross_entropy(
     ignore_index: int = -100,
     label_smoothing: float = 0.0,
     check: bool = True,
+    target_range: indexed.KnownRange | None = None,
     stream: int = 0,
 ) -> None:
     """Per-row cross-entropy of logits ``x`` (classes last) against class indices ``target``.
@@ -333,7 +335,9 @@ def cross_entropy(
     ``target``, ``loss``, ``lse`` and ``row_weight`` are contiguous, one value per row (``x``'s
     shape without its last dim); ``weight`` (C,) and ``weight_sum`` (a 1-element sum of it,
     needed only with label smoothing) are optional. With ``check`` an out-of-range target raises
-    IndexError after the launch (a stream synchronisation).
+    IndexError after the launch (a stream synchronisation), unless ``target_range``, host-known bounds
+    of the targets' values (lowest, highest, exact), shows them in range (no check then) or, exact,
+    shows a bad one (IndexError now, nothing launched).
     """
     rows, n, rshape, rstrides, big = _rows(x, [])
     for name, b in (("target", target), ("loss", loss), ("lse", lse), ("row_weight", row_weight)):
@@ -392,7 +396,7 @@ def cross_entropy(
         )
         fn = _FWD.build(key, types, consts, aligned, num_warps=warps)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    if check:
+    if check and not _targets_known(target_range, n, ignore_index):
         _check_targets(target, rows, n, ignore_index, stream)
     fn(
         (cdiv(rows, block_r), 1, 1),
@@ -415,6 +419,24 @@ def cross_entropy(
             *fn._consts,  # type: ignore[attr-defined]
         ),
     )
+
+
+def _targets_known(known: indexed.KnownRange | None, n: int, ignore_index: int) -> bool:
+    """True when host-known bounds put every target in [0, n) (or all at ignore_index); raises the
+    check kernel's IndexError when exact bounds show a bad target it would report; False: check."""
+    if known is None:
+        return False
+    lo, hi, exact = known
+    if (0 <= lo and hi < n) or lo == hi == ignore_index:
+        return True
+    if exact:
+        # The kernel reports the largest too-large target, else the smallest negative one, skipping
+        # ignore_index: when a bound is ignore_index the next value is unknown here.
+        if hi >= n and hi != ignore_index:
+            raise _target_error(np.array([hi + 1, 0]))
+        if hi < n and lo < 0 and lo != ignore_index:
+            raise _target_error(np.array([0, lo]))
+    return False
 
 
 def _check_targets(target: BufferLike, rows: int, n: int, ignore_index: int, stream: int) -> None:

@@ -3,7 +3,9 @@ nonzero, masked_select.
 
 The first six are launches of the shared indexed-elementwise kernel (``indexed.py``: device-side
 bounds checks, atomics for the accumulating ones); each function here only lays out its
-iteration space. ``masked_fill`` is an elementwise ``where``.
+iteration space. ``index_range``: host-known bounds of the index's values, (lowest, highest, exact),
+which spare the launch its bounds check's stream synchronisation (``indexed.py``). ``masked_fill``
+is an elementwise ``where``.
 
 ``nonzero`` and ``masked_select`` use a device-side prefix sum in three launches: count per
 block, an exclusive scan of the block counts (one program), then each block writes its elements
@@ -22,12 +24,20 @@ from . import capture
 from . import runtime as rt
 from .buffer import MAX_RANK, Buffer, BufferLike, is_buffer, numel
 from .elementwise import where
-from .indexed import launch, shape1, with_size, wrap_dim
+from .indexed import KnownRange, launch, shape1, with_size, wrap_dim
 from .runtime import Kernel, cdiv, ptr_type
 from .strided import Layout, layout, offset_of, size_types, stride_types
 
 
-def gather(x: BufferLike, dim: int, index: BufferLike, out: BufferLike, *, stream: int = 0) -> None:
+def gather(
+    x: BufferLike,
+    dim: int,
+    index: BufferLike,
+    out: BufferLike,
+    *,
+    index_range: KnownRange | None = None,
+    stream: int = 0,
+) -> None:
     """``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``dim`` (torch.gather; no negative indices)."""
     xs, xst = shape1(x)
     ishape, ist = shape1(index)
@@ -49,12 +59,19 @@ def gather(x: BufferLike, dim: int, index: BufferLike, out: BufferLike, *, strea
         tuple(range(len(ishape))),
         with_size(xst, dim, 0),
         op="gather",
+        ranges=[index_range],
         stream=stream,
     )
 
 
 def _scatter(
-    mode: str, out: BufferLike, dim: int, index: BufferLike, src: BufferLike | float | int | bool, stream: int
+    mode: str,
+    out: BufferLike,
+    dim: int,
+    index: BufferLike,
+    src: BufferLike | float | int | bool,
+    stream: int,
+    index_range: KnownRange | None,
 ) -> None:
     os_, ost = shape1(out)
     ishape, ist = shape1(index)
@@ -78,21 +95,36 @@ def _scatter(
         with_size(tuple(range(len(ishape))), dim, -1),
         sst,
         op="scatter" if mode == "put" else "scatter_add",
+        ranges=[index_range],
         stream=stream,
     )
 
 
 def scatter(
-    out: BufferLike, dim: int, index: BufferLike, src: BufferLike | float | int | bool, *, stream: int = 0
+    out: BufferLike,
+    dim: int,
+    index: BufferLike,
+    src: BufferLike | float | int | bool,
+    *,
+    index_range: KnownRange | None = None,
+    stream: int = 0,
 ) -> None:
     """In place: ``out[..., index[..., i, ...], ...] = src[..., i, ...]`` (torch ``scatter_``; ``src`` may be a
     scalar). With duplicate indices the winner is unspecified, as in torch."""
-    _scatter("put", out, dim, index, src, stream)
+    _scatter("put", out, dim, index, src, stream, index_range)
 
 
-def scatter_add(out: BufferLike, dim: int, index: BufferLike, src: BufferLike, *, stream: int = 0) -> None:
+def scatter_add(
+    out: BufferLike,
+    dim: int,
+    index: BufferLike,
+    src: BufferLike,
+    *,
+    index_range: KnownRange | None = None,
+    stream: int = 0,
+) -> None:
     """In place: ``out[..., index[..., i, ...], ...] += src[..., i, ...]`` (torch ``scatter_add_``; atomic)."""
-    _scatter("add", out, dim, index, src, stream)
+    _scatter("add", out, dim, index, src, stream, index_range)
 
 
 def _vector_index(index: BufferLike) -> tuple[int, int]:
@@ -102,7 +134,15 @@ def _vector_index(index: BufferLike) -> tuple[int, int]:
     return (index.shape[0], index.strides[0]) if index.shape else (1, 0)
 
 
-def index_select(x: BufferLike, dim: int, index: BufferLike, out: BufferLike, *, stream: int = 0) -> None:
+def index_select(
+    x: BufferLike,
+    dim: int,
+    index: BufferLike,
+    out: BufferLike,
+    *,
+    index_range: KnownRange | None = None,
+    stream: int = 0,
+) -> None:
     """``out = x`` with ``dim`` replaced by ``x[..., index[j], ...]`` (torch.index_select; no negative indices)."""
     xs, xst = shape1(x)
     dim = wrap_dim(dim, len(x.shape))
@@ -121,12 +161,20 @@ def index_select(x: BufferLike, dim: int, index: BufferLike, out: BufferLike, *,
         tuple(range(len(oshape))),
         with_size(xst, dim, 0),
         op="index_select",
+        ranges=[index_range],
         stream=stream,
     )
 
 
 def index_add(
-    out: BufferLike, dim: int, index: BufferLike, src: BufferLike, *, alpha: float | int = 1, stream: int = 0
+    out: BufferLike,
+    dim: int,
+    index: BufferLike,
+    src: BufferLike,
+    *,
+    alpha: float | int = 1,
+    index_range: KnownRange | None = None,
+    stream: int = 0,
 ) -> None:
     """In place: ``out[..., index[j], ...] += alpha * src[..., j, ...]`` (torch ``index_add_``; atomic)."""
     os_, ost = shape1(out)
@@ -146,11 +194,19 @@ def index_add(
         sst,
         alpha=alpha,
         op="index_add",
+        ranges=[index_range],
         stream=stream,
     )
 
 
-def embedding(weight: BufferLike, indices: BufferLike, out: BufferLike, *, stream: int = 0) -> None:
+def embedding(
+    weight: BufferLike,
+    indices: BufferLike,
+    out: BufferLike,
+    *,
+    index_range: KnownRange | None = None,
+    stream: int = 0,
+) -> None:
     """``out[*i, :] = weight[indices[*i], :]``; ``weight`` is ``(V, D)``, ``out`` is ``indices.shape + (D,)``."""
     if len(weight.shape) != 2:
         raise ValueError("embedding: weight must be 2-d")
@@ -168,6 +224,7 @@ def embedding(weight: BufferLike, indices: BufferLike, out: BufferLike, *, strea
         tuple(range(nb + 1)),
         (0,) * nb + (weight.strides[1],),
         op="embedding",
+        ranges=[index_range],
         stream=stream,
     )
 
@@ -178,6 +235,7 @@ def embedding_backward(
     grad_weight: BufferLike,
     *,
     padding_idx: int | None = None,
+    index_range: KnownRange | None = None,
     stream: int = 0,
 ) -> None:
     """``grad_weight[indices[*i], :] += grad_out[*i, :]`` (atomic; zero ``grad_weight`` first for a fresh
@@ -201,6 +259,7 @@ def embedding_backward(
         tuple(grad_out.strides),
         skip=padding_idx,
         op="embedding_backward",
+        ranges=[index_range],
         stream=stream,
     )
 

@@ -18,6 +18,13 @@ kernel records into a flag the graph owns instead, and the graph's next ``replay
 IndexError (``capture.py``); the kernel itself stays memory-safe either way. Negative indices wrap
 only where torch allows them (``index_put``).
 
+Known ranges. A caller that knows, on the host, bounds of an index buffer's values (an index uploaded
+from host data, an ``arange``) passes them as ``ranges``: when every index buffer is known to lie in
+range, the launch records into a per-stream *sink* block that nobody reads and does not wait for the
+stream (the kernel still skips any out-of-range index, so a wrong bound can never make it read or
+write out of bounds); when the first index buffer not known to fit has *exact* bounds (both attained),
+the host raises the very IndexError the device would have reported, before launching anything.
+
 Shared by two families: ``index.py`` (gather, scatter, index_select, index_add, embedding) and
 ``getitem.py`` (index_put); each builds its iteration space and calls :func:`launch`.
 """
@@ -70,6 +77,55 @@ def _error_block(stream: int) -> tuple[int, int]:
             entry = (dev_ptr, host_ptr, None)
         _errors[key] = entry
     return entry[0], entry[1]
+
+
+_sinks: dict[tuple[int, int], tuple[int, Any]] = {}
+
+
+def _sink_block(stream: int) -> int:
+    """A block like ``_error_block``'s that is never read: launches whose indices are known in range
+    record into it (they record nothing, unless a caller's bounds were wrong). Private to ``stream``."""
+    key = (current_device(), stream)
+    entry = _sinks.get(key)
+    if entry is None:
+        if rt.INTERPRET:
+            host = np.zeros(_ERR_SLOTS, dtype=np.int64)
+            entry = (host.ctypes.data, host)
+        else:
+            rt.cuda().ensure_context()
+            entry = (rt.cuda().mapped(8 * _ERR_SLOTS)[1], None)  # never freed: one per stream
+        _sinks[key] = entry
+    return entry[0]
+
+
+# Host-known bounds of one index buffer's values: (lowest, highest, exact: both are attained).
+KnownRange = tuple[int, int, bool]
+
+
+def known_in_range(
+    indices: list[tuple[BufferLike, tuple[int, ...], int, int, int]],
+    ranges: list[KnownRange | None] | None,
+    neg: bool = False,
+) -> bool:
+    """True when the host knows every index of every buffer is in range (no device check needed).
+
+    Raises the IndexError the device check would report when the first buffer not known to fit has
+    exact bounds (the device reports the first bad buffer: its largest too-large value, else its
+    smallest too-small one; both are the exact bounds then). False: the device must check.
+    """
+    if not ranges or len(ranges) != len(indices):
+        return False
+    for (_, _, dim, size, _), known in zip(indices, ranges):
+        if known is None:
+            return False
+        lo, hi, exact = known
+        if (-size if neg else 0) <= lo and hi < size:
+            continue
+        if exact:
+            value = hi if hi >= size else lo
+            raise IndexError(f"index {value} is out of bounds for dimension {dim} with size {size}")
+        return False
+    return True
 
 
 def _raise_if_bad(host: int, dims: list[tuple[int, int]], stream: int) -> None:
@@ -280,9 +336,11 @@ def launch(
     alpha: float | int = 1,
     skip: int | None = None,
     op: str = "index",
+    ranges: list[KnownRange | None] | None = None,
     stream: int,
 ) -> None:
     """One indexed elementwise launch over ``shape``; ``op`` names it in errors raised at a graph's replay.
+    ``ranges``: host-known bounds of each index buffer's values, or None (see the module docstring).
 
     ``indices``: (index buffer, its strides over ``shape``, logical dim, size of that dim, its stride on the
     indexed side). ``dst_dims`` names, for each dim of ``shape``, the destination dim it walks (-1: none, as
@@ -294,6 +352,7 @@ def launch(
         _check_index_dtype(ib)
     if numel(shape) == 0:
         return
+    known = known_in_range(indices, ranges, neg)  # before any work: it may raise
     dshape, dstrides = shape1(dst)
     if not shape:
         shape, dst_dims, src_strides = (1,), (0,), (0,)
@@ -376,7 +435,11 @@ def launch(
     captured = capture.capturing()
     # Eager: the per-stream block, read after the launch (IndexError at the call). Captured: nothing
     # may wait, so a flag owned by the graph records the bad index and the next replay() raises it.
-    err, err_host = (_captured_error_block(op, dims), 0) if captured else _error_block(stream)
+    # Known in range: the sink, nothing to read back.
+    if known:
+        err, err_host = _sink_block(stream), 0
+    else:
+        err, err_host = (_captured_error_block(op, dims), 0) if captured else _error_block(stream)
     value = conv(src) if src_scalar else 0  # type: ignore[arg-type]
     fn(
         (cdiv(lay.n, _BLOCK), 1, 1),
@@ -401,7 +464,7 @@ def launch(
     )
     if wide is not None:
         copy(wide, Buffer(dst.ptr, dshape, shape1(dst)[1], dst.dtype), stream=stream)
-    if not captured:
+    if not (captured or known):
         _raise_if_bad(err_host, dims, stream)
 
 

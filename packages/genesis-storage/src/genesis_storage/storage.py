@@ -33,8 +33,15 @@ class CUDAStorage:
 
     # _streams: Stream objects this memory was recorded on; held so that none of them is destroyed
     # before the free below records its event on it (a destroyed stream's handle is invalid).
-    __slots__ = ("__weakref__", "_alloc", "_block", "_owner", "_ptr", "_streams", "device", "nbytes")
+    __slots__ = ("__weakref__", "_alloc", "_block", "_owner", "_ptr", "_streams", "device", "nbytes", "value_range")
     _streams: list[Stream]  # set on the first record_stream()
+    # What the host knows of the values held, at no device cost: (dtype, lowest, highest, exact) for
+    # every element read as dtype, ``exact`` when both bounds are attained; unset (read it with
+    # getattr(storage, "value_range", None)) or None when unknown. Set by whoever wrote the values
+    # from known data (genesis_ndarray: uploads, arange, integer casts); every write this class makes,
+    # and every export of a view (DLPack, the CUDA Array Interface: someone else may write), drops it.
+    # Index ops read it to skip a bounds check's stream synchronisation.
+    value_range: tuple[str, int, int, bool] | None
 
     def __init__(self, nbytes: int, device: int | None = None) -> None:
         # Hot path (every op's output): thread-local reads with class defaults, one allocator call.
@@ -134,6 +141,7 @@ class CUDAStorage:
         """Host -> device. `src` may be reused as soon as this returns."""
         ptr = self.ptr
         _check_host_array(src, self.nbytes, "copy_from_host", writable=False)
+        self.value_range = None
         if not self.nbytes:
             return
         drv, stream = self._drv_stream()
@@ -169,6 +177,7 @@ class CUDAStorage:
         if other.nbytes != self.nbytes:
             raise ValueError(f"copy_: source has {other.nbytes} bytes, destination has {self.nbytes} bytes")
         dst, src = self.ptr, other.ptr
+        self.value_range = getattr(other, "value_range", None)  # the same bytes
         if not self.nbytes:
             return self
         if other.device == self.device:
@@ -202,6 +211,7 @@ class CUDAStorage:
         if not 0 <= int(byte) <= 255:
             raise ValueError(f"fill_ takes a byte value 0..255, got {byte}")
         ptr = self.ptr
+        self.value_range = None
         if self.nbytes:
             drv, stream = self._drv_stream()
             check("cuMemsetD8Async", drv.cuMemsetD8Async(drv.CUdeviceptr(ptr), int(byte), self.nbytes, stream))
@@ -235,6 +245,7 @@ class CUDAStorage:
         drv = ensure_context(self.device)
         cs = s._cu_stream()
         if to_device:
+            self.value_range = None
             check("cuMemcpyHtoDAsync", drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(ptr), hptr, self.nbytes, cs))
         else:
             check("cuMemcpyDtoHAsync", drv.cuMemcpyDtoHAsync(hptr, drv.CUdeviceptr(ptr), self.nbytes, cs))

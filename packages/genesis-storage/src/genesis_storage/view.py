@@ -162,6 +162,7 @@ class StridedView:
         if typestr is None:
             raise TypeError(f"{self.dtype} has no __cuda_array_interface__ typestr; use DLPack")
         self.storage.ptr  # noqa: B018 - raises StorageClosedError on a freed storage
+        self.storage.value_range = None  # the consumer may write through it
         h = current_stream_handle(self.device)
         return {
             "shape": self.shape,
@@ -179,6 +180,7 @@ class StridedView:
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
     ) -> Any:
+        self.storage.value_range = None  # the consumer may write through it
         return to_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:

@@ -86,3 +86,59 @@ def expand_to(v, shape):
     for size, stride, target in zip(v.shape, v.strides, shape[pad:]):
         strides.append(stride if size == target else 0)
     return v.as_strided(tuple(shape), tuple(strides), v.offset)
+
+
+# ------------------------------------------------------------------ host-known value ranges
+# An integer array's storage may carry bounds of its values that the host knows at no device cost
+# (genesis_storage's CUDAStorage.value_range: (dtype, lowest, highest, exact)): uploads from host
+# data, arange, randint / randperm, and integer casts of those set it. Index ops pass the bounds to
+# their kernels, which then skip the bounds check's stream synchronisation (genesis_kernels.indexed).
+# Every op of this backend that writes into an existing array calls ``forget_range`` on it first;
+# genesis_storage drops the bounds on its own writes and on every export (DLPack, CAI).
+_INTEGER_DTYPES = {"int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
+_INTEGER_DTYPES.update({"int16": (-(2**15), 2**15 - 1), "int8": (-128, 127), "uint8": (0, 255)})
+# Uploads above this many elements get no bounds: finding them (a min and a max over the host data)
+# would cost about as much host time as the copy itself, which a bounds check's sync then outweighs less.
+RANGE_UPLOAD_LIMIT = 1 << 20
+
+
+def value_range(v: View) -> tuple[int, int, bool] | None:
+    """Host-known (lowest, highest, exact) of ``v``'s values; exact: both are values ``v`` holds."""
+    known = getattr(v.storage, "value_range", None)
+    if known is None or known[0] != v.dtype or not v.numel:
+        return None
+    return known[1], known[2], known[3] and _covers(v)
+
+
+def _covers(v: View) -> bool:
+    """Whether ``v`` reaches every element of its storage (a dense array, or a permuted / expanded /
+    reshaped view of one): the storage's exact bounds are then ``v``'s."""
+    if v.offset:
+        return False
+    expected = 1
+    for stride, size in sorted((st, n) for n, st in zip(v.shape, v.strides) if n > 1 and st):
+        if stride != expected:
+            return False
+        expected *= size
+    return expected == v.storage.nbytes // v.itemsize
+
+
+def set_range(v: View, lo: int, hi: int, exact: bool) -> View:
+    """Record bounds of the values just written into ``v`` (a whole fresh storage, integer dtype)."""
+    limits = _INTEGER_DTYPES.get(v.dtype)
+    if limits is not None and limits[0] <= lo <= hi <= limits[1]:
+        v.storage.value_range = (v.dtype, int(lo), int(hi), bool(exact and _covers(v)))
+    return v
+
+
+def forget_range(v: View) -> None:
+    """``v``'s memory is about to be written: its storage's values are no longer known."""
+    v.storage.value_range = None
+
+
+def forget_ranges(*lists: list[View] | None) -> None:
+    """``forget_range`` for every array of the lists a multi-tensor op writes (None: no such list)."""
+    for views in lists:
+        if views:
+            for v in views:
+                v.storage.value_range = None

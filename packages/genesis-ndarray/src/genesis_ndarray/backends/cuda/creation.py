@@ -14,7 +14,7 @@ import genesis_storage as gs
 
 from ...device import Device
 from ...dtypes import DType
-from .common import View, new, reg, stream_of
+from .common import View, new, reg, set_range, stream_of
 
 
 @reg("empty")
@@ -36,6 +36,9 @@ def arange(start, end, step, dtype: DType, device: Device) -> View:
     out = new((n,), dtype, device)
     if n:
         gk.arange(out, start, step, stream=stream_of(out))
+        if type(start) is int and type(step) is int:  # exact integers: the values are start + i * step
+            ends = (start, start + (n - 1) * step)
+            set_range(out, min(ends), max(ends), True)
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import genesis_kernels as gk
 import genesis_storage as gs
 
-from .common import View, dtype_of, reg, stream_of
+from .common import View, dtype_of, forget_range, reg, stream_of, value_range
 from .memory import contiguous
 
 
@@ -48,9 +48,10 @@ def cross_entropy(
     loss, lse, row_weight = (gs.empty(rows, acc, logits.device) for _ in range(3))
     if loss.numel:
         weight = None if weight is None else contiguous(weight)
+        target = contiguous(target)
         gk.cross_entropy(
             logits,
-            contiguous(target),
+            target,
             weight,
             _weight_sum(weight, label_smoothing, acc),
             loss,
@@ -58,6 +59,7 @@ def cross_entropy(
             row_weight,
             ignore_index=ignore_index,
             label_smoothing=label_smoothing,
+            target_range=value_range(target),  # known in range: no check, no sync
             stream=stream_of(logits),
         )
     return loss, lse, row_weight
@@ -84,6 +86,8 @@ def cross_entropy_backward(
     out: View | None,
 ) -> View:
     _check(logits, target)
+    if out is not None:
+        forget_range(out)
     dx = gs.empty(logits.shape, logits.dtype, logits.device) if out is None else out
     if dx.numel:
         weight = None if weight is None else contiguous(weight)

@@ -13,7 +13,17 @@ import genesis_storage as gs
 
 from ...dtypes import DType, binary_result_dtype, bool_, get_default_dtype, promote_types
 from ...shape import broadcast_shapes
-from .common import View, current_stream_handle, dtype_of, expand_to, reg, resolver, result_type, stream_of
+from .common import (
+    View,
+    current_stream_handle,
+    dtype_of,
+    expand_to,
+    forget_range,
+    reg,
+    resolver,
+    result_type,
+    stream_of,
+)
 from .memory import cast
 
 _PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"})
@@ -159,6 +169,7 @@ def _rounded_to(dtype: DType, operand):
 def binary_(op: str, input: View, other) -> None:
     """In place: a = a op b, where b must broadcast to a's shape and its result type
     must cast back to a's dtype (torch refuses float results into int tensors)."""
+    forget_range(input)
     shape_b = other.shape if isinstance(other, View) else ()
     if broadcast_shapes(input.shape, shape_b) != tuple(input.shape):
         raise RuntimeError(

@@ -25,7 +25,7 @@ import genesis_storage as gs
 from ...dtypes import int64
 from ...getitem import IndexKind, Layout, layout, normalize, parse
 from ...shape import basic_index, broadcast_shapes
-from .common import View, expand_to, reg, stream_of
+from .common import View, expand_to, forget_range, reg, stream_of
 from .elementwise import binary, binary_
 from .memory import cast, copy_, fill_
 
@@ -246,6 +246,7 @@ def getitem(input: View, index) -> View:
 
 @reg("setitem")
 def setitem(input: View, index, value) -> None:
+    forget_range(input)
     if not _is_basic(index):
         _advanced_setitem(input, index, value)
         return
@@ -258,6 +259,7 @@ def setitem(input: View, index, value) -> None:
 
 @reg("index_put_")
 def index_put_(input: View, indices, values, accumulate: bool) -> None:
+    forget_range(input)
     _advanced_setitem(input, indices, values, accumulate)
 
 

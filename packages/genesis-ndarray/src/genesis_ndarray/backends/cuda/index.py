@@ -5,8 +5,11 @@ out-of-place forms by cloning first), index_select, masked_select, nonzero, embe
 backward.
 
 Every index is bounds-checked on the device by the kernel, which raises IndexError after the
-launch. torch raises RuntimeError for an out-of-range index of gather, scatter and index_add
-(and IndexError for index_select), so those launches re-raise it as one, with the same message.
+launch (a stream synchronisation), unless the host knows bounds of the index's values
+(``common.value_range``: uploaded from host data, an arange, ...): in range, nothing is waited for;
+exactly known out of range, the same IndexError is raised before the launch. torch raises
+RuntimeError for an out-of-range index of gather, scatter and index_add (and IndexError for
+index_select), so those launches re-raise it as one, with the same message.
 Shapes, dims and dtypes are checked here first, with torch's messages, so that both devices agree.
 """
 
@@ -22,7 +25,7 @@ import genesis_storage as gs
 
 from ...dtypes import dtype_by_name, int32
 from ...shape import broadcast_shapes, normalize_dim
-from .common import View, expand_to, reg, stream_of
+from .common import View, expand_to, forget_range, reg, stream_of, value_range
 from .memory import cast, copy_, fill_
 
 _INDEX_DTYPES = ("int64", "int32")
@@ -97,7 +100,7 @@ def gather(input: View, dim: int, index: View) -> View:
                 f"larger than self {list(input.shape)} apart from dimension {dim}"
             )
     with _index_errors_as_runtime_error():
-        gk.gather(input, dim, index, out, stream=stream_of(input))
+        gk.gather(input, dim, index, out, index_range=value_range(index), stream=stream_of(input))
     return out
 
 
@@ -134,22 +137,27 @@ def _check_scatter(v: View, dim: int, index: View, src) -> int:
 def scatter_(input: View, dim: int, index: View, src) -> None:
     """v[..., index[i], ...] = src[i] (or a scalar) along dim; with repeated indices one write wins."""
     dim = _check_scatter(input, dim, index, src)
+    forget_range(input)
     if not math.prod(index.shape):
         return
     if not isinstance(src, View):
         src = _scalar_for(input.dtype, src)
     with _index_errors_as_runtime_error():
-        gk.scatter(input, dim, index, src, stream=stream_of(input))
+        gk.scatter(input, dim, index, src, index_range=value_range(index), stream=stream_of(input))
 
 
 @reg("scatter_add_")
 def scatter_add_(input: View, dim: int, index: View, src: View) -> None:
     """v[..., index[i], ...] += src[i] along dim (atomic: repeated indices add up)."""
     dim = _check_scatter(input, dim, index, src)
+    forget_range(input)
     if not math.prod(index.shape):
         return
+    known = value_range(index)
     with _index_errors_as_runtime_error():
-        _accumulate(input, src, lambda dst, s: gk.scatter_add(dst, dim, index, s, stream=stream_of(input)))
+        _accumulate(
+            input, src, lambda dst, s: gk.scatter_add(dst, dim, index, s, index_range=known, stream=stream_of(input))
+        )
 
 
 # ------------------------------------------------------------------ index_select / index_add
@@ -170,7 +178,8 @@ def index_select(input: View, dim: int, index: View) -> View:
         shape = input.shape[:dim] + (n,) + input.shape[dim + 1 :]
     out = gs.empty(shape, input.dtype, input.device)
     if math.prod(shape):
-        gk.index_select(input, dim, index, out, stream=stream_of(input))  # out of range: IndexError, as torch
+        # out of range: IndexError, as torch
+        gk.index_select(input, dim, index, out, index_range=value_range(index), stream=stream_of(input))
     return out
 
 
@@ -207,12 +216,16 @@ def index_add_(input: View, dim: int, index: View, source: View, alpha) -> None:
             "source tensor shape must match self tensor shape, excluding the specified dimension. "
             f"Got self.shape = {list(input.shape)} source.shape = {list(source.shape)}"
         )
+    forget_range(input)
     if not math.prod(source.shape):
         return
     alpha = _scalar_for("int32" if input.dtype == "bool" else input.dtype, alpha)
+    known = value_range(index)
     with _index_errors_as_runtime_error():
         _accumulate(
-            input, source, lambda dst, s: gk.index_add(dst, dim, index, s, alpha=alpha, stream=stream_of(input))
+            input,
+            source,
+            lambda dst, s: gk.index_add(dst, dim, index, s, alpha=alpha, index_range=known, stream=stream_of(input)),
         )
 
 
@@ -226,6 +239,7 @@ def masked_fill_(input: View, mask: View, value) -> None:
     shape = broadcast_shapes(input.shape, mask.shape)
     if shape != tuple(input.shape):
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
+    forget_range(input)
     if math.prod(shape):
         gk.masked_fill(input, expand_to(mask, shape), _scalar_for(input.dtype, value), input, stream=stream_of(input))
 
@@ -284,7 +298,7 @@ def embedding(weight: View, indices: View) -> View:
     out = gs.empty(tuple(indices.shape) + (weight.shape[1],), weight.dtype, weight.device)
     if math.prod(out.shape):
         with _embedding_index_errors():
-            gk.embedding(weight, indices, out, stream=stream_of(weight))
+            gk.embedding(weight, indices, out, index_range=value_range(indices), stream=stream_of(weight))
     return out
 
 
@@ -298,7 +312,12 @@ def embedding_backward(grad_output: View, indices: View, num_weights: int, paddi
     if math.prod(grad_output.shape):
         with _embedding_index_errors():
             gk.embedding_backward(
-                grad_output, indices, grad_weight, padding_idx=padding_idx, stream=stream_of(grad_output)
+                grad_output,
+                indices,
+                grad_weight,
+                padding_idx=padding_idx,
+                index_range=value_range(indices),
+                stream=stream_of(grad_output),
             )
     return grad_weight
 

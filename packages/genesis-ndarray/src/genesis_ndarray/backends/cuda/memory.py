@@ -15,13 +15,29 @@ import genesis_storage as gs
 from ...device import Device
 from ...dtypes import DType, dtype_of_torch
 from ...shape import broadcast_shapes
-from .common import View, dtype_of, expand_to, new, reg, stream_of
+from .common import (
+    RANGE_UPLOAD_LIMIT,
+    View,
+    dtype_of,
+    expand_to,
+    forget_range,
+    new,
+    reg,
+    set_range,
+    stream_of,
+    value_range,
+)
 
 reg("dtype_of")(dtype_of)
 reg("strides")(lambda input: input.strides)
 reg("storage_offset")(lambda input: input.offset)
 reg("is_contiguous")(lambda input: input.is_contiguous())
-reg("data_ptr")(lambda input: input.ptr)
+
+
+@reg("data_ptr")
+def data_ptr(input: View) -> int:
+    forget_range(input)  # whoever holds the address may write through it (NCCL, ctypes, ...)
+    return input.ptr
 
 
 @reg("exclusive")
@@ -53,6 +69,7 @@ def from_dlpack(obj) -> tuple[View, Device]:
 
 @reg("fill_")
 def fill_(input: View, value) -> None:
+    forget_range(input)
     if math.prod(input.shape):
         gk.fill(input, value, stream=stream_of(input))
 
@@ -69,12 +86,20 @@ def _forbid_readback(op: str) -> None:
     gk.capture.forbid_readback(op, "the data must reach the host, which waits for the stream")
 
 
+_RANGED = ("int64", "int32")  # the index dtypes (and casts between them)
+
+
 @reg("from_cpu")
 def from_cpu(input: torch.Tensor, device: Device, non_blocking: bool = False) -> View:
     # Capture-safe: during a capture genesis_storage stages the bytes in pinned memory the graph owns.
     out = new(tuple(input.shape), dtype_of_torch(input.dtype), device)
     if input.numel():
-        out.storage.copy_from_host(_host_bytes(input).reshape(-1))
+        host = _host_bytes(input).reshape(-1)
+        out.storage.copy_from_host(host)
+        if out.dtype in _RANGED and host.size <= RANGE_UPLOAD_LIMIT:
+            # The host has the values now: their bounds cost a min and a max, and spare each index op
+            # that reads them the sync of its bounds check (exact: both bounds are values held).
+            set_range(out, int(host.min()), int(host.max()), True)
     return out
 
 
@@ -111,6 +136,9 @@ def cast(input: View, dtype: DType) -> View:
     out = gs.empty(input.shape, dtype.name, input.device)
     if math.prod(input.shape):
         gk.copy(input, out, stream=stream_of(input))
+        known = value_range(input)
+        if known is not None:  # the same values, where the new dtype holds them all (set_range checks)
+            set_range(out, *known)
     return out
 
 
@@ -126,6 +154,7 @@ def contiguous(input: View) -> View:
 
 @reg("copy_")
 def copy_(input: View, src: View) -> None:
+    forget_range(input)
     if broadcast_shapes(input.shape, src.shape) != tuple(input.shape):
         raise RuntimeError(
             f"output with shape {list(input.shape)} doesn't match the broadcast shape "

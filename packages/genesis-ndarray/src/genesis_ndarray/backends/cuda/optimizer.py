@@ -22,7 +22,7 @@ import numpy as np
 import genesis_kernels as gk
 import genesis_storage as gs
 
-from .common import View, reg, stream_of
+from .common import View, forget_ranges, reg, stream_of
 from .elementwise import binary_
 from .memory import item
 
@@ -76,6 +76,7 @@ def multi_tensor_adam_(
 ) -> None:  # fmt: skip
     if not params:
         return
+    forget_ranges(params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, masters)
     device, stream = params[0].device, stream_of(params[0])
     for idx in _by_dtype(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, masters):
         gk.optimizer.adam(
@@ -108,6 +109,7 @@ def multi_tensor_sgd_(
 ) -> None:  # fmt: skip
     if not params:
         return
+    forget_ranges(params, momentum_buffers, first_step, masters)
     device, stream = params[0].device, stream_of(params[0])
     for idx in _by_dtype(params, grads, momentum_buffers, masters):
         gk.optimizer.sgd(
@@ -144,6 +146,7 @@ def multi_tensor_norm(tensors: list[View], norm_type: float, dtype: str) -> View
 def multi_tensor_clip_(tensors: list[View], total_norm: View, max_norm: float) -> None:
     if not tensors:
         return
+    forget_ranges(tensors)
     for idx in _by_dtype(tensors):
         gk.optimizer.clip_by_total_norm(
             [tensors[i] for i in idx],

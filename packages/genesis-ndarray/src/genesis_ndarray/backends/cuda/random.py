@@ -16,7 +16,7 @@ import genesis_kernels as gk
 
 from ...device import Device
 from ...dtypes import DType, bool_, float32, int64
-from .common import View, dtype_of, index_of, new, reg, stream_of
+from .common import View, dtype_of, forget_range, index_of, new, reg, set_range, stream_of
 from .elementwise import binary, unary
 from .memory import cast, copy_, fill_
 from .philox import Draw, reseed, state_of, take
@@ -54,6 +54,7 @@ def randint(low: int, high: int, shape, dtype: DType, device: Device):
     if n:
         d = take(device, n)
         gk.randint(out, low, high, d.seed, d.offset, stream=stream_of(out), rng_ptr=d.rng_ptr)
+        set_range(out, low, high - 1, False)  # bounds, not values drawn
     return out
 
 
@@ -61,6 +62,7 @@ def randint(low: int, high: int, shape, dtype: DType, device: Device):
 # Each draws numel(v) counters of v's device and writes straight through v's strides:
 # element i (row-major logical index) gets counter offset + i, whatever the layout.
 def _draw(v: View) -> Draw | None:
+    forget_range(v)  # every caller writes v
     n = math.prod(v.shape)
     return take(Device("cuda", v.device), n) if n else None
 
@@ -136,6 +138,7 @@ def randperm(n: int, dtype: DType, device: Device) -> View:
     gk.randint(keys, 0, 2**62, d.seed, d.offset, stream=stream, rng_ptr=d.rng_ptr)
     index = out if dtype is int64 else new((n,), int64, device)
     gk.argsort(keys, index, new((n,), int64, device), dim=0, stream=stream)
+    set_range(index, 0, n - 1, True)  # a permutation of 0..n-1 (the cast keeps it)
     return out if index is out else cast(index, dtype)
 
 
