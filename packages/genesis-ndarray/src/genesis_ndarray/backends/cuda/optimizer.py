@@ -76,7 +76,9 @@ def multi_tensor_adam_(
 ) -> None:  # fmt: skip
     if not params:
         return
-    forget_ranges(params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, masters)
+    # Every list the kernels store into; with grad_scale that includes the grads (stored back unscaled).
+    unscaled = grads if grad_scale is not None else None
+    forget_ranges(params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, masters, unscaled)
     device, stream = params[0].device, stream_of(params[0])
     for idx in _by_dtype(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, masters):
         gk.optimizer.adam(
@@ -109,7 +111,8 @@ def multi_tensor_sgd_(
 ) -> None:  # fmt: skip
     if not params:
         return
-    forget_ranges(params, momentum_buffers, first_step, masters)
+    # As Adam; first_step is a list of host flags, not arrays.
+    forget_ranges(params, momentum_buffers, masters, grads if grad_scale is not None else None)
     device, stream = params[0].device, stream_of(params[0])
     for idx in _by_dtype(params, grads, momentum_buffers, masters):
         gk.optimizer.sgd(
