@@ -422,3 +422,16 @@ def test_range_still_holds_reads_the_values(fake_gpu):
     assert not _range_still_holds(a)
     a.native.storage.value_range = ("int64", -1, 4, False)
     assert _range_still_holds(a)
+
+
+def test_a_new_writer_is_asked_for(monkeypatch):
+    """A writer registered tomorrow: discovered by its spelling (and then failing for want of a case), or, spelled
+    like none, failing the classification."""
+    ops = registry.table("cuda")
+    monkeypatch.setitem(ops, "hypot_", lambda input, other: None)
+    monkeypatch.setitem(ops, "softmax_into", lambda input, dim, out: None)
+    assert {"hypot_", "softmax_into"} <= set(backend_writers())
+    assert "hypot_" not in BACKEND_CASES and "softmax_into" not in BACKEND_CASES
+    monkeypatch.setitem(ops, "accumulate", lambda dst, src: None)
+    with pytest.raises(AssertionError, match=r"neither discovered as writers nor listed in READ_ONLY.*'accumulate'"):
+        test_every_registered_op_is_classified()
