@@ -125,7 +125,12 @@ def test_cuda_captured_gather_reports_at_replay(device, captured, monkeypatch):
     graph, hooks = captured
     x = random_tensor((10,))
     idx = torch.tensor([3, 10, 1])
-    out = from_torch(x, device).gather(0, from_torch(idx, device))  # no error now: nothing may wait
+    known = from_torch(idx, device)  # uploaded from host values: its range is known, the error needs no wait
+    with pytest.raises(RuntimeError, match=r"index 10 is out of bounds for dimension 0 with size 10"):  # torch's
+        from_torch(x, device).gather(0, known)
+    unknown = from_torch(idx, device)
+    unknown.data_ptr()  # an export drops the known range: only the device can check these values now
+    out = from_torch(x, device).gather(0, unknown)  # no error now: nothing may wait
     monkeypatch.setattr(graphs, "is_current_stream_capturing", lambda: False)
     got = to_torch(out)
     assert got[0] == x[3] and got[1] == 0 and got[2] == x[1]  # the bad lane read nothing

@@ -27,7 +27,7 @@ def test_zeros_ones_full(device, shape, dtype):
     value = True if dtype is nd.bool_ else 3 if dtype is nd.int32 else -2.75
     assert_same(nd.full(shape, value, dtype=dtype, device=device), torch.full(shape, value, dtype=tdt))
     out = nd.empty(*shape, dtype=dtype, device=device)
-    assert out.shape == shape and out.device == nd.as_device(device)
+    assert out.shape == shape and out.device == nd.resolve_device(device)
 
 
 @pytest.mark.parametrize("value", [True, 7, -1.5])

@@ -119,7 +119,7 @@ def test_to_device_round_trip(device, dtype):
     t = random_tensor((3, 5), dtype)
     a = nd.from_torch(t.clone(), "cpu")
     there = a.to(device)
-    assert there.device == nd.as_device(device) and there.dtype is a.dtype
+    assert there.device == nd.resolve_device(device) and there.dtype is a.dtype
     back = there.to("cpu")
     assert back.device == nd.as_device("cpu")
     assert torch.equal(back.native, t)
@@ -147,7 +147,7 @@ def test_numpy_is_zero_copy_on_cpu_and_item():
 def test_dlpack_round_trip(device, dtype):
     xt = random_tensor((3, 4), dtype=dtype).to(device)
     a = nd.from_dlpack(xt)
-    assert a.device == nd.as_device(device) and a.shape == (3, 4) and a.dtype.torch == dtype
+    assert a.device == nd.resolve_device(device) and a.shape == (3, 4) and a.dtype.torch == dtype
     assert a.data_ptr() == xt.data_ptr()  # zero copy
     back = torch.from_dlpack(a)
     assert back.data_ptr() == xt.data_ptr()

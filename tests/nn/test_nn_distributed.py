@@ -249,6 +249,38 @@ def test_the_nccl_watchdog_reports_a_collective_past_the_timeout_and_an_async_er
     ]
 
 
+def test_the_nccl_watchdog_never_destroys_a_finished_event_in_its_own_thread():
+    """A finished collective's event is released by the next watch(), in the thread issuing collectives:
+    on a GPU, cuEventDestroy in the watchdog's thread blocked while the main thread waited on a stream a
+    stalled NCCL kernel held, and the watchdog never aborted (H100, NCCL 2.28)."""
+    import gc
+    import threading
+
+    from genesis.distributed.watchdog import Watchdog
+
+    died_in: list[str] = []
+
+    class Event(_Event):
+        def __del__(self) -> None:
+            died_in.append(threading.current_thread().name)
+
+    failures: list[str] = []
+    dog = Watchdog(timeout=60, on_failure=failures.append, interval=0.01)
+    dog.watch(Event(done=True), "all_reduce")  # dropped by the caller: the watchdog holds the only reference
+    dog.watch(Event(), "broadcast")  # still running
+    start = time.monotonic()
+    while len(dog._in_flight) != 1 and time.monotonic() - start < 5:  # the thread's polls retire the first
+        time.sleep(0.01)
+    gc.collect()
+    assert len(dog._in_flight) == 1 and died_in == [], died_in  # retired, not destroyed
+    dog._in_flight[0][0].done = True
+    dog.watch(Event(), "all_gather")  # the caller's thread: the first event dies here
+    assert died_in[:1] == [threading.current_thread().name], died_in
+    time.sleep(0.1)  # polls meanwhile retire the broadcast's event without destroying it
+    assert died_in == [threading.current_thread().name] and failures == [], died_in
+    dog.stop()
+
+
 def test_the_nccl_backend_aborts_and_raises_after_the_watchdogs_verdict(capsys):
     from genesis.distributed.nccl import NcclBackend
 

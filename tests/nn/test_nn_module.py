@@ -10,6 +10,7 @@ import torch
 from nn_helpers import assert_close, g, module_repr, to_torch
 
 import genesis
+import genesis_autograd
 import genesis.nn as nn
 from device_support import requires_cuda
 
@@ -267,8 +268,8 @@ def test_to_and_casts(device):
     net(genesis.tensor([[1, 2]])).sum().backward()
     assert net.to(device) is net
     assert [id(p) for p in net.parameters()] == [id(p) for p in params]  # the same Parameter objects
-    assert all(p.device == genesis.device(device) and p.grad.device == genesis.device(device) for p in params)
-    assert net.blocks[0].steps.device == genesis.device(device)
+    assert all(p.device == genesis_autograd.resolve_device(device) and p.grad.device == genesis_autograd.resolve_device(device) for p in params)
+    assert net.blocks[0].steps.device == genesis_autograd.resolve_device(device)
     assert all(torch.equal(to_torch(p), b) for p, b in zip(params, before))
     net.to(genesis.float64, non_blocking=True)
     assert all(p.dtype == genesis.float64 and p.grad.dtype == genesis.float64 for p in params)

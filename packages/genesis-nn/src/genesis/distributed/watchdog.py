@@ -36,6 +36,11 @@ class Watchdog:
         self.timeout, self.interval = timeout, interval
         self._on_failure, self._async_error, self._peer_error = on_failure, async_error, peer_error
         self._in_flight: list[tuple[Any, str, float]] = []
+        # Finished collectives' events, released by the next watch() in the caller's thread: the poll must
+        # never hold an event's last reference. Destroying it (cuEventDestroy) blocks in the driver while
+        # another thread waits on a stream that a stalled NCCL kernel holds (seen on H100s, NCCL 2.28), and
+        # the watchdog stuck there never aborts the communicator that would end that wait.
+        self._retired: list[tuple[Any, str, float]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -45,6 +50,8 @@ class Watchdog:
         """Follow ``event`` (anything with ``query()``: True once the collective is done)."""
         with self._lock:
             self._in_flight.append((event, what, time.monotonic()))
+            retired, self._retired = self._retired, []
+        del retired  # the finished events are destroyed here, in the caller's thread
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="genesis-nccl-watchdog", daemon=True)
             self._thread.start()
@@ -54,8 +61,11 @@ class Watchdog:
         if self.failed is not None or self._stop.is_set():  # stopped: the communicator may be gone
             return
         with self._lock:
-            self._in_flight = [entry for entry in self._in_flight if not entry[0].query()]
-            late = [entry for entry in self._in_flight if time.monotonic() - entry[2] > self.timeout]
+            running = []
+            for entry in self._in_flight:
+                (running if not entry[0].query() else self._retired).append(entry)
+            self._in_flight = running  # every entry lives on in one of the two lists: nothing is destroyed here
+            late = [entry for entry in running if time.monotonic() - entry[2] > self.timeout]
         if late:
             _, what, started = late[0]
             self._fail(
