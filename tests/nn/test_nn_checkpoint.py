@@ -17,8 +17,8 @@ import torch
 from nn_helpers import copy_weights, g
 
 import genesis
-import genesis_autograd
 import genesis.nn as nn
+import genesis_autograd
 from genesis.serialization import CorruptCheckpointError, _digest
 
 DTYPES = [

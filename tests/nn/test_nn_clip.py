@@ -11,8 +11,8 @@ import torch
 from nn_helpers import assert_close, g
 
 import genesis
-import genesis_autograd
 import genesis.nn as nn
+import genesis_autograd
 from genesis.nn.utils import (
     clip_grad_norm,
     clip_grad_norm_,

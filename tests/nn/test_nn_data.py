@@ -29,7 +29,11 @@ def test_batches_in_order(device, batch_size, drop_last, expected):
     batches = list(loader)
     assert len(loader) == len(expected) and [len(b[1]) for b in batches] == expected
     for xb, yb in batches:
-        assert xb.device == genesis_autograd.resolve_device(device) and yb.dtype == genesis.int64 and xb.dtype == genesis.float32
+        assert (
+            xb.device == genesis_autograd.resolve_device(device)
+            and yb.dtype == genesis.int64
+            and xb.dtype == genesis.float32
+        )
         assert (xb.cpu().numpy() == x[yb.cpu().numpy()]).all()
     assert np.concatenate([b[1].cpu().numpy() for b in batches]).tolist() == list(range(sum(expected)))
 

@@ -10,8 +10,8 @@ import torch
 from nn_helpers import assert_close, g, module_repr, to_torch
 
 import genesis
-import genesis_autograd
 import genesis.nn as nn
+import genesis_autograd
 from device_support import requires_cuda
 
 
@@ -268,8 +268,9 @@ def test_to_and_casts(device):
     net(genesis.tensor([[1, 2]])).sum().backward()
     assert net.to(device) is net
     assert [id(p) for p in net.parameters()] == [id(p) for p in params]  # the same Parameter objects
-    assert all(p.device == genesis_autograd.resolve_device(device) and p.grad.device == genesis_autograd.resolve_device(device) for p in params)
-    assert net.blocks[0].steps.device == genesis_autograd.resolve_device(device)
+    here = genesis_autograd.resolve_device(device)  # "cuda": the current device, as torch reads it
+    assert all(p.device == here and p.grad.device == here for p in params)
+    assert net.blocks[0].steps.device == here
     assert all(torch.equal(to_torch(p), b) for p, b in zip(params, before))
     net.to(genesis.float64, non_blocking=True)
     assert all(p.dtype == genesis.float64 and p.grad.dtype == genesis.float64 for p in params)
