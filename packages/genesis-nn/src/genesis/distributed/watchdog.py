@@ -61,7 +61,7 @@ class Watchdog:
         if self.failed is not None or self._stop.is_set():  # stopped: the communicator may be gone
             return
         with self._lock:
-            running = []
+            running: list[tuple[Any, str, float]] = []
             for entry in self._in_flight:
                 (running if not entry[0].query() else self._retired).append(entry)
             self._in_flight = running  # every entry lives on in one of the two lists: nothing is destroyed here
