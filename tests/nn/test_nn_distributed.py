@@ -314,7 +314,10 @@ def test_nccl_module_refuses_a_cupy_whose_nccl_did_not_load(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
     monkeypatch.setitem(sys.modules, "cupy.cuda.nccl", stub)
-    monkeypatch.setitem(sys.modules, "cupy_backends", None)  # the binding itself cannot import either
+    # The binding itself cannot import either; its submodules too, which an earlier test in this process
+    # may have imported for real (the import system finds those in sys.modules without their parents).
+    for name in ("cupy_backends", "cupy_backends.cuda", "cupy_backends.cuda.libs", "cupy_backends.cuda.libs.nccl"):
+        monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setattr(backend, "_preload_pip_nccl", lambda: None)
     with pytest.raises(RuntimeError, match="doesn't have NCCL built in"):
         backend.nccl_module()
