@@ -24,7 +24,7 @@ from typing import Any
 
 os.environ["TRITON_INTERPRET"] = "1"  # before anything imports triton
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 _NOT_SUPPORTED = 801  # CUDA_ERROR_NOT_SUPPORTED
 
