@@ -17,7 +17,7 @@ import torch
 
 import genesis
 import genesis.nn as gnn
-from timing import interleaved_us, kernel_us
+from timing import host_us, interleaved_us, kernel_us
 
 SETS = 4
 
@@ -31,10 +31,10 @@ def gpt2_shapes() -> list[tuple[int, ...]]:
     return shapes + [(d,), (d,)]
 
 
-def make_sets(shapes, dtype=torch.float32):
-    """SETS pairs of (torch params, genesis params over the same memory), each with a gradient."""
+def make_sets(shapes, dtype=torch.float32, sets: int = SETS):
+    """``sets`` pairs of (torch params, genesis params over the same memory), each with a gradient."""
     out = []
-    for _ in range(SETS):
+    for _ in range(sets):
         tps = [torch.nn.Parameter(torch.randn(s, device="cuda", dtype=dtype) * 0.02) for s in shapes]
         gps = []
         for tp in tps:
@@ -77,6 +77,8 @@ def main() -> None:
     rows.append(("AdamW fused fp32 124M/100", res["genesis"], res["torch"], 28 * n))
     res = kernel_us(adamw, 8, SETS)
     rows.append(("  AdamW kernels only", res["genesis"], res["torch"], 28 * n))
+    res = host_us(adamw, reps, SETS)
+    rows.append(("  AdamW host issue time", res["genesis"], res["torch"], 28 * n))
 
     # SGD momentum: 20 bytes per parameter (read p, g, buf; write p, buf).
     t_sgd = [torch.optim.SGD(t, lr=1e-3, momentum=0.9, foreach=True) for t, _ in sets]

@@ -72,7 +72,7 @@ def reduce(b) -> None:  # type: ignore[no-untyped-def]
 
 def softmax(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "bfloat16", "float16", "float64"):
-        for n in (10, 1000, 4096, 10000):
+        for n in (10, 1000, 4096, 10000, 32768, 40000):  # 32768: the widest one-pass tile; 40000: two-pass
             gk.softmax(b((64, n), dt), b((64, n), dt))
             gk.softmax(b((64, n), dt), b((64, n), dt), log=True)
             gk.softmax_backward(b((64, n), dt), b((64, n), dt), b((64, n), dt))
@@ -283,7 +283,7 @@ def cross_entropy(b) -> None:  # type: ignore[no-untyped-def]
 def optimizer(b) -> None:  # type: ignore[no-untyped-def]
     from genesis_kernels import optimizer as opt
 
-    def up(table):  # type: ignore[no-untyped-def]  # nothing runs: any address will do
+    def up(table, key):  # type: ignore[no-untyped-def]  # nothing runs: any address will do
         return 1 << 20
 
     shapes = [(4096,), (33, 7)]

@@ -24,7 +24,7 @@ class Uploads:
     def __init__(self, device: str) -> None:
         self.device, self.keep = device, []
 
-    def __call__(self, table: np.ndarray) -> int:
+    def __call__(self, table: np.ndarray, key: object = None) -> int:
         t = torch.from_numpy(table.copy()).to(self.device)
         self.keep.append(t)
         return t.data_ptr()

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 from kernels_helpers import assert_close, buf, make, sync
 
 import genesis_kernels as gk
 
+gks = importlib.import_module("genesis_kernels.softmax")  # the package exports the function of that name
 
-@pytest.mark.parametrize("shape", [(1, 1), (7, 13), (3, 37), (2, 3, 129), (2, 5000), (0, 5), (4,)])
+
+# (2, _ONE_PASS_MAX + 3): the two-pass online kernel; (2, 5000): a one-pass row of many warps.
+@pytest.mark.parametrize(
+    "shape", [(1, 1), (7, 13), (3, 37), (2, 3, 129), (2, 5000), (2, gks._ONE_PASS_MAX + 3), (0, 5), (4,)]
+)
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax_forward_backward(device: str, shape: tuple[int, ...], log: bool) -> None:
     x = make(shape, "float32", device)

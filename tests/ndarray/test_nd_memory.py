@@ -154,6 +154,14 @@ def test_dlpack_round_trip(device, dtype):
     torch.testing.assert_close(back.cpu(), xt.cpu())
 
 
+def test_dlpack_arrays_share_their_device_object(device):
+    # Device equality falls back to a Python __eq__ when the objects differ; the optimizers compare the
+    # devices of hundreds of tensors per step, so an imported array must carry the canonical object.
+    a, b = nd.from_dlpack(random_tensor((3,)).to(device)), nd.from_dlpack(random_tensor((2,)).to(device))
+    assert a.device is b.device is nd.resolve_device(device)
+    assert nd.zeros(a.shape, device=a.device).device is a.device and (a + a).device is a.device
+
+
 def test_dlpack_shares_memory_and_strides(device):
     xt = torch.arange(12.0).reshape(3, 4).to(device)
     view = xt[:, 1::2]

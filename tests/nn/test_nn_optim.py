@@ -448,6 +448,47 @@ def test_multi_tensor_path_matches_torchs_fused_and_foreach(device, name, kwargs
                 assert_close(gstate[k][key].cpu(), value, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("name,kwargs", MULTI_TENSOR_CONFIGS[1:3])
+def test_multi_tensor_path_takes_strided_parameters_gradients_and_states(device, name, kwargs, monkeypatch):
+    """Transposed parameters, a strided gradient and a strided loaded state still take the fused path
+    (the kernels stream contiguous copies of them) and step as torch's single-tensor step does."""
+    module = genesis.optim.sgd if name == "SGD" else genesis.optim.adam
+    entry = "multi_tensor_sgd_" if name == "SGD" else "multi_tensor_adam_"
+    calls = []
+    real = getattr(module, entry)
+    monkeypatch.setattr(module, entry, lambda *a, **k: calls.append(1) or real(*a, **k))
+    shapes = [(6, 5), (7,), (3, 4)]
+    tps = [torch.nn.Parameter(torch.randn(s, dtype=torch.float64)) for s in shapes]
+    tps[0] = torch.nn.Parameter(torch.randn(5, 6, dtype=torch.float64).t())  # strided: (1, 6)
+    gps = [
+        nn.Parameter(g(t.detach(), device).t().contiguous().t() if i == 0 else g(t, device)) for i, t in enumerate(tps)
+    ]
+    assert not gps[0].is_contiguous() and not tps[0].is_contiguous()
+    # The reference is torch's single-tensor step: torch 2.13's fused CPU SGD reads a transposed gradient
+    # in memory order (it steps a (3, 4) parameter with the wrong elements).
+    topt = getattr(torch.optim, name)(tps, **kwargs, foreach=False)
+    opt = getattr(genesis.optim, name)(gps, **kwargs, fused=True)
+    for step in range(4):
+        for i, (tp, gp) in enumerate(zip(tps, gps)):
+            grad = torch.randn(tp.shape[::-1], dtype=torch.float64).t() if i == 2 else torch.randn_like(tp)
+            tp.grad, gp.grad = grad, g(grad.contiguous(), device)
+            if i == 2:  # a gradient seen through a transpose
+                gp.grad = g(grad.t().contiguous(), device).t()
+                assert not gp.grad.is_contiguous()
+        topt.step()
+        opt.step()
+        if step == 1:  # states loaded back as strided views of themselves
+            state = opt.state_dict()
+            for st in state["state"].values():
+                for key, value in st.items():
+                    if key != "step" and value.ndim == 2:
+                        st[key] = value.t().contiguous().t()
+            opt.load_state_dict(state)
+        for gp, tp in zip(gps, tps):
+            assert_close(gp, tp, rtol=1e-12, atol=1e-14)
+    assert len(calls) == 4, "the multi-tensor path did not take the strided tensors"
+
+
 def test_foreach_false_keeps_the_per_tensor_path(monkeypatch):
     monkeypatch.setattr(genesis.optim.adam, "multi_tensor_adam_", lambda *a, **k: pytest.fail("multi-tensor ran"))
     tps, gps = _pairs("cpu")

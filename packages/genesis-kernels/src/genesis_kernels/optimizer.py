@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 import triton
@@ -31,7 +31,8 @@ from .elementwise import cast_to, div_rn
 from .mathlib import lib
 from .runtime import Kernel, cdiv, ptr_type
 
-Upload = Callable[[np.ndarray], int]  # host int64 table -> device address (kept alive by the caller)
+# (host int64 table, a hashable key equal for equal tables) -> device address (kept alive by the caller)
+Upload = Callable[[np.ndarray, Hashable], int]
 
 BLOCK = 2048  # elements per inner step: 8 per thread at 8 warps, two 16-byte vectors of fp32
 CHUNK = 8 * BLOCK  # elements per program: one tensor's chunk
@@ -331,12 +332,25 @@ _CLIP = Kernel(_clip_kernel)
 
 
 # ------------------------------------------------------------------------------------------ launchers
+class NotDense(ValueError):
+    """A tensor the multi-tensor kernels cannot stream because it is not contiguous: the caller may run
+    the launch again on contiguous copies (and copy the results back)."""
+
+
 def pack(rows: Sequence[Sequence[int]], chunk: int = CHUNK) -> tuple[np.ndarray, int, int]:
     """The int64 table of a launch: the tensor rows (field 0 = element count), then one
     ``(tensor, first element)`` row per program. Returns (table, offset of the program rows, programs)."""
-    head = np.asarray(rows, dtype=np.int64).reshape(len(rows), -1)
-    progs = _program_rows(tuple(int(r[0]) for r in rows), chunk)
-    return np.concatenate([head.reshape(-1), progs]), head.size, len(progs) // 2
+    width = len(rows[0]) if rows else 1
+    table, base, programs, _ = _pack_flat([f for r in rows for f in r], width, chunk)
+    return table, base, programs
+
+
+def _pack_flat(flat: list[int], width: int, chunk: int = CHUNK) -> tuple[np.ndarray, int, int, tuple]:
+    """``pack`` of rows given as one flat list of ``width`` fields each; also returns the table's upload
+    key: its tensor rows and chunk determine the program rows, so the key need not hash them."""
+    head = np.array(flat, dtype=np.int64)
+    progs = _program_rows(tuple(flat[::width]), chunk)
+    return np.concatenate([head, progs]), head.size, len(progs) // 2, (chunk, width, head.tobytes())
 
 
 @functools.lru_cache(maxsize=64)
@@ -351,29 +365,51 @@ def _program_rows(numels: tuple[int, ...], chunk: int) -> np.ndarray:
     return progs
 
 
-def _check(name: str, bufs: Sequence[BufferLike | None], like: Sequence[BufferLike], dtype: str | None) -> None:
-    """Every buffer of one list: contiguous, the shape of its parameter, one dtype."""
-    for b, p in zip(bufs, like):
-        if b is None:
-            continue
-        shape = tuple(b.shape)
-        if shape != tuple(p.shape):
-            raise ValueError(f"{name}: shape {shape} does not match its parameter's {tuple(p.shape)}")
-        if dtype is not None and b.dtype != dtype:
-            raise TypeError(f"{name}: expected every tensor in {dtype}, got {b.dtype}")
-        if tuple(b.strides) != _dense_strides(shape) and not _contiguous(b):
-            raise ValueError(f"{name}: tensors must be contiguous (shape {shape}, strides {b.strides})")
+Column = tuple[str, Sequence[BufferLike] | None, str | None]  # (name, buffers or None, required dtype or None)
+
+
+def _rows(
+    params: Sequence[BufferLike], columns: Sequence[Column], extra: Sequence[Sequence[int]] | None = None
+) -> tuple[list[int], bool]:
+    """The tensor rows of a launch as one flat list, checked in the same pass (it runs over every tensor
+    of a model every step, so it is the launch's host cost): per tensor its element count, the pointer of
+    its buffer in each column (0 where the column is None), then ``extra[i]``. Every buffer must have its
+    parameter's shape and its column's dtype (ValueError / TypeError) and be contiguous (NotDense).
+    Returns the rows and whether every pointer is 16-byte aligned."""
+    flat: list[int] = []
+    bits = 0
+    for i, p in enumerate(params):
+        shape = p.shape if p.shape.__class__ is tuple else tuple(p.shape)
+        numel, dense = _layout(shape)
+        flat.append(numel)
+        for name, bufs, dtype in columns:
+            if bufs is None:
+                flat.append(0)
+                continue
+            b = bufs[i]
+            # (tuple() only where the plain comparison fails: a buffer may hold its shape as a list)
+            if b is not p and b.shape != shape and tuple(b.shape) != shape:
+                raise ValueError(f"{name}: shape {tuple(b.shape)} does not match its parameter's {shape}")
+            if dtype is not None and b.dtype != dtype:
+                raise TypeError(f"{name}: expected every tensor in {dtype}, got {b.dtype}")
+            if b.strides != dense and tuple(b.strides) != dense and not _contiguous(b):
+                raise NotDense(f"{name}: tensors must be contiguous (shape {shape}, strides {tuple(b.strides)})")
+            ptr = b.ptr
+            bits |= ptr
+            flat.append(ptr)
+        if extra is not None:
+            flat.extend(extra[i])
+    return flat, bits % 16 == 0
 
 
 @functools.lru_cache(maxsize=256)
-def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Row-major strides of ``shape``: the common case of ``_contiguous`` as one cached comparison
-    (a model has few distinct parameter shapes, and the check runs over every tensor every step)."""
+def _layout(shape: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+    """(element count, row-major strides) of ``shape``: a model has few distinct parameter shapes."""
     strides, expect = [], 1
     for size in reversed(shape):
         strides.append(expect)
         expect *= size
-    return tuple(reversed(strides))
+    return expect, tuple(reversed(strides))
 
 
 def _contiguous(b: BufferLike) -> bool:
@@ -383,14 +419,6 @@ def _contiguous(b: BufferLike) -> bool:
             return False
         expect *= size
     return True
-
-
-def _numel(b: BufferLike) -> int:
-    return math.prod(b.shape)
-
-
-def _aligned(rows: Sequence[Sequence[int]], fields: Sequence[int]) -> bool:
-    return all(r[k] % 16 == 0 for r in rows for k in fields)
 
 
 def _scalar(dtype: str) -> str:
@@ -437,33 +465,22 @@ def adam(
     pdt = params[0].dtype
     sdt = exp_avgs[0].dtype
     amsgrad = max_exp_avg_sqs is not None
-    _check("params", params, params, pdt)
-    _check("grads", grads, params, pdt)
-    _check("exp_avgs", exp_avgs, params, sdt)
-    _check("exp_avg_sqs", exp_avg_sqs, params, sdt)
-    if max_exp_avg_sqs is not None:
-        _check("max_exp_avg_sqs", max_exp_avg_sqs, params, sdt)
-    if masters is not None:
-        _check("masters", masters, params, "float32")
     if (steps is None) == (step is None):
         raise ValueError("adam: give either device `steps` or a host `step`")
     acc = "float64" if pdt == "float64" or sdt == "float64" else "float32"
-    rows = [
-        [
-            _numel(params[i]),
-            params[i].ptr,
-            grads[i].ptr,
-            exp_avgs[i].ptr,
-            exp_avg_sqs[i].ptr,
-            max_exp_avg_sqs[i].ptr if amsgrad else 0,  # type: ignore[index]
-            masters[i].ptr if masters is not None else 0,
-            steps[i].ptr if steps is not None else 0,
-        ]
-        for i in range(count)
+    columns: list[Column] = [
+        ("params", params, pdt),
+        ("grads", grads, pdt),
+        ("exp_avgs", exp_avgs, sdt),
+        ("exp_avg_sqs", exp_avg_sqs, sdt),
+        ("max_exp_avg_sqs", max_exp_avg_sqs, sdt),
+        ("masters", masters, "float32"),
     ]
-    aligned = _aligned(rows, (1, 2, 3, 4, 5, 6))
-    table, base, programs = pack(rows)
-    addr = upload(table)
+    # The step counters (fp32 scalars, 4-byte aligned) stay out of the alignment test.
+    counters = [(s.ptr,) for s in steps] if steps is not None else [(0,)] * count
+    flat, aligned = _rows(params, columns, counters)
+    table, base, programs, table_key = _pack_flat(flat, _ADAM_ROW)
+    addr = upload(table, table_key)
     if steps is not None:
         key: tuple[object, ...] = (found_inf is not None,)
         fn = _BUMP.cache.get(key)
@@ -552,30 +569,21 @@ def sgd(
         return
     pdt = params[0].dtype
     with_momentum = momentum != 0
-    _check("params", params, params, pdt)
-    _check("grads", grads, params, pdt)
     sdt = pdt
     if with_momentum:
         if momentum_buffers is None:
             raise ValueError("sgd: momentum needs momentum_buffers")
         sdt = momentum_buffers[0].dtype
-        _check("momentum_buffers", momentum_buffers, params, sdt)
-    if masters is not None:
-        _check("masters", masters, params, "float32")
     acc = "float64" if pdt == "float64" or sdt == "float64" else "float32"
-    firsts = list(first_step) if first_step is not None else [False] * count
-    rows = [
-        [
-            _numel(params[i]),
-            params[i].ptr,
-            grads[i].ptr,
-            momentum_buffers[i].ptr if with_momentum else 0,  # type: ignore[index]
-            masters[i].ptr if masters is not None else 0,
-            int(bool(firsts[i])),
-        ]
-        for i in range(count)
+    columns: list[Column] = [
+        ("params", params, pdt),
+        ("grads", grads, pdt),
+        ("momentum_buffers", momentum_buffers if with_momentum else None, sdt),
+        ("masters", masters, "float32"),
     ]
-    table, base, programs = pack(rows)
+    firsts = [(int(bool(f)),) for f in first_step] if first_step is not None else [(0,)] * count
+    flat, aligned = _rows(params, columns, firsts)
+    table, base, programs, table_key = _pack_flat(flat, _SGD_ROW)
     if programs == 0:
         return
     flags = dict(
@@ -586,7 +594,7 @@ def sgd(
         WD=weight_decay != 0,
         SCALE=grad_scale is not None,
         FOUND_INF=found_inf is not None,
-        ALIGNED=_aligned(rows, (1, 2, 3, 4)),
+        ALIGNED=aligned,
     )
     key = (pdt, sdt, acc, *flags.values())
     fn = _SGD.cache.get(key)
@@ -606,7 +614,7 @@ def sgd(
         _grid(programs),
         stream,
         (
-            upload(table),
+            upload(table, table_key),
             base,
             lr,
             momentum,
@@ -641,25 +649,24 @@ def total_norm(
         if not tensors:
             continue
         xdt = tensors[0].dtype
-        _check("tensors", tensors, tensors, xdt)
-        rows = [[_numel(t), t.ptr] for t in tensors]
-        table, base, programs = pack(rows)
-        plans.append((xdt, rows, table, base, programs, total_programs))
+        flat, aligned = _rows(tensors, [("tensors", tensors, xdt)])
+        table, base, programs, table_key = _pack_flat(flat, _ONE_ROW)
+        plans.append((xdt, aligned, table, table_key, base, programs, total_programs))
         total_programs += programs
     partials = runtime.scratch(8 * max(total_programs, 1), stream)
     p = float(norm_type)
-    for xdt, rows, table, base, programs, first in plans:
+    for xdt, aligned, table, table_key, base, programs, first in plans:
         if programs == 0:
             continue
         acc = accumulate_dtype(xdt)
-        key: tuple[object, ...] = (xdt, code, _aligned(rows, (1,)))
+        key: tuple[object, ...] = (xdt, code, aligned)
         fn = _NORM_PARTIAL.cache.get(key)
         if fn is None:
             types = {"table": "*i64", "chunk_base": "i64", "partials": "*fp64", "p": _scalar(acc)}
             consts = dict(X=tl_dtype(xdt), ACC=tl_dtype(acc), NORM=code, ALIGNED=key[2], BLOCK=BLOCK, CHUNK=CHUNK)
             fn = _NORM_PARTIAL.build(key, types, consts, num_warps=8)
             fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-        fn(_grid(programs), stream, (upload(table), base, partials + 8 * first, p, *fn._consts))  # type: ignore[attr-defined]
+        fn(_grid(programs), stream, (upload(table, table_key), base, partials + 8 * first, p, *fn._consts))  # type: ignore[attr-defined]
     key = (out.dtype, code, False)
     fn = _NORM_FINISH.cache.get(key)
     if fn is None:
@@ -676,13 +683,12 @@ def clip_by_total_norm(
     if not tensors:
         return
     xdt = tensors[0].dtype
-    _check("tensors", tensors, tensors, xdt)
-    rows = [[_numel(t), t.ptr] for t in tensors]
-    table, base, programs = pack(rows)
+    flat, aligned = _rows(tensors, [("tensors", tensors, xdt)])
+    table, base, programs, table_key = _pack_flat(flat, _ONE_ROW)
     if programs == 0:
         return
     acc = "float64" if xdt == "float64" or total_norm.dtype == "float64" else "float32"
-    key = (xdt, total_norm.dtype, acc, _aligned(rows, (1,)))
+    key = (xdt, total_norm.dtype, acc, aligned)
     fn = _CLIP.cache.get(key)
     if fn is None:
         types = {"table": "*i64", "chunk_base": "i64", "total_norm": ptr_type(total_norm.dtype), "max_norm": "fp64"}
@@ -691,4 +697,4 @@ def clip_by_total_norm(
         )
         fn = _CLIP.build(key, types, consts, num_warps=8)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn(_grid(programs), stream, (upload(table), base, total_norm.ptr, float(max_norm), *fn._consts))  # type: ignore[attr-defined]
+    fn(_grid(programs), stream, (upload(table, table_key), base, total_norm.ptr, float(max_norm), *fn._consts))  # type: ignore[attr-defined]

@@ -2,9 +2,14 @@
 
 Every dim but the last is a row (collapsed, addressed through ``offset_of``); the
 last dim may have any stride, and stride 1 is a constexpr so rows load as vectors.
-Short rows (up to 4096 elements) are held in registers, ``BLOCK_R`` rows per program:
+Rows up to ``_ONE_PASS_MAX`` elements are held in registers, ``BLOCK_R`` rows per program:
 one read, one write. Longer rows stream in chunks with the online max/sum rescaling
 (one read for the statistics, one read + write for the result). fp32 accumulation.
+
+The limit and the warps per tile come from benchmarks/sweep_softmax.py on an H100: the two-pass
+kernel reads a row twice and pays two exponentials per element in its first pass, which put it at
+0.71-1.0x torch for rows of 8,192-16,384 elements, where the one-pass tile reached 1.0-1.3x
+(fp32) and 2.2x (bf16); a 32,768-element bf16 row, 0.73x two-pass, 0.88x in one pass with 32 warps.
 """
 
 from __future__ import annotations
@@ -18,7 +23,17 @@ from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type
 from .strided import offset_of, stride_types
 
-_ONE_PASS_MAX = 4096
+_ONE_PASS_MAX = 32768
+
+
+def _warps(tile: int) -> int:
+    """Warps for a one-pass tile of ``tile`` elements (rows x padded row): at most 32 elements per
+    thread from 8,192 on, where more would crowd the registers (sweep: 16 and 32 warps won there)."""
+    if tile <= 1024:
+        return 4
+    if tile <= 4096:
+        return 8
+    return max(16, tile // 1024)
 
 
 @triton.jit
@@ -296,7 +311,7 @@ def softmax(x: BufferLike, out: BufferLike, *, log: bool = False, stream: int = 
             BLOCK_R=block_r,
             BLOCK_N=block_n,
         )
-        warps = 4 if block_r * block_n <= 1024 else 8
+        warps = _warps(block_r * block_n) if one_pass else 8
         fn = _SOFTMAX.build(key, types, consts, aligned, num_warps=warps)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     fn(

@@ -55,6 +55,13 @@ class Device:
 
 
 _cache: dict = {}
+_objects: dict[tuple, Device] = {}  # (type, index) -> the one Device that as_device hands out for it
+
+
+def _canonical(dev: Device) -> Device:
+    """One object per device, so that the equality every op asks (optimizers: hundreds of tensors per
+    step) is answered by ``is``: a Device made by another route compares equal but goes through __eq__."""
+    return _objects.setdefault(dev._key, dev)
 
 
 def as_device(value, index: int | None = None) -> Device:
@@ -63,7 +70,7 @@ def as_device(value, index: int | None = None) -> Device:
     if index is not None:
         if not isinstance(value, str) or ":" in value:
             raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {value}")
-        return Device(value, index)
+        return _canonical(Device(value, index))
     if isinstance(value, Device):
         return value
     found = _cache.get(value)
@@ -81,12 +88,13 @@ def as_device(value, index: int | None = None) -> Device:
         dev = Device(value.type, value.index)
     else:
         raise TypeError(f"cannot interpret {value!r} as a device")
+    dev = _canonical(dev)
     if isinstance(value, str | int):
         _cache[value] = dev
     return dev
 
 
-cpu = Device("cpu")
+cpu = _canonical(Device("cpu"))
 _cuda: dict[int, Device] = {}  # index -> the one Device("cuda", index) that resolve_device returns
 
 

@@ -101,9 +101,7 @@ class Adam(Optimizer):
             params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
             self._init_group(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps)
             beta1, beta2 = group["betas"]
-            if _multi_tensor(group, [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs]) and all(
-                g.dtype == p.dtype for p, g in zip(params, grads)
-            ):
+            if _multi_tensor(group, params, grads):
                 _multi_tensor_adam(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps)
                 continue
             adam(

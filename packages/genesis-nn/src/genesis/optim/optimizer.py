@@ -44,26 +44,26 @@ def _to_float(x) -> float:
     return float(x.item()) if isinstance(x, Tensor) else x
 
 
-def _multi_tensor(group: dict[str, Any], tensor_lists: Iterable[list[Tensor]]) -> bool:
+def _multi_tensor(group: dict[str, Any], params: list[Tensor], grads: list[Tensor]) -> bool:
     """Whether a group's step takes the multi-tensor path (one fused launch per dtype on CUDA).
 
     As torch picks its foreach / fused implementations: asked for with ``foreach=True`` or
-    ``fused=True``, or by default (both None) when every tensor is on a CUDA device. It also needs
-    what the kernels need: one device, floating point, dense contiguous tensors, gradients in their
-    parameter's dtype, and no ``differentiable`` step. Otherwise the per-tensor path runs.
+    ``fused=True``, or by default (both None) when the parameters are on a CUDA device. It also needs
+    what the kernels need: one device, floating point parameters, gradients in their parameter's
+    dtype, and no ``differentiable`` step. Layout does not matter (strided tensors are streamed as
+    contiguous copies), and the states follow their parameters, so only these two lists are read:
+    this runs every step over every parameter.
     """
-    if group.get("differentiable") or group.get("foreach") is False:
+    if group.get("differentiable") or group.get("foreach") is False or not params:
         return False
-    lists = [lst for lst in tensor_lists if lst]
-    if not lists:
+    device = params[0].device
+    if not (group.get("fused") or group.get("foreach") or device.type == "cuda"):
         return False
-    device = lists[0][0].device
-    for lst in lists:  # runs every step over every state: identity before equality, the common case
-        for t in lst:
-            d = t.device
-            if (d is not device and d != device) or not t.dtype.is_floating_point or not t.is_contiguous():
-                return False
-    return bool(group.get("fused") or group.get("foreach") or device.type == "cuda")
+    for p, g in zip(params, grads):
+        d, dt, gdt = p.device, p.dtype, g.dtype
+        if (d is not device and d != device) or not dt.is_floating_point or (gdt is not dt and gdt != dt):
+            return False
+    return True
 
 
 def _new_step(param: Tensor, on_device: bool) -> Tensor:

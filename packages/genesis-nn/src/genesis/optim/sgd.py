@@ -74,7 +74,7 @@ class SGD(Optimizer):
             grads = [p.grad for p in params]
             with_momentum = group["momentum"] != 0
             buffers = [self.state[p].get("momentum_buffer") for p in params] if with_momentum else []
-            if _multi_tensor(group, [params, grads]) and all(g.dtype == p.dtype for p, g in zip(params, grads)):
+            if _multi_tensor(group, params, grads):
                 first = [b is None for b in buffers]
                 if with_momentum:  # a first step's buffer starts as the gradient, written by the kernel
                     buffers = [empty_like(p) if b is None else b for p, b in zip(params, buffers)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ...device import Device
+from ...device import cpu
 from ...dtypes import dtype_of_torch
 from .common import reg
 
@@ -45,7 +45,7 @@ def cuda_array_interface(input: torch.Tensor) -> dict:
     raise AttributeError("Can't get __cuda_array_interface__ of an array in host memory")
 
 
-reg("from_dlpack")(lambda obj: (torch.from_dlpack(obj), Device("cpu")))
+reg("from_dlpack")(lambda obj: (torch.from_dlpack(obj), cpu))
 
 reg("contiguous")(lambda input: input.contiguous())
 reg("cast")(lambda input, dtype: input.to(dtype.torch))

@@ -13,7 +13,7 @@ import math
 import genesis_kernels as gk
 import genesis_storage as gs
 
-from ...device import Device
+from ...device import cuda_device
 from .common import View, expand_to, reg, stream_of
 from .philox import Draw, snapshot, take
 
@@ -49,7 +49,7 @@ def attention(q: View, k: View, v: View, mask: View | None, dropout_p: float, is
     if dropout_p > 0.0:
         # Under capture the draw's state gets a buffer of its own, which the backward reads too, even
         # when it is captured in another graph (make_graphed_callables) or runs eagerly.
-        draw, own = snapshot(take(Device("cuda", q.device), math.prod(q.shape[:3]) * k.shape[2]), q.device)
+        draw, own = snapshot(take(cuda_device(q.device), math.prod(q.shape[:3]) * k.shape[2]), q.device)
     gk.attention_forward(
         q, k, v, out, lse, mask=_mask(mask, q, k), causal=is_causal, scale=scale,
         dropout_p=dropout_p, seed=draw.seed, offset=draw.offset, rng_ptr=draw.rng_ptr, stream=stream_of(q),

@@ -12,7 +12,7 @@ import torch
 import genesis_kernels as gk
 import genesis_storage as gs
 
-from ...device import Device
+from ...device import Device, cuda_device
 from ...dtypes import DType, dtype_of_torch
 from ...shape import broadcast_shapes
 from .common import (
@@ -64,7 +64,7 @@ def to_dlpack(input: View, stream, max_version, dl_device, copy):
 @reg("from_dlpack")
 def from_dlpack(obj) -> tuple[View, Device]:
     v = gs.from_dlpack(obj)
-    return v, Device("cuda", v.device)
+    return v, cuda_device(v.device)
 
 
 @reg("fill_")
@@ -161,6 +161,6 @@ def copy_(input: View, src: View) -> None:
             f"{list(broadcast_shapes(input.shape, src.shape))}"
         )
     if src.device != input.device:
-        src = from_cpu(to_cpu(src), Device("cuda", input.device))
+        src = from_cpu(to_cpu(src), cuda_device(input.device))
     if math.prod(input.shape):
         gk.copy(expand_to(src, input.shape), input, stream=stream_of(input))

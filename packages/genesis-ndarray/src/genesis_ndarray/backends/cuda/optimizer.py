@@ -3,7 +3,12 @@
 The launchers need their int64 pointer table on the device. ``_upload`` copies it (an async
 host -> device copy on the current stream: no synchronisation) and keeps the last few tables:
 while a training loop's parameters, gradients and states keep their addresses, the same bytes
-come back every step and the copy is skipped.
+come back every step and the copy is skipped (the launcher names a table by a key that is cheaper
+to hash than the table).
+
+The kernels stream contiguous tensors. A strided one (a transposed parameter, a state loaded from
+a checkpoint as a view) makes the launcher raise ``NotDense`` before anything is launched; the step
+then runs on contiguous copies of the strided tensors and copies back what the kernel wrote.
 
 Under CUDA graph capture the launch reads its table at every replay, so the graph holds the table
 (``keep_alive``): a cached one (from warm-up) could otherwise be evicted here and its memory reused.
@@ -15,7 +20,7 @@ exist only once the graph has replayed.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 import numpy as np
 
@@ -24,15 +29,15 @@ import genesis_storage as gs
 
 from .common import View, forget_ranges, reg, stream_of
 from .elementwise import binary_
-from .memory import item
+from .memory import contiguous, copy_, item
 
 _TABLES: OrderedDict[tuple[int, bytes], View] = OrderedDict()
 _KEEP = 16  # tables kept per process (a few optimizers and clip calls, each with its own table)
 
 
-def _upload(device: int) -> Callable[[np.ndarray], int]:
-    def upload(table: np.ndarray) -> int:
-        key = (device, table.tobytes())
+def _upload(device: int) -> Callable[[np.ndarray, Hashable], int]:
+    def upload(table: np.ndarray, table_key: Hashable) -> int:
+        key = (device, table_key)
         view = _TABLES.get(key)
         graph = gs.current_capture()
         if graph is not None:
@@ -69,6 +74,28 @@ def _pick(lst: list | None, idx: list[int]) -> list | None:
     return None if lst is None else [lst[i] for i in idx]
 
 
+def _launch_dense(launch: Callable[[list], None], lists: list, written: list[bool]) -> None:
+    """``launch(lists)``; if the launcher refuses a strided tensor (before launching anything), the same
+    on contiguous copies of the strided ones, then the copies of the lists it writes are copied back."""
+    try:
+        launch(lists)
+        return
+    except gk.optimizer.NotDense:
+        pass
+    dense: list = []
+    back: list[tuple[View, View]] = []
+    for lst, writes in zip(lists, written):
+        if lst is None:
+            dense.append(None)
+            continue
+        dense.append([v if v.is_contiguous() else contiguous(v) for v in lst])
+        if writes:
+            back += [(v, c) for v, c in zip(lst, dense[-1]) if c is not v]
+    launch(dense)
+    for v, c in back:
+        copy_(v, c)
+
+
 @reg("multi_tensor_adam_")
 def multi_tensor_adam_(
     params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, step, masters,
@@ -80,28 +107,19 @@ def multi_tensor_adam_(
     unscaled = grads if grad_scale is not None else None
     forget_ranges(params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, masters, unscaled)
     device, stream = params[0].device, stream_of(params[0])
-    for idx in _by_dtype(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, masters):
+
+    def launch(lists: list) -> None:
+        p, g, m, v, vmax, s, w = lists
         gk.optimizer.adam(
-            _pick(params, idx),  # type: ignore[arg-type]
-            _pick(grads, idx),  # type: ignore[arg-type]
-            _pick(exp_avgs, idx),  # type: ignore[arg-type]
-            _pick(exp_avg_sqs, idx),  # type: ignore[arg-type]
-            _pick(max_exp_avg_sqs, idx),
-            steps=_pick(steps, idx),
-            step=step,
-            masters=_pick(masters, idx),
-            lr=lr,
-            beta1=beta1,
-            beta2=beta2,
-            eps=eps,
-            weight_decay=weight_decay,
-            decoupled=decoupled,
-            maximize=maximize,
-            grad_scale=grad_scale,
-            found_inf=found_inf,
-            upload=_upload(device),
-            stream=stream,
-        )
+            p, g, m, v, vmax, steps=s, step=step, masters=w, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+            weight_decay=weight_decay, decoupled=decoupled, maximize=maximize, grad_scale=grad_scale,
+            found_inf=found_inf, upload=_upload(device), stream=stream,
+        )  # fmt: skip
+
+    lists = [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, masters]
+    written = [True, unscaled is not None, True, True, True, True, True]
+    for idx in _by_dtype(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, masters):
+        _launch_dense(launch, [_pick(lst, idx) for lst in lists], written)
 
 
 @reg("multi_tensor_sgd_")
@@ -115,23 +133,18 @@ def multi_tensor_sgd_(
     forget_ranges(params, momentum_buffers, masters, grads if grad_scale is not None else None)
     device, stream = params[0].device, stream_of(params[0])
     for idx in _by_dtype(params, grads, momentum_buffers, masters):
-        gk.optimizer.sgd(
-            _pick(params, idx),  # type: ignore[arg-type]
-            _pick(grads, idx),  # type: ignore[arg-type]
-            _pick(momentum_buffers, idx),
-            first_step=_pick(first_step, idx),
-            masters=_pick(masters, idx),
-            lr=lr,
-            momentum=momentum,
-            dampening=dampening,
-            weight_decay=weight_decay,
-            nesterov=nesterov,
-            maximize=maximize,
-            grad_scale=grad_scale,
-            found_inf=found_inf,
-            upload=_upload(device),
-            stream=stream,
-        )
+        firsts = _pick(first_step, idx)
+
+        def launch(lists: list, firsts: list | None = firsts) -> None:
+            p, g, b, w = lists
+            gk.optimizer.sgd(
+                p, g, b, first_step=firsts, masters=w, lr=lr, momentum=momentum, dampening=dampening,
+                weight_decay=weight_decay, nesterov=nesterov, maximize=maximize, grad_scale=grad_scale,
+                found_inf=found_inf, upload=_upload(device), stream=stream,
+            )  # fmt: skip
+
+        lists = [_pick(lst, idx) for lst in (params, grads, momentum_buffers, masters)]
+        _launch_dense(launch, lists, [True, grad_scale is not None, True, True])
 
 
 @reg("multi_tensor_norm")

@@ -14,7 +14,7 @@ import torch
 
 import genesis_kernels as gk
 
-from ...device import Device
+from ...device import Device, cuda_device
 from ...dtypes import DType, bool_, float32, int64
 from .common import View, dtype_of, forget_range, index_of, new, reg, set_range, stream_of
 from .elementwise import binary, unary
@@ -64,7 +64,7 @@ def randint(low: int, high: int, shape, dtype: DType, device: Device):
 def _draw(v: View) -> Draw | None:
     forget_range(v)  # every caller writes v
     n = math.prod(v.shape)
-    return take(Device("cuda", v.device), n) if n else None
+    return take(cuda_device(v.device), n) if n else None
 
 
 @reg("uniform_")
@@ -87,7 +87,7 @@ def exponential_(input: View, lambd: float) -> None:
     drawn = _draw(input)
     if drawn is None:
         return
-    u = new(input.shape, dtype_of(input) if input.dtype == "float64" else float32, Device("cuda", input.device))
+    u = new(input.shape, dtype_of(input) if input.dtype == "float64" else float32, cuda_device(input.device))
     gk.rand(u, drawn.seed, drawn.offset, stream=stream_of(u), rng_ptr=drawn.rng_ptr)
     copy_(input, binary("mul", unary("log1p", unary("neg", u)), -1.0 / lambd))
 
@@ -147,7 +147,7 @@ def randperm(n: int, dtype: DType, device: Device) -> View:
 def dropout(input: View, p: float, train: bool) -> tuple[View, View]:
     """(input * mask / (1 - p), mask) with a bool keep-mask, as torch.native_dropout: one launch that
     writes both, drawing numel counters like any other fill."""
-    device = Device("cuda", input.device)
+    device = cuda_device(input.device)
     out = new(input.shape, dtype_of(input), device)
     mask = new(input.shape, bool_, device)
     if not train:
