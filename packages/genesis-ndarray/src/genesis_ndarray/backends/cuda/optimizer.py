@@ -31,7 +31,7 @@ from .common import View, forget_ranges, reg, stream_of
 from .elementwise import binary_
 from .memory import contiguous, copy_, item
 
-_TABLES: OrderedDict[tuple[int, bytes], View] = OrderedDict()
+_TABLES: OrderedDict[tuple[int, Hashable], View] = OrderedDict()
 _KEEP = 16  # tables kept per process (a few optimizers and clip calls, each with its own table)
 
 
@@ -57,12 +57,13 @@ def _upload(device: int) -> Callable[[np.ndarray, Hashable], int]:
     return upload
 
 
-def _by_dtype(*lists: list | None) -> list[list[int]]:
-    """Indices grouped so that every list holds one dtype within a group (a launch specialises on it)."""
+def _by_dtype(*lists: list | None) -> list[list[int] | None]:
+    """Indices grouped so that every list holds one dtype within a group (a launch specialises on it);
+    ``[None]`` (every index, one launch) in the usual case that each list has one dtype throughout."""
     present = [lst for lst in lists if lst]
     count = len(lists[0] or [])
-    if all(len({t.dtype for t in lst}) == 1 for lst in present):  # the usual case: one launch for all
-        return [list(range(count))] if count else []
+    if all(all(t.dtype == lst[0].dtype for t in lst) for lst in present):
+        return [None] if count else []
     groups: dict[tuple, list[int]] = {}
     for i in range(count):
         key = tuple(None if lst is None else lst[i].dtype for lst in lists)
@@ -70,8 +71,12 @@ def _by_dtype(*lists: list | None) -> list[list[int]]:
     return list(groups.values())
 
 
-def _pick(lst: list | None, idx: list[int]) -> list | None:
-    return None if lst is None else [lst[i] for i in idx]
+def _pick(lst: list | None, idx: list[int] | None) -> list | None:
+    return lst if lst is None or idx is None else [lst[i] for i in idx]
+
+
+def _group(lst: list, idx: list[int] | None) -> list:
+    return lst if idx is None else [lst[i] for i in idx]
 
 
 def _launch_dense(launch: Callable[[list], None], lists: list, written: list[bool]) -> None:
@@ -151,7 +156,7 @@ def multi_tensor_sgd_(
 def multi_tensor_norm(tensors: list[View], norm_type: float, dtype: str) -> View:
     """The norm of all tensors as one vector: a 0-d array of ``dtype`` on their device."""
     out = gs.empty((), dtype, tensors[0].device)
-    groups = [[tensors[i] for i in idx] for idx in _by_dtype(tensors)]
+    groups = [_group(tensors, idx) for idx in _by_dtype(tensors)]
     gk.optimizer.total_norm(
         groups, out, norm_type=norm_type, upload=_upload(tensors[0].device), stream=stream_of(tensors[0])
     )
@@ -165,7 +170,7 @@ def multi_tensor_clip_(tensors: list[View], total_norm: View, max_norm: float) -
     forget_ranges(tensors)
     for idx in _by_dtype(tensors):
         gk.optimizer.clip_by_total_norm(
-            [tensors[i] for i in idx],
+            _group(tensors, idx),
             total_norm,
             max_norm=max_norm,
             upload=_upload(tensors[0].device),
