@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import math
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -194,3 +196,169 @@ def test_attention_gpu_masks_dropout_decode(device):
     _check(device, 2, 4, 2, 200, 300, 128, "bfloat16", mask=torch.randn(2, 4, 200, 300))
     _check(device, 2, 8, 2, 1, 4096, 128, "bfloat16")
     _check(device, 2, 8, 8, 16, 3000, 64, "float16", causal=True)
+
+
+# ---------------------------------------------------------------- the TMA forward (Hopper tensor descriptors)
+# The hot case (16-bit, no mask, no dropout, head dim 64 / 128, aligned) runs _attn_fwd_tma_kernel; the
+# interpreter executes its descriptors too (zero-filled out-of-bounds rows, clipped stores), so these run on
+# both tiers. Which kernel ran is read off the two Kernels' caches, emptied before the call.
+att = importlib.import_module("genesis_kernels.attention")
+
+
+def _routed(monkeypatch) -> Callable[[], str]:
+    """Empty both forward kernels' caches; the returned function names the one a call then built."""
+    monkeypatch.setattr(att._FWD_TMA_KERNEL, "cache", {})
+    monkeypatch.setattr(att._FWD, "cache", {})
+
+    def which() -> str:
+        tma, ptr = bool(att._FWD_TMA_KERNEL.cache), bool(att._FWD.cache)
+        assert tma != ptr, f"expected exactly one forward kernel built, got tma={tma} pointer={ptr}"
+        return "tma" if tma else "pointer"
+
+    return which
+
+
+def _forward_reference(q, k, v, causal, scale):
+    """Output and natural-log logsumexp per row in float64 (no mask: every row sees a key when Lk > 0)."""
+    qd, kd, vd = (t.double().cpu() for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    s = qd @ kd.repeat_interleave(group, 1).transpose(-2, -1) * scale
+    if causal:
+        lq, lk = s.shape[-2:]
+        s = s.masked_fill(~torch.ones(lq, lk, dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(s, -1) @ vd.repeat_interleave(group, 1), torch.logsumexp(s, -1)
+
+
+def _forward(device, q, k, v, causal, scale=None, **kw):
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    out = torch.full(q.shape, float("nan"), dtype=q.dtype, device=device)
+    lse = torch.full(q.shape[:3], float("nan"), device=device)
+    gk.attention_forward(buf(q), buf(k), buf(v), buf(out), buf(lse), causal=causal, scale=scale, **kw)
+    sync(device)
+    return out, lse
+
+
+def _qkv(device, b, hq, hkv, lq, lk, d, dtype, layout="bhld"):
+    def t(h, length):
+        if layout == "blhd":  # (B, L, H, D) memory seen as (B, H, L, D): strides no 3-D view could fold
+            return make((b, length, h, d), dtype, device, low=-2, high=2).transpose(1, 2)
+        return make((b, h, length, d), dtype, device, low=-2, high=2)
+
+    return t(hq, lq), t(hkv, lk), t(hkv, lk)
+
+
+def _check_tma(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causal, layout="bhld", scale=None):
+    q, k, v = _qkv(device, b, hq, hkv, lq, lk, d, dtype, layout)
+    which = _routed(monkeypatch)
+    out, lse = _forward(device, q, k, v, causal, scale)
+    assert which() == "tma"
+    ref, ref_lse = _forward_reference(q, k, v, causal, 1 / math.sqrt(d) if scale is None else scale)
+    assert _rel(out, ref) <= TOL[dtype]
+    # lse comes from fp32 scores of the exact 16-bit inputs: far tighter than the output's rounding.
+    assert _rel(lse, ref_lse) <= 1e-4
+    return out, lse
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(
+    "b,hq,hkv,lq,lk,d,tiles",
+    [
+        (1, 2, 1, 150, 133, 64, None),  # GQA; ragged Lq and Lk at the table's tiles (one full key block)
+        (2, 2, 2, 45, 100, 64, (32, 16, 4, 2, False)),  # many blocks, Lq < Lk, ragged both
+        (1, 4, 2, 70, 37, 128, (16, 32, 4, 2, False)),  # BLOCK_N > BLOCK_M, Lq > Lk: rows past Lk see all keys
+    ],
+)
+def test_attention_tma_forward(device, monkeypatch, b, hq, hkv, lq, lk, d, tiles, dtype, causal):
+    if tiles is not None:
+        monkeypatch.setitem(att._FWD_TMA_CONFIGS, d, tiles)
+    _check_tma(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causal)
+
+
+def test_attention_tma_forward_layouts_and_scale(device, monkeypatch):
+    # (B, L, H, D) read in place through 4-D descriptors; a negative scale (no raw-max shortcut)
+    _check_tma(device, monkeypatch, 2, 4, 2, 33, 47, 64, "bfloat16", True, layout="blhd")
+    _check_tma(device, monkeypatch, 1, 2, 2, 20, 29, 64, "float16", False, scale=-0.2)
+    # extent-1 batch and head dims with strides TMA could not take: never stepped, so replaced
+    q, k, v = (make((1, 1, 24, 64), "bfloat16", device, low=-2, high=2) for _ in range(3))
+    q, k, v = (t.as_strided(t.shape, (7, 3, 64, 1)) for t in (q, k, v))
+    which = _routed(monkeypatch)
+    out, lse = _forward(device, q, k, v, True)
+    assert which() == "tma"
+    ref, ref_lse = _forward_reference(q, k, v, True, 1 / 8)
+    assert _rel(out, ref) <= TOL["bfloat16"] and _rel(lse, ref_lse) <= 1e-4
+
+
+def test_attention_tma_matches_pointer_kernel(device, monkeypatch):
+    q, k, v = _qkv(device, 2, 4, 1, 90, 77, 128, "bfloat16")
+    which = _routed(monkeypatch)
+    out, lse = _forward(device, q, k, v, True)
+    assert which() == "tma"
+    monkeypatch.setattr(att, "_FWD_TMA", False)
+    which = _routed(monkeypatch)
+    out_p, lse_p = _forward(device, q, k, v, True)
+    assert which() == "pointer"
+    assert _rel(out, out_p) <= 4e-3  # one rounding of P and of the output apart at most
+    assert _rel(lse, lse_p) <= 1e-5
+
+
+def _unaligned(t: torch.Tensor) -> torch.Tensor:
+    """The same values at a base address 2 bytes past a 16-byte boundary."""
+    flat = torch.empty(t.numel() + 8, dtype=t.dtype, device=t.device)
+    view = flat[1 : 1 + t.numel()].view(t.shape)
+    view.copy_(t)
+    return view
+
+
+@pytest.mark.parametrize(
+    "case", ["hot", "switch_off", "bool_mask", "dropout", "float32", "head_dim_96", "head_dim_32", "unaligned",
+             "head_dim_stride", "decode_split", "no_keys"],
+)  # fmt: skip
+def test_attention_tma_selection(device, monkeypatch, case):
+    """The hot case takes the TMA kernel; everything it does not cover keeps the pointer kernel."""
+    dtype, d, lq, lk, kw = "bfloat16", 64, 19, 23, {}
+    if case == "float32":
+        dtype = "float32"
+    elif case == "head_dim_96":
+        d = 96
+    elif case == "head_dim_32":  # a power of two, but not in _FWD_TMA_CONFIGS
+        d = 32
+    elif case == "decode_split":
+        lq, lk = 2, 600
+    elif case == "no_keys":
+        lk = 0
+    q, k, v = _qkv(device, 1, 2, 1, lq, lk, d, dtype)
+    if case == "switch_off":
+        monkeypatch.setattr(att, "_FWD_TMA", False)
+    elif case == "bool_mask":  # all visible: the same result as no mask (the tensor outlives its buffer)
+        mask = torch.ones(1, 2, lq, lk, dtype=torch.bool, device=device)
+        kw["mask"] = buf(mask)
+    elif case == "dropout":
+        kw.update(dropout_p=0.2, seed=3)
+    elif case == "unaligned":
+        q = _unaligned(q)
+    elif case == "head_dim_stride":
+        k = k.transpose(-2, -1).contiguous().transpose(-2, -1)
+    which = _routed(monkeypatch)
+    out, lse = _forward(device, q, k, v, True, **kw)
+    assert which() == ("tma" if case == "hot" else "pointer")
+    if case != "dropout":
+        ref, ref_lse = _forward_reference(q, k, v, True, 1 / math.sqrt(d))
+        if lk:
+            assert _rel(out, ref) <= TOL[dtype] and _rel(lse, ref_lse) <= 1e-4
+        else:  # no keys: zeros and lse = +inf
+            assert out.abs().max().item() == 0 and torch.isinf(lse).all()
+
+
+@pytest.mark.gpu_tier
+@pytest.mark.parametrize(
+    "b,hq,hkv,lq,lk,d,dtype,causal,layout",
+    [
+        (2, 8, 2, 1000, 1000, 128, "bfloat16", True, "bhld"),
+        (1, 4, 4, 777, 1031, 64, "float16", False, "blhd"),
+        (2, 4, 1, 1100, 517, 64, "bfloat16", True, "bhld"),  # Lq > Lk, MQA
+        (1, 2, 2, 4096, 4096, 128, "bfloat16", True, "blhd"),
+    ],
+)
+def test_attention_tma_gpu_shapes(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causal, layout):
+    _check_tma(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causal, layout)

@@ -9,7 +9,12 @@ softmax (running max ``m`` and sum ``l`` in base 2, so every exponential is an `
 output and the per-row logsumexp ``lse`` (fp32, natural log). Fully masked rows (and Lk == 0) give zeros
 with ``lse = +inf``, so the backward's ``exp(s - lse)`` is 0 there instead of NaN.
 
-Decode (few queries, long KV): the same kernel with ``SPLIT``: the KV sequence is cut in chunks over a
+The hot case (fp16 / bf16, no mask, no dropout, head dim 64 or 128, 16-byte aligned buffers with a unit
+head-dim stride) takes a second forward kernel, _attn_fwd_tma_kernel: the same blocks, masks and results,
+with Q, K, V and O moved by Hopper's tensor-memory accelerator through descriptors built on the device
+(Triton's global scratch, served by the launcher as for matmul) instead of per-thread pointer loads.
+
+Decode (few queries, long KV): the pointer kernel with ``SPLIT``: the KV sequence is cut in chunks over a
 third grid axis, each program writes its unnormalised partial (acc, m, l) to scratch and a small kernel
 combines them (flash-decoding), so a handful of query rows still fills the GPU.
 
@@ -24,8 +29,9 @@ last query blocks), so the short ones fill the tail; dK / dV's first key blocks 
 
 Tiles: (BLOCK_M, BLOCK_N, num_warps, num_stages) per kernel and padded head dim in _FWD_CONFIGS,
 _DKDV_CONFIGS, _DQ_CONFIGS (module tables, read at each launch: benchmarks/sweep_attention.py patches
-them). Every 16-divisible stride, pointer and head dim is declared so to the compiler: without that the
-tiles load element by element and Triton does not pipeline them (cp.async) at all.
+them); the TMA forward's in _FWD_TMA_CONFIGS (plus warp_specialize), switched by _FWD_TMA
+(benchmarks/sweep_attention_tma.py). Every 16-divisible stride, pointer and head dim is declared so to the
+compiler: without that the tiles load element by element and Triton does not pipeline them (cp.async) at all.
 Dropout: element (b, h, i, j) keeps when Philox uniform at counter ``offset + ((b*Hq + h)*Lq + i)*Lk + j``
 under ``seed`` is >= p (the random family's convention), so the backward regenerates the same mask.
 fp32 inputs use IEEE fp32 dots (no tf32); accumulation is fp32 throughout.
@@ -37,7 +43,7 @@ import triton
 import triton.language as tl
 
 from . import runtime
-from .buffer import BufferLike
+from .buffer import INT32_LIMIT, BufferLike, dtype_info
 from .random import _philox, philox_state
 from .runtime import INTERPRET, Kernel, cdiv, next_pow2, ptr_type, sm_count
 
@@ -213,6 +219,105 @@ def _attn_fwd_kernel(
             tl.store(o_ptrs, out.to(o.dtype.element_ty), mask=row_ok[:, None] & (offs_d < D)[None, :])
         row_lse = tl.where(dead, float("inf"), (m_i + tl.math.log2(tl.where(dead, 1.0, l_i))) * 0.6931471805599453)
         tl.store(lse + bh.to(tl.int64) * Lq + offs_m, row_lse, mask=row_ok)
+
+
+@triton.jit
+def _fwd_tma_step(
+    acc, m_i, l_i, q, k_desc, v_desc, b, hk, start_n, offs_m, offs_n, Lk, qk_scale, CAUSAL_MASK: tl.constexpr,
+    BOUND_N: tl.constexpr, RAW_MAX: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):  # fmt: skip
+    # One key block through the descriptors: rows past Lk (this head's end) read as zeros, so only the
+    # scores need the bound. K^T is a transposed view of the shared-memory tile, never a copy.
+    kt = k_desc.load([b, hk, start_n, 0]).reshape(BLOCK_N, BLOCK_D).T
+    v = v_desc.load([b, hk, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+    if RAW_MAX:  # as in _fwd_step: the scale folded into exp2's argument
+        s = _dot(q, kt, None, None)
+    else:
+        s = _dot(q, kt, None, None) * qk_scale
+    n = start_n + offs_n
+    if CAUSAL_MASK:
+        s = tl.where(n[None, :] <= offs_m[:, None], s, float("-inf"))
+    if BOUND_N:
+        s = tl.where((n < Lk)[None, :], s, float("-inf"))
+    if RAW_MAX:
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+    else:
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+    if CAUSAL_MASK or BOUND_N:  # a row with nothing visible yet: keep exp2 away from (-inf) - (-inf)
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    else:
+        m_use = m_new
+    if RAW_MAX:
+        p = tl.math.exp2(s * qk_scale - m_use[:, None])
+    else:
+        p = tl.math.exp2(s - m_use[:, None])
+    alpha = tl.math.exp2(m_i - m_use)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
+    acc = _dot(p.to(v.dtype), v, acc, None)
+    return acc, m_new, l_i
+
+
+@triton.jit
+def _attn_fwd_tma_kernel(
+    q, k, v, o, lse, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sob, soh, som, B, Hq, Hkv, GROUP, Lq, Lk,
+    qk_scale, CAUSAL: tl.constexpr, RAW_MAX: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+):  # fmt: skip
+    """The forward's hot case (16-bit, no mask, no dropout, head dim 64 / 128) with Hopper's tensor-memory
+    accelerator: Q, K, V and O move through tensor descriptors built on the device (their 128 bytes live in
+    Triton's global scratch, which the launcher serves). One thread issues a whole tile's copy, which lands
+    in shared memory already in the layout the tensor cores read, and out-of-bounds rows are zero-filled
+    by the hardware; so the pointer kernel's per-thread address arithmetic and bounds masks, the registers
+    they hold and the cp.async issue slots are gone, and the KV loop pipelines on mbarriers (or, where the
+    compiler can, warp-specialises: a producer warp issuing the copies). Each descriptor is 4-D, (B, H, L, D) with the
+    tensor's own strides, so any layout with a unit head-dim stride is read in place and a ragged last
+    block never reads into the next head. Same blocks, masks, order and results as _attn_fwd_kernel."""
+    if CAUSAL:  # causal rows' work grows with the block index: launch the longest first
+        start_m = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_M
+    else:
+        start_m = tl.program_id(0) * BLOCK_M
+    bh = tl.program_id(1)
+    b = bh // Hq
+    h = bh % Hq
+    hk = h // GROUP
+    # Descriptor coordinates are 32-bit element indices; the strides (in elements) are 64-bit.
+    q_desc = tl.make_tensor_descriptor(q, [B, Hq, Lq, BLOCK_D], [sqb, sqh, sqm, 1], [1, 1, BLOCK_M, BLOCK_D])
+    k_desc = tl.make_tensor_descriptor(k, [B, Hkv, Lk, BLOCK_D], [skb, skh, skn, 1], [1, 1, BLOCK_N, BLOCK_D])
+    v_desc = tl.make_tensor_descriptor(v, [B, Hkv, Lk, BLOCK_D], [svb, svh, svn, 1], [1, 1, BLOCK_N, BLOCK_D])
+    o_desc = tl.make_tensor_descriptor(o, [B, Hq, Lq, BLOCK_D], [sob, soh, som, 1], [1, 1, BLOCK_M, BLOCK_D])
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    qt = q_desc.load([b, h, start_m, 0]).reshape(BLOCK_M, BLOCK_D)  # rows past Lq: zeros
+
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    # [0, full_hi): blocks every row sees whole and in bounds; [full_hi, hi): the diagonal / ragged edge.
+    if CAUSAL:
+        hi = tl.minimum(start_m + BLOCK_M, Lk)
+        full_hi = tl.minimum(start_m, Lk) // BLOCK_N * BLOCK_N
+    else:
+        hi = Lk
+        full_hi = Lk // BLOCK_N * BLOCK_N
+    # The long loop is the one worth a producer warp; the edge loop runs a block or two.
+    for start_n in tl.range(0, full_hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        acc, m_i, l_i = _fwd_tma_step(
+            acc, m_i, l_i, qt, k_desc, v_desc, b, hk, start_n, offs_m, offs_n, Lk, qk_scale,
+            False, False, RAW_MAX, BLOCK_N, BLOCK_D,
+        )  # fmt: skip
+    for start_n in tl.range(full_hi, hi, BLOCK_N):
+        acc, m_i, l_i = _fwd_tma_step(
+            acc, m_i, l_i, qt, k_desc, v_desc, b, hk, start_n, offs_m, offs_n, Lk, qk_scale,
+            CAUSAL, True, RAW_MAX, BLOCK_N, BLOCK_D,
+        )  # fmt: skip
+
+    dead = l_i == 0.0
+    out = acc / tl.where(dead, 1.0, l_i)[:, None]
+    # The store clips rows past Lq, as the load padded them.
+    o_desc.store([b, h, start_m, 0], out.to(o.dtype.element_ty).reshape(1, 1, BLOCK_M, BLOCK_D))
+    row_lse = tl.where(dead, float("inf"), (m_i + tl.math.log2(tl.where(dead, 1.0, l_i))) * 0.6931471805599453)
+    tl.store(lse + bh.to(tl.int64) * Lq + offs_m, row_lse, mask=offs_m < Lq)
 
 
 @triton.jit
@@ -503,6 +608,7 @@ def _attn_bwd_dq_kernel(
 
 
 _FWD = Kernel(_attn_fwd_kernel)
+_FWD_TMA_KERNEL = Kernel(_attn_fwd_tma_kernel)
 _COMBINE = Kernel(_decode_combine_kernel)
 _DELTA = Kernel(_bwd_delta_kernel)
 _DKDV = Kernel(_attn_bwd_dkdv_kernel)
@@ -518,6 +624,18 @@ _FWD_CONFIGS = {
     64: (128, 64, 8, 3),
     128: (128, 64, 8, 3),
     256: (64, 64, 8, 2),
+}
+# The TMA forward (_attn_fwd_tma_kernel) serves the hot case while _FWD_TMA is set, for the head dims of
+# _FWD_TMA_CONFIGS: (BLOCK_M, BLOCK_N, num_warps, num_stages, warp_specialize). Both are read at each launch
+# (benchmarks/sweep_attention_tma.py patches them). From that sweep on an H100, causal bf16 forward:
+# d128 (4x16x4096x128) 128x128 8w 3st 703-707 us against the pointer kernel's 835 (cuDNN 658); d64
+# (4x32x4096x64) 128x128 4w 3st 836 us against 859 (cuDNN 826). 128x128 at 4 stages needs 296 KB of shared
+# memory (232 KB available). warp_specialize on sm_90 with Triton 3.6: with 8 warps the loop comes out
+# unpartitioned (the same code and time as without it), with 4 the warp-specialisation pass fails.
+_FWD_TMA = True
+_FWD_TMA_CONFIGS: dict[int, tuple[int, int, int, int, bool]] = {
+    64: (128, 128, 4, 3, False),
+    128: (128, 128, 8, 3, False),
 }
 _DKDV_CONFIGS = {
     16: (64, 128, 8, 3),
@@ -563,6 +681,83 @@ def _dims(q: BufferLike, k: BufferLike, v: BufferLike) -> tuple[int, int, int, i
     if q.dtype not in ("float32", "float16", "bfloat16") or k.dtype != q.dtype or v.dtype != q.dtype:
         raise TypeError(f"attention: float32 / float16 / bfloat16 inputs of one dtype expected, got {q.dtype}")
     return b, hq, hkv, lq, lk, d
+
+
+def _tma_strides(t: BufferLike) -> tuple[int, int, int] | None:
+    """The (batch, head, row) strides a tensor descriptor reads the (B, H, L, D) buffer ``t`` with, or None
+    where TMA cannot: it needs a unit head-dim stride, a 16-byte aligned base and the other strides positive
+    16-byte multiples. An extent-1 dim is never stepped, so its stride (which may be anything) is replaced by
+    a nominal aligned one, as matmul does for a broadcast batch."""
+    item = dtype_info(t.dtype).itemsize
+    if t.ptr % 16 or t.strides[3] != 1:
+        return None
+    strides = [0, 0, 0]
+    span = t.shape[3]  # elements one step of the dim at hand must clear: the dims inside it
+    for i in (2, 1, 0):
+        s = t.strides[i] if t.shape[i] > 1 else span
+        if s <= 0 or (s * item) % 16:
+            return None
+        strides[i] = s
+        span = t.shape[i] * s
+    return strides[0], strides[1], strides[2]
+
+
+def _fwd_tma_strides(q: BufferLike, k: BufferLike, v: BufferLike, out: BufferLike, kind: int, dropout: bool,
+                     split: bool) -> tuple[int, ...] | None:  # fmt: skip
+    """The descriptors' strides of q, k, v and out (three each) where the forward takes the TMA kernel, else
+    None. It does with _FWD_TMA set, 16-bit inputs and output of one dtype, no mask, no dropout, not split-KV,
+    a power-of-two head dim of _FWD_TMA_CONFIGS (no padded columns), at least one key, 32-bit coordinates,
+    and every buffer readable by a descriptor (_tma_strides)."""
+    d = q.shape[3]
+    if not _FWD_TMA or kind != 0 or dropout or split:
+        return None
+    if q.dtype not in ("float16", "bfloat16") or out.dtype != q.dtype or d not in _FWD_TMA_CONFIGS:
+        return None
+    if d != next_pow2(d) or k.shape[2] == 0 or max(*q.shape, *k.shape) >= INT32_LIMIT:
+        return None
+    strides: tuple[int, ...] = ()
+    for t in (q, k, v, out):
+        st = _tma_strides(t)
+        if st is None:
+            return None
+        strides += st
+    return strides
+
+
+def _fwd_tma_key(dtype: str, causal: bool, raw_max: bool, cfg: tuple[int, int, int, int, bool], block_d: int) -> tuple:
+    """_FWD_TMA_KERNEL's cache key of one specialisation (cfg: BLOCK_M, BLOCK_N, warps, stages, warp_specialize)."""
+    return (dtype, causal, raw_max, block_d, *cfg)
+
+
+def _fwd_tma_config(d: int, dtype: str, lq: int, lk: int) -> tuple[int, int, int, int, bool]:
+    """_FWD_TMA_CONFIGS's entry, tiles shrunk to the sequences as _config does."""
+    *tiles, ws = _FWD_TMA_CONFIGS[d]
+    return (*_config({d: tuple(tiles)}, d, dtype, lq, lk), ws)
+
+
+def _forward_tma(q: BufferLike, k: BufferLike, v: BufferLike, out: BufferLike, lse: BufferLike,
+                 strides: tuple[int, ...], causal: bool, scale: float, stream: int) -> None:  # fmt: skip
+    """attention_forward's hot case through _attn_fwd_tma_kernel; ``strides`` from _fwd_tma_strides."""
+    b, hq, lq, d = q.shape
+    hkv, lk = k.shape[1], k.shape[2]
+    cfg = _fwd_tma_config(d, q.dtype, lq, lk)
+    bm, bn, warps, stages, ws = cfg
+    raw_max = scale > 0
+    key = _fwd_tma_key(q.dtype, causal, raw_max, cfg, d)
+    fn = _FWD_TMA_KERNEL.cache.get(key)
+    if fn is None:
+        stride_names = ("sqb", "sqh", "sqm", "skb", "skh", "skn", "svb", "svh", "svn", "sob", "soh", "som")
+        types = {
+            "q": ptr_type(q.dtype), "k": ptr_type(k.dtype), "v": ptr_type(v.dtype), "o": ptr_type(out.dtype),
+            "lse": "*fp32", **dict.fromkeys(stride_names, "i64"),
+            **dict.fromkeys(("B", "Hq", "Hkv", "GROUP", "Lq", "Lk"), "i32"), "qk_scale": "fp32",
+        }  # fmt: skip
+        consts = dict(CAUSAL=causal, RAW_MAX=raw_max, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d, WARP_SPECIALIZE=ws)
+        fn = _FWD_TMA_KERNEL.build(key, types, consts, ("q", "k", "v", "o"), num_warps=warps, num_stages=stages)
+        fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
+    args = (q.ptr, k.ptr, v.ptr, out.ptr, lse.ptr, *strides, b, hq, hkv, hq // hkv, lq, lk, scale * _LOG2E,
+            *fn._consts)  # type: ignore[attr-defined]  # fmt: skip
+    fn((cdiv(lq, bm), b * hq, 1), stream, args)
 
 
 def _mask_args(mask: BufferLike | None, b: int, hq: int, lq: int, lk: int) -> tuple[int, tuple[int, ...], int, str]:
@@ -642,6 +837,10 @@ def attention_forward(
     mptr, ms, kind, mtype = _mask_args(mask, b, hq, lq, lk)
     dropout = dropout_p > 0.0
     split = lq <= DECODE_MAX_LQ and lk >= DECODE_MIN_LK
+    tma = _fwd_tma_strides(q, k, v, out, kind, dropout, split)
+    if tma is not None:  # the hot case: the TMA kernel
+        _forward_tma(q, k, v, out, lse, tma, causal, scale, stream)
+        return
     table = _DECODE_CONFIG if split else _FWD_CONFIGS
     bm, bn, warps, stages = _config(table, block_d, q.dtype, lq, lk)
     it = _int_type(q, k, v, out, mask)
