@@ -52,3 +52,11 @@ def test_dlpack_refuses_tensors_that_require_grad(device):
     with pytest.raises(RuntimeError, match="detach"):
         torch.from_dlpack(x)
     assert torch.from_dlpack(x.detach()).shape == (3,)
+
+
+def test_cuda_refuses_a_cpu_target_even_for_a_tensor_already_there():
+    # torch: x.cuda("cpu") raises "Invalid device, must be cuda device", also when x is on the cpu.
+    x = genesis.randn(3)
+    for target in ("cpu", genesis.device("cpu"), x.device):
+        with pytest.raises(RuntimeError, match="must be cuda device"):
+            x.cuda(target)

@@ -162,10 +162,10 @@ class MemoryMixin(TensorBase):
         """This tensor on a CUDA device: the current one (``device`` None or ``"cuda"``), or ``device`` (an
         index, ``"cuda:N"`` or a device); self if it is there already."""
         target = resolve_device(_CUDA if device is None else device)
+        if target.type != "cuda":  # before the identity test: cpu("cpu") must raise, not return self
+            raise RuntimeError(f"Invalid device, must be cuda device, got {target}")
         if target is self.data.device:  # already there (the common call, e.g. in a training loop)
             return self  # type: ignore[return-value]  # self is a Tensor: the mixins are only Tensor's bases
-        if target.type != "cuda":
-            raise RuntimeError(f"Invalid device, must be cuda device, got {target}")
         return self.to(device=target)
 
     def float(self) -> Tensor:
