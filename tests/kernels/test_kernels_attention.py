@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import math
 from collections.abc import Callable
@@ -362,3 +363,240 @@ def test_attention_tma_selection(device, monkeypatch, case):
 )
 def test_attention_tma_gpu_shapes(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causal, layout):
     _check_tma(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causal, layout)
+
+
+# ---------------------------------------------------------------- the TMA backward (Hopper tensor descriptors)
+# The hot case takes _attn_bwd_dkdv_tma_kernel and _attn_bwd_dq_tma_kernel (each while its table has the
+# head dim); the interpreter runs their descriptors too, so these run on both tiers. Which kernel served
+# each half is read off the four Kernels' caches, emptied before the call.
+def _bwd_routed(monkeypatch) -> Callable[[], dict[str, str | None]]:
+    """Empty the backward kernels' caches; the returned function names, for dK / dV and for dQ, the kernel a
+    call then built ("tma", "pointer", or None where that half had nothing to do)."""
+    pairs = {"dkdv": (att._DKDV_TMA_KERNEL, att._DKDV), "dq": (att._DQ_TMA_KERNEL, att._DQ)}
+    for kernels in pairs.values():
+        for kern in kernels:
+            monkeypatch.setattr(kern, "cache", {})
+
+    def which() -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for name, (tma_kernel, pointer) in pairs.items():
+            tma, ptr = bool(tma_kernel.cache), bool(pointer.cache)
+            assert not (tma and ptr), f"{name}: both kernels built"
+            out[name] = "tma" if tma else "pointer" if ptr else None
+        return out
+
+    return which
+
+
+def _grad_like(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """A NaN-filled gradient of ``t``'s shape in ``layout`` (so an element left unwritten shows)."""
+    b, h, length, d = t.shape
+    if layout == "blhd":  # stored through (B, L, H, D) descriptors as the inputs are read
+        return torch.full((b, length, h, d), float("nan"), dtype=t.dtype, device=t.device).transpose(1, 2)
+    return torch.full(t.shape, float("nan"), dtype=t.dtype, device=t.device)
+
+
+def _backward(device, q, k, v, out, lse, dout, causal, scale, layout="bhld", **kw) -> list[torch.Tensor]:
+    grads = [_grad_like(t, layout) for t in (q, k, v)]
+    gk.attention_backward(buf(q), buf(k), buf(v), buf(out), buf(dout), buf(lse), *map(buf, grads), causal=causal,
+                          scale=scale, **kw)  # fmt: skip
+    sync(device)
+    return grads
+
+
+def _grad_reference(q, k, v, dout, causal, scale) -> tuple[torch.Tensor, ...]:
+    """dq, dk, dv in float64 (autograd of the explicit softmax math, on the inputs' device)."""
+    qd, kd, vd = (t.double().detach().requires_grad_() for t in (q, k, v))
+    _reference(qd, kd, vd, None, causal, scale, None, 0.0).backward(dout.double())
+    return qd.grad, kd.grad, vd.grad
+
+
+# The TMA backward's tests run both TMA kernels at both head dims whatever the shipped tables hold (the H100
+# sweep leaves some head dims to the pointer kernels, and may change): these tables are the tests' own.
+_TEST_DKDV_TMA = {64: (64, 128, 8, 3), 128: (64, 64, 4, 2)}
+_TEST_DQ_TMA = {64: (128, 64, 8, 3), 128: (128, 64, 8, 3)}
+
+
+@pytest.fixture
+def bwd_tables(monkeypatch):
+    monkeypatch.setattr(att, "_DKDV_TMA_CONFIGS", dict(_TEST_DKDV_TMA))
+    monkeypatch.setattr(att, "_DQ_TMA_CONFIGS", dict(_TEST_DQ_TMA))
+
+
+def _check_tma_backward(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causal, layout="bhld", scale=None,
+                        expect=("tma", "tma")):  # fmt: skip
+    q, k, v = _qkv(device, b, hq, hkv, lq, lk, d, dtype, layout)
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    out, lse = _forward(device, q, k, v, causal, scale)
+    dout = make((b, hq, lq, d), dtype, device, low=-1, high=1)
+    which = _bwd_routed(monkeypatch)
+    grads = _backward(device, q, k, v, out, lse, dout, causal, scale, layout)
+    assert which() == {"dkdv": expect[0], "dq": expect[1]}
+    for name, got, want in zip(("dq", "dk", "dv"), grads, _grad_reference(q, k, v, dout, causal, scale)):
+        err = _rel(got, want)  # (and its NaN check: every element written)
+        assert err <= TOL[dtype], f"{name}: rel error {err:.2e}"
+    return q, k, v, out, lse, dout, grads
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(
+    "b,hq,hkv,lq,lk,d,dkdv_tiles,dq_tiles",
+    [
+        # GQA; ragged Lq and Lk at the tables' tiles (dK / dV: 128 keys against 64-row query steps)
+        (1, 2, 1, 150, 133, 64, None, None),
+        # many blocks both ways, Lq < Lk (keys no causal query sees: zero dK / dV), BLOCK_M > BLOCK_N in dK / dV
+        (2, 2, 2, 45, 100, 64, (32, 16, 4, 2), (16, 32, 4, 2)),
+        # MQA-like group of 4, Lq > Lk (rows past Lk see every key), BLOCK_N > BLOCK_M in dK / dV
+        (1, 4, 1, 70, 37, 128, (16, 32, 4, 2), (32, 16, 4, 2)),
+        # a few queries, one block smaller than the tables' tiles
+        (2, 2, 2, 3, 40, 128, None, None),
+    ],
+)
+@pytest.mark.usefixtures("bwd_tables")
+def test_attention_tma_backward(device, monkeypatch, b, hq, hkv, lq, lk, d, dkdv_tiles, dq_tiles, dtype, causal):
+    if dkdv_tiles is not None:
+        monkeypatch.setitem(att._DKDV_TMA_CONFIGS, d, dkdv_tiles)
+    if dq_tiles is not None:
+        monkeypatch.setitem(att._DQ_TMA_CONFIGS, d, dq_tiles)
+    _check_tma_backward(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causal)
+
+
+@pytest.mark.usefixtures("bwd_tables")
+def test_attention_tma_backward_layouts_and_scale(device, monkeypatch):
+    # (B, L, H, D) inputs and gradients read and written in place through 4-D descriptors
+    _check_tma_backward(device, monkeypatch, 2, 4, 2, 33, 47, 64, "bfloat16", True, layout="blhd")
+    _check_tma_backward(device, monkeypatch, 1, 2, 1, 40, 21, 128, "float16", False, layout="blhd")
+    # a negative scale: the masks select after the exponential, so no other path is needed
+    _check_tma_backward(device, monkeypatch, 1, 2, 2, 20, 29, 64, "float16", True, scale=-0.2)
+
+
+@pytest.mark.usefixtures("bwd_tables")
+def test_attention_tma_backward_matches_pointer_kernels(device, monkeypatch):
+    monkeypatch.setitem(att._DKDV_TMA_CONFIGS, 128, (32, 64, 4, 2))  # several key blocks and query steps
+    q, k, v, out, lse, dout, grads = _check_tma_backward(device, monkeypatch, 2, 4, 1, 90, 77, 128, "bfloat16", True)
+    monkeypatch.setattr(att, "_BWD_TMA", False)
+    which = _bwd_routed(monkeypatch)
+    pointer = _backward(device, q, k, v, out, lse, dout, True, 1 / math.sqrt(128))
+    assert which() == {"dkdv": "pointer", "dq": "pointer"}
+    for got, want in zip(grads, pointer):
+        assert _rel(got, want) <= 4e-3  # a rounding of P, dS and the gradient apart at most
+
+
+@pytest.mark.parametrize(
+    "case", ["hot", "switch_off", "bool_mask", "float_mask", "dropout", "float32", "head_dim_96", "head_dim_32",
+             "unaligned", "head_dim_stride", "grad_dtype", "dq_table_only", "dkdv_table_only", "no_keys",
+             "no_queries"],
+)  # fmt: skip
+@pytest.mark.usefixtures("bwd_tables")
+def test_attention_tma_backward_selection(device, monkeypatch, case):
+    """The hot case takes both TMA kernels; everything they do not cover keeps the pointer kernels."""
+    dtype, d, lq, lk, kw = "bfloat16", 64, 19, 23, {}
+    expect = {"dkdv": "pointer", "dq": "pointer"}
+    if case == "hot":
+        expect = {"dkdv": "tma", "dq": "tma"}
+    elif case == "float32":
+        dtype = "float32"
+    elif case == "head_dim_96":
+        d = 96
+    elif case == "head_dim_32":  # a power of two, but in neither table
+        d = 32
+    elif case == "dq_table_only":
+        monkeypatch.delitem(att._DKDV_TMA_CONFIGS, 64)
+        expect = {"dkdv": "pointer", "dq": "tma"}
+    elif case == "dkdv_table_only":
+        monkeypatch.delitem(att._DQ_TMA_CONFIGS, 64)
+        expect = {"dkdv": "tma", "dq": "pointer"}
+    elif case == "no_keys":  # dK / dV have nothing to do; dQ writes zeros
+        lk = 0
+        expect = {"dkdv": None, "dq": "pointer"}
+    elif case == "no_queries":  # dQ has nothing to do; dK / dV write zeros
+        lq = 0
+        expect = {"dkdv": "pointer", "dq": None}
+    q, k, v = _qkv(device, 1, 2, 1, lq, lk, d, dtype)
+    scale = 1 / math.sqrt(d)
+    out, lse = _forward(device, q, k, v, True, scale)
+    dout = make((1, 2, lq, d), dtype, device, low=-1, high=1)
+    if case == "switch_off":
+        monkeypatch.setattr(att, "_BWD_TMA", False)
+    elif case in ("bool_mask", "float_mask"):  # changes nothing (the tensor outlives its buffer)
+        mask = torch.ones(1, 2, lq, lk, dtype=torch.bool, device=device)
+        if case == "float_mask":
+            mask = torch.zeros(mask.shape, device=device)
+        kw["mask"] = buf(mask)
+    elif case == "dropout":
+        kw.update(dropout_p=0.2, seed=3)
+    elif case == "unaligned":
+        dout = _unaligned(dout)
+    elif case == "head_dim_stride":
+        v = v.transpose(-2, -1).contiguous().transpose(-2, -1)
+    which = _bwd_routed(monkeypatch)
+    if case == "grad_dtype":  # fp32 gradients of bf16 inputs: the pointer kernels convert at the store
+        grads = [torch.full(t.shape, float("nan"), device=device) for t in (q, k, v)]
+        gk.attention_backward(buf(q), buf(k), buf(v), buf(out), buf(dout), buf(lse), *map(buf, grads), causal=True,
+                              scale=scale)  # fmt: skip
+        sync(device)
+    else:
+        grads = _backward(device, q, k, v, out, lse, dout, True, scale, **kw)
+    assert which() == expect
+    if case != "dropout":
+        for got, want in zip(grads, _grad_reference(q, k, v, dout, True, scale)):
+            if want.numel() and want.abs().max() > 0:
+                assert _rel(got, want) <= TOL[dtype]
+            elif want.numel():  # nothing flows there (no keys, or no queries): exactly zero
+                assert got.abs().max().item() == 0
+
+
+def _clobbering(fn, per_program: int):
+    """``fn`` with what the GPU launcher does for a kernel with device-side descriptors: each of its programs
+    takes ``per_program`` bytes from the start of the stream's scratch and writes its descriptors there
+    (here: NaN bytes over all of them, before the launch)."""
+    from genesis_kernels import runtime
+
+    def launch(grid, stream, args):
+        n = grid[0] * grid[1] * grid[2] * per_program
+        ctypes.memset(runtime.scratch(n, stream), 0xFF, n)
+        fn(grid, stream, args)
+
+    launch.global_scratch = per_program
+    launch._consts = fn._consts
+    return launch
+
+
+@pytest.mark.skipif(
+    not att.INTERPRET, reason="host memory scratch: the interpreter's tier (the GPU tier runs it for real)"
+)
+@pytest.mark.usefixtures("bwd_tables")
+def test_attention_tma_backward_delta_clear_of_descriptor_scratch(monkeypatch):
+    # delta (the backward's rowsum(dO * O)) lives in the same stream scratch that serves the TMA kernels'
+    # descriptors: it must lie past what their programs write.
+    from genesis_kernels import runtime
+
+    runtime.scratch(1 << 20, 0)  # a block big enough that neither request below moves it
+    args = ("cpu", monkeypatch, 1, 4, 2, 50, 70, 64, "bfloat16", True)
+    _check_tma_backward(*args)  # builds (and caches) both kernels
+    for kern in (att._DKDV_TMA_KERNEL, att._DQ_TMA_KERNEL):
+        for key, fn in list(kern.cache.items()):
+            kern.cache[key] = _clobbering(fn, 640)
+    q, k, v = _qkv("cpu", 1, 4, 2, 50, 70, 64, "bfloat16")
+    out, lse = _forward("cpu", q, k, v, True, 0.125)
+    dout = make((1, 4, 50, 64), "bfloat16", "cpu", low=-1, high=1)
+    grads = _backward("cpu", q, k, v, out, lse, dout, True, 0.125)
+    for got, want in zip(grads, _grad_reference(q, k, v, dout, True, 0.125)):
+        assert _rel(got, want) <= TOL["bfloat16"]
+
+
+@pytest.mark.gpu_tier
+@pytest.mark.parametrize(
+    "b,hq,hkv,lq,lk,d,dtype,causal,layout",
+    [
+        (2, 8, 2, 1000, 1000, 128, "bfloat16", True, "bhld"),
+        (1, 4, 4, 777, 1031, 64, "float16", False, "blhd"),
+        (2, 4, 1, 1100, 517, 64, "bfloat16", True, "bhld"),  # Lq > Lk, MQA
+        (1, 4, 2, 517, 1100, 128, "float16", True, "blhd"),  # Lq < Lk: keys no query sees
+        (1, 2, 2, 4096, 4096, 128, "bfloat16", True, "blhd"),
+    ],
+)
+@pytest.mark.usefixtures("bwd_tables")
+def test_attention_tma_backward_gpu_shapes(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causal, layout):
+    _check_tma_backward(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causal, layout)

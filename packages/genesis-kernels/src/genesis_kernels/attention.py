@@ -20,7 +20,10 @@ combines them (flash-decoding), so a handful of query rows still fills the GPU.
 
 Backward (P recomputed from Q, K and lse; no atomics): ``delta = rowsum(dO * O)``; a dK / dV kernel, one
 program per key block and kv head, loops over every query head of its group and every query block; a dQ
-kernel, one program per query block, loops over the key blocks.
+kernel, one program per query block, loops over the key blocks. The hot case takes TMA versions of both
+(_attn_bwd_dkdv_tma_kernel, _attn_bwd_dq_tma_kernel): the same blocks, masks, order and results, Q, K, V and
+dO (and the gradients' stores) through device-built descriptors, which frees the registers for 128-key
+dK / dV tiles; lse and delta stay plain loads.
 
 Causal: key ``j`` is visible from query ``i`` when ``j <= i`` (torch's top-left alignment). Loops run the
 blocks that need no causal / bounds mask apart from the (few) diagonal and ragged-edge blocks; blocks wholly
@@ -30,8 +33,10 @@ last query blocks), so the short ones fill the tail; dK / dV's first key blocks 
 Tiles: (BLOCK_M, BLOCK_N, num_warps, num_stages) per kernel and padded head dim in _FWD_CONFIGS,
 _DKDV_CONFIGS, _DQ_CONFIGS (module tables, read at each launch: benchmarks/sweep_attention.py patches
 them); the TMA forward's in _FWD_TMA_CONFIGS (plus warp_specialize), switched by _FWD_TMA
-(benchmarks/sweep_attention_tma.py). Every 16-divisible stride, pointer and head dim is declared so to the
-compiler: without that the tiles load element by element and Triton does not pipeline them (cp.async) at all.
+(benchmarks/sweep_attention_tma.py); the TMA backward's in _DKDV_TMA_CONFIGS and _DQ_TMA_CONFIGS, switched
+by _BWD_TMA (benchmarks/sweep_attention_bwd_tma.py). Every 16-divisible stride, pointer and head dim is
+declared so to the compiler: without that the tiles load element by element and Triton does not pipeline
+them (cp.async) at all.
 Dropout: element (b, h, i, j) keeps when Philox uniform at counter ``offset + ((b*Hq + h)*Lq + i)*Lk + j``
 under ``seed`` is >= p (the random family's convention), so the backward regenerates the same mask.
 fp32 inputs use IEEE fp32 dots (no tf32); accumulation is fp32 throughout.
@@ -44,6 +49,7 @@ import triton.language as tl
 
 from . import runtime
 from .buffer import INT32_LIMIT, BufferLike, dtype_info
+from .launch_abi import Grid, LaunchFn
 from .random import _philox, philox_state
 from .runtime import INTERPRET, Kernel, cdiv, next_pow2, ptr_type, sm_count
 
@@ -607,12 +613,173 @@ def _attn_bwd_dq_kernel(
     tl.store(dq_ptrs, dqacc.to(dq.dtype.element_ty), mask=rmask)
 
 
+@triton.jit
+def _dkdv_tma_step(
+    dk, dv, kb, vb, q_desc, do_desc, lse_base, delta_base, b, h, start_m, offs_n, Lq, qk_scale,
+    CAUSAL_MASK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
+):  # fmt: skip
+    # _dkdv_step's math on one query block of head h, Q and dO through the descriptors (rows past Lq read as
+    # zeros). Each is loaded once and feeds two dots: Q^T (a transposed view of the shared-memory tile, never
+    # a copy) for S^T and Q for dK; dO^T for dP^T and dO for dV. Rows are this program's keys, so P^T and
+    # dS^T are the A operands of dV and dK as they come, in registers.
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    row_ok = offs_m < Lq
+    qb = q_desc.load([b, h, start_m, 0]).reshape(BLOCK_M, BLOCK_D)
+    g = do_desc.load([b, h, start_m, 0]).reshape(BLOCK_M, BLOCK_D)
+    # Rows past Lq: lse +inf makes their weights exactly 0 (and their dO rows are zeros).
+    lse2 = tl.load(lse_base + offs_m, mask=row_ok, other=float("inf")) * 1.4426950408889634
+    # The scale inside exp2's argument, s * qk_scale - lse2: one FMA per element. The causal mask selects
+    # after the exponential, so a negative scale needs no other path (a masked weight is 0 either way).
+    pt = tl.math.exp2(_dot(kb, qb.T, None, None) * qk_scale - lse2[None, :])
+    if CAUSAL_MASK:
+        pt = tl.where(offs_m[None, :] >= offs_n[:, None], pt, 0.0)
+    dv = _dot(pt.to(g.dtype), g, dv, None)
+    dpt = _dot(vb, g.T, None, None)
+    dl = tl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+    dst = pt * (dpt - dl[None, :])
+    dk = _dot(dst.to(qb.dtype), qb, dk, None)
+    return dk, dv
+
+
+@triton.jit
+def _attn_bwd_dkdv_tma_kernel(
+    q, k, v, do, lse, delta, dk, dv, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sgb, sgh, sgm, skb2, skh2,
+    skn2, svb2, svh2, svn2, B, Hq, Hkv, GROUP, Lq, Lk, qk_scale, sm_scale, CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):  # fmt: skip
+    """_attn_bwd_dkdv_kernel's hot case (16-bit, no mask, no dropout, head dim 64 / 128) with tensor
+    descriptors built on the device, as _attn_fwd_tma_kernel: K and V of the key block are copied once into
+    shared memory, where the tensor cores read them for every query block; Q and dO stream through a
+    num_stages-deep TMA pipeline; dK and dV leave through descriptor stores that clip rows past Lk. Q and dO
+    need no per-thread addresses or bounds masks (only the 1-D lse / delta loads keep theirs), so the
+    registers those held go to bigger tiles: 64 query rows a step against 128 keys, where the pointer kernel
+    fits 32. Same blocks, loop split, order and results as the pointer kernel."""
+    start_n = tl.program_id(0) * BLOCK_N
+    bhk = tl.program_id(1)
+    b = bhk // Hkv
+    hk = bhk % Hkv
+    # 4-D descriptors with the tensors' own strides: any layout with a unit head-dim stride is read in place
+    # and a ragged last block never reads into the next head (coordinates 32-bit, strides 64-bit).
+    q_desc = tl.make_tensor_descriptor(q, [B, Hq, Lq, BLOCK_D], [sqb, sqh, sqm, 1], [1, 1, BLOCK_M, BLOCK_D])
+    do_desc = tl.make_tensor_descriptor(do, [B, Hq, Lq, BLOCK_D], [sgb, sgh, sgm, 1], [1, 1, BLOCK_M, BLOCK_D])
+    k_desc = tl.make_tensor_descriptor(k, [B, Hkv, Lk, BLOCK_D], [skb, skh, skn, 1], [1, 1, BLOCK_N, BLOCK_D])
+    v_desc = tl.make_tensor_descriptor(v, [B, Hkv, Lk, BLOCK_D], [svb, svh, svn, 1], [1, 1, BLOCK_N, BLOCK_D])
+    dk_desc = tl.make_tensor_descriptor(dk, [B, Hkv, Lk, BLOCK_D], [skb2, skh2, skn2, 1], [1, 1, BLOCK_N, BLOCK_D])
+    dv_desc = tl.make_tensor_descriptor(dv, [B, Hkv, Lk, BLOCK_D], [svb2, svh2, svn2, 1], [1, 1, BLOCK_N, BLOCK_D])
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    # Key rows past Lk read as zeros: their dK / dV rows are computed from them but clipped at the store.
+    kb = k_desc.load([b, hk, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+    vb = v_desc.load([b, hk, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+    dkacc = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    dvacc = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    if CAUSAL:  # query blocks before m_lo see none of these keys; from m_mid on they see all of them
+        m_lo = start_n // BLOCK_M * BLOCK_M
+        m_mid = tl.minimum(tl.cdiv(start_n + BLOCK_N, BLOCK_M) * BLOCK_M, tl.cdiv(Lq, BLOCK_M) * BLOCK_M)
+    else:
+        m_lo = 0
+        m_mid = 0
+    for gi in range(0, GROUP):  # every query head that shares this kv head: dK, dV summed over the group
+        h = hk * GROUP + gi
+        bh = (b * Hq + h).to(tl.int64)
+        lse_base = lse + bh * Lq
+        delta_base = delta + bh * Lq
+        for start_m in tl.range(m_lo, m_mid, BLOCK_M):
+            dkacc, dvacc = _dkdv_tma_step(
+                dkacc, dvacc, kb, vb, q_desc, do_desc, lse_base, delta_base, b, h, start_m, offs_n, Lq,
+                qk_scale, True, BLOCK_M, BLOCK_D,
+            )  # fmt: skip
+        for start_m in tl.range(m_mid, Lq, BLOCK_M):
+            dkacc, dvacc = _dkdv_tma_step(
+                dkacc, dvacc, kb, vb, q_desc, do_desc, lse_base, delta_base, b, h, start_m, offs_n, Lq,
+                qk_scale, False, BLOCK_M, BLOCK_D,
+            )  # fmt: skip
+    dkacc = dkacc * sm_scale
+    dk_desc.store([b, hk, start_n, 0], dkacc.to(dk.dtype.element_ty).reshape(1, 1, BLOCK_N, BLOCK_D))
+    dv_desc.store([b, hk, start_n, 0], dvacc.to(dv.dtype.element_ty).reshape(1, 1, BLOCK_N, BLOCK_D))
+
+
+@triton.jit
+def _dq_tma_step(
+    dq, qb, g, lse2, dl, k_desc, v_desc, b, hk, start_n, offs_m, offs_n, Lk, qk_scale, CAUSAL_MASK: tl.constexpr,
+    BOUND_N: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):  # fmt: skip
+    # _dq_step's math on one key block through the descriptors: K and V are loaded once each, K^T (a view)
+    # for S and K for dQ, V^T for dP. Key rows past Lk read as zeros, so only the weights need the bound.
+    kb = k_desc.load([b, hk, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+    vb = v_desc.load([b, hk, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+    # As in _dkdv_tma_step: the scale inside exp2's argument, masks applied to the weights.
+    p = tl.math.exp2(_dot(qb, kb.T, None, None) * qk_scale - lse2[:, None])
+    n = start_n + offs_n
+    if CAUSAL_MASK and BOUND_N:
+        p = tl.where((n[None, :] <= offs_m[:, None]) & (n < Lk)[None, :], p, 0.0)
+    elif CAUSAL_MASK:
+        p = tl.where(n[None, :] <= offs_m[:, None], p, 0.0)
+    elif BOUND_N:
+        p = tl.where((n < Lk)[None, :], p, 0.0)
+    dp = _dot(g, vb.T, None, None)
+    ds = p * (dp - dl[:, None])
+    dq = _dot(ds.to(kb.dtype), kb, dq, None)
+    return dq
+
+
+@triton.jit
+def _attn_bwd_dq_tma_kernel(
+    q, k, v, do, lse, delta, dq, sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sgb, sgh, sgm, sdb, sdh, sdm, B,
+    Hq, Hkv, GROUP, Lq, Lk, qk_scale, sm_scale, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):  # fmt: skip
+    """_attn_bwd_dq_kernel's hot case with tensor descriptors (see _attn_bwd_dkdv_tma_kernel): Q and dO of
+    the query block copied once into shared memory, K and V streamed through the TMA pipeline, dQ stored
+    through a descriptor that clips rows past Lq. Same blocks, loop split, order and results."""
+    if CAUSAL:  # a query block's work grows with its index: launch the longest first
+        start_m = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_M
+    else:
+        start_m = tl.program_id(0) * BLOCK_M
+    bh = tl.program_id(1)
+    b = bh // Hq
+    h = bh % Hq
+    hk = h // GROUP
+    q_desc = tl.make_tensor_descriptor(q, [B, Hq, Lq, BLOCK_D], [sqb, sqh, sqm, 1], [1, 1, BLOCK_M, BLOCK_D])
+    do_desc = tl.make_tensor_descriptor(do, [B, Hq, Lq, BLOCK_D], [sgb, sgh, sgm, 1], [1, 1, BLOCK_M, BLOCK_D])
+    k_desc = tl.make_tensor_descriptor(k, [B, Hkv, Lk, BLOCK_D], [skb, skh, skn, 1], [1, 1, BLOCK_N, BLOCK_D])
+    v_desc = tl.make_tensor_descriptor(v, [B, Hkv, Lk, BLOCK_D], [svb, svh, svn, 1], [1, 1, BLOCK_N, BLOCK_D])
+    dq_desc = tl.make_tensor_descriptor(dq, [B, Hq, Lq, BLOCK_D], [sdb, sdh, sdm, 1], [1, 1, BLOCK_M, BLOCK_D])
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    row_ok = offs_m < Lq
+    qb = q_desc.load([b, h, start_m, 0]).reshape(BLOCK_M, BLOCK_D)  # rows past Lq: zeros
+    g = do_desc.load([b, h, start_m, 0]).reshape(BLOCK_M, BLOCK_D)
+    lse2 = tl.load(lse + bh.to(tl.int64) * Lq + offs_m, mask=row_ok, other=float("inf")) * 1.4426950408889634
+    dl = tl.load(delta + bh.to(tl.int64) * Lq + offs_m, mask=row_ok, other=0.0)
+    dqacc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    if CAUSAL:
+        hi = tl.minimum(start_m + BLOCK_M, Lk)
+        full_hi = tl.minimum(start_m, Lk) // BLOCK_N * BLOCK_N
+    else:
+        hi = Lk
+        full_hi = Lk // BLOCK_N * BLOCK_N
+    for start_n in tl.range(0, full_hi, BLOCK_N):
+        dqacc = _dq_tma_step(
+            dqacc, qb, g, lse2, dl, k_desc, v_desc, b, hk, start_n, offs_m, offs_n, Lk, qk_scale,
+            False, False, BLOCK_N, BLOCK_D,
+        )  # fmt: skip
+    for start_n in tl.range(full_hi, hi, BLOCK_N):
+        dqacc = _dq_tma_step(
+            dqacc, qb, g, lse2, dl, k_desc, v_desc, b, hk, start_n, offs_m, offs_n, Lk, qk_scale,
+            CAUSAL, True, BLOCK_N, BLOCK_D,
+        )  # fmt: skip
+    dqacc = dqacc * sm_scale
+    dq_desc.store([b, h, start_m, 0], dqacc.to(dq.dtype.element_ty).reshape(1, 1, BLOCK_M, BLOCK_D))
+
+
 _FWD = Kernel(_attn_fwd_kernel)
 _FWD_TMA_KERNEL = Kernel(_attn_fwd_tma_kernel)
 _COMBINE = Kernel(_decode_combine_kernel)
 _DELTA = Kernel(_bwd_delta_kernel)
 _DKDV = Kernel(_attn_bwd_dkdv_kernel)
 _DQ = Kernel(_attn_bwd_dq_kernel)
+_DKDV_TMA_KERNEL = Kernel(_attn_bwd_dkdv_tma_kernel)
+_DQ_TMA_KERNEL = Kernel(_attn_bwd_dq_tma_kernel)
 
 
 # ------------------------------------------------------------------------------------------ configuration
@@ -645,6 +812,18 @@ _DKDV_CONFIGS = {
     256: (32, 64, 8, 2),
 }
 _DQ_CONFIGS = {16: (128, 64, 8, 3), 32: (128, 64, 8, 3), 64: (128, 64, 4, 3), 128: (128, 64, 8, 3), 256: (64, 32, 8, 2)}
+# The TMA backward kernels (_attn_bwd_dkdv_tma_kernel, _attn_bwd_dq_tma_kernel) serve the hot case while
+# _BWD_TMA is set, each for the head dims of its table: (BLOCK_M, BLOCK_N, num_warps, num_stages). Read at
+# each launch (benchmarks/sweep_attention_bwd_tma.py patches them); a head dim left out of one table keeps
+# that kernel's pointer version. From that sweep on an H100 (causal bf16, whole backward = delta + dK/dV +
+# dQ, one kernel swept at a time): dK / dV d128 64x64 4w 2st 2,395 us against the pointer kernel's 2,569
+# (cuDNN 1,927); the dQ kernel's candidates at d128 and both kernels' at d64 were no faster than the
+# pointer versions beyond noise (dQ d64: 3,563 against 3,580; dK / dV d64 TMA 64x128: 3,578 against 2,638),
+# so those head dims stay with them. The d128 dK / dV tile: 64 keys a program, K and V resident in shared
+# memory, 64-row query steps; the larger 64x128 tile (255 registers by ptxas -v, spills at 3 stages) lost.
+_BWD_TMA = True
+_DKDV_TMA_CONFIGS: dict[int, tuple[int, int, int, int]] = {128: (64, 64, 4, 2)}
+_DQ_TMA_CONFIGS: dict[int, tuple[int, int, int, int]] = {}
 _DECODE_CONFIG = {
     16: (16, 128, 4, 3),
     32: (16, 128, 4, 3),
@@ -758,6 +937,92 @@ def _forward_tma(q: BufferLike, k: BufferLike, v: BufferLike, out: BufferLike, l
     args = (q.ptr, k.ptr, v.ptr, out.ptr, lse.ptr, *strides, b, hq, hkv, hq // hkv, lq, lk, scale * _LOG2E,
             *fn._consts)  # type: ignore[attr-defined]  # fmt: skip
     fn((cdiv(lq, bm), b * hq, 1), stream, args)
+
+
+# The buffers each TMA backward kernel reads or writes through descriptors, and the names of their
+# (batch, head, row) stride arguments.
+_BWD_TMA_BUFS = {"dkdv": ("q", "k", "v", "do", "dk", "dv"), "dq": ("q", "k", "v", "do", "dq")}
+_BWD_TMA_STRIDE_ARGS = {
+    "q": ("sqb", "sqh", "sqm"), "k": ("skb", "skh", "skn"), "v": ("svb", "svh", "svn"), "do": ("sgb", "sgh", "sgm"),
+    "dk": ("skb2", "skh2", "skn2"), "dv": ("svb2", "svh2", "svn2"), "dq": ("sdb", "sdh", "sdm"),
+}  # fmt: skip
+
+
+def _bwd_tma_table(kernel: str) -> dict[int, tuple[int, int, int, int]]:
+    return _DKDV_TMA_CONFIGS if kernel == "dkdv" else _DQ_TMA_CONFIGS
+
+
+def _bwd_tma_strides(kernel: str, bufs: dict[str, BufferLike], kind: int, dropout: bool) -> tuple[int, ...] | None:
+    """The descriptor strides (three per buffer of _BWD_TMA_BUFS[kernel], in that order) where ``kernel``
+    ("dkdv" or "dq") takes its TMA version, else None. It does with _BWD_TMA set, the head dim in the
+    kernel's table (a power of two: no padded columns), 16-bit q, k, v, dO and gradients of one dtype, no
+    mask, no dropout, at least one query and one key (a descriptor has no empty dims), 32-bit coordinates
+    and every buffer the kernel touches readable by a descriptor (_tma_strides)."""
+    q, k = bufs["q"], bufs["k"]
+    d = q.shape[3]
+    if not _BWD_TMA or kind != 0 or dropout or d not in _bwd_tma_table(kernel) or d != next_pow2(d):
+        return None
+    if q.dtype not in ("float16", "bfloat16") or any(bufs[n].dtype != q.dtype for n in _BWD_TMA_BUFS[kernel]):
+        return None
+    if q.shape[2] == 0 or k.shape[2] == 0 or max(*q.shape, *k.shape) >= INT32_LIMIT:
+        return None
+    strides: tuple[int, ...] = ()
+    for name in _BWD_TMA_BUFS[kernel]:
+        st = _tma_strides(bufs[name])
+        if st is None:
+            return None
+        strides += st
+    return strides
+
+
+def _bwd_tma_config(kernel: str, d: int, lq: int, lk: int) -> tuple[int, int, int, int]:
+    """The kernel's table entry, tiles shrunk to the sequences as _config does."""
+    return _config({d: _bwd_tma_table(kernel)[d]}, d, "bfloat16", lq, lk)
+
+
+def _bwd_tma_key(dtype: str, causal: bool, cfg: tuple[int, int, int, int], block_d: int) -> tuple:
+    """_DKDV_TMA_KERNEL's / _DQ_TMA_KERNEL's cache key of one specialisation (cfg: BLOCK_M, BLOCK_N, warps,
+    stages)."""
+    return (dtype, causal, block_d, *cfg)
+
+
+def _bwd_tma_build(kernel: str, q: BufferLike, k: BufferLike, causal: bool) -> tuple[LaunchFn, Grid]:
+    """The compiled (cached) TMA backward kernel ``kernel`` for these shapes, and its grid."""
+    b, hq, lq, d = q.shape
+    hkv, lk = k.shape[1], k.shape[2]
+    cfg = _bwd_tma_config(kernel, d, lq, lk)
+    bm, bn, warps, stages = cfg
+    kern = _DKDV_TMA_KERNEL if kernel == "dkdv" else _DQ_TMA_KERNEL
+    key = _bwd_tma_key(q.dtype, causal, cfg, d)
+    fn = kern.cache.get(key)
+    if fn is None:
+        names = _BWD_TMA_BUFS[kernel]
+        types = {
+            **dict.fromkeys(names, ptr_type(q.dtype)), "lse": "*fp32", "delta": "*fp32",
+            **dict.fromkeys([s for n in names for s in _BWD_TMA_STRIDE_ARGS[n]], "i64"),
+            **dict.fromkeys(("B", "Hq", "Hkv", "GROUP", "Lq", "Lk"), "i32"), "qk_scale": "fp32", "sm_scale": "fp32",
+        }  # fmt: skip
+        consts = dict(CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d)
+        # The descriptor buffers are 16-byte aligned (_tma_strides); lse and delta are read as plain vectors.
+        fn = kern.build(key, types, consts, names, num_warps=warps, num_stages=stages)
+        fn._consts = consts  # type: ignore[attr-defined]
+    grid = (cdiv(lk, bn), b * hkv, 1) if kernel == "dkdv" else (cdiv(lq, bm), b * hq, 1)
+    return fn, grid
+
+
+def _bwd_tma_launch(kernel: str, fn: LaunchFn, grid: Grid, bufs: dict[str, BufferLike], strides: tuple[int, ...],
+                    lse: BufferLike, delta: int, scale: float, stream: int) -> None:  # fmt: skip
+    """Launch ``fn`` from _bwd_tma_build; ``strides`` from _bwd_tma_strides."""
+    q, k = bufs["q"], bufs["k"]
+    names = _BWD_TMA_BUFS[kernel]
+    args: dict[str, object] = {n: bufs[n].ptr for n in names}
+    args.update(zip([s for n in names for s in _BWD_TMA_STRIDE_ARGS[n]], strides))
+    args.update(
+        lse=lse.ptr, delta=delta, B=q.shape[0], Hq=q.shape[1], Hkv=k.shape[1], GROUP=q.shape[1] // k.shape[1],
+        Lq=q.shape[2], Lk=k.shape[2], qk_scale=scale * _LOG2E, sm_scale=scale, **fn._consts,  # type: ignore[attr-defined]
+    )  # fmt: skip
+    kern = _DKDV_TMA_KERNEL if kernel == "dkdv" else _DQ_TMA_KERNEL
+    fn(grid, stream, tuple(args[n] for n in kern.arg_names))
 
 
 def _mask_args(mask: BufferLike | None, b: int, hq: int, lq: int, lk: int) -> tuple[int, tuple[int, ...], int, str]:
@@ -953,7 +1218,18 @@ def attention_backward(
     it = _int_type(q, k, v, dout, mask, dq, dk, dv)
     unit_d = all(t.strides[3] == 1 for t in (q, k, v, dout, dq, dk, dv))
     prec = _prec(q.dtype)
-    delta = runtime.scratch(max(1, b * hq * lq) * 4, stream)
+    # The hot case's TMA kernels, built first: the launcher serves their device-side descriptors from the
+    # start of this stream's scratch (grid x global_scratch bytes), so delta must lie past that reserve, as
+    # matmul's stream-K partials do; otherwise the descriptors the programs write would overwrite it.
+    bufs = {"q": q, "k": k, "v": v, "do": dout, "dq": dq, "dk": dk, "dv": dv}
+    tma: dict[str, tuple[LaunchFn, Grid, tuple[int, ...]]] = {}
+    for name, runs in (("dkdv", b * hkv * lk > 0), ("dq", b * hq * lq > 0)):
+        st = _bwd_tma_strides(name, bufs, kind, dropout) if runs else None
+        if st is not None:
+            tma[name] = (*_bwd_tma_build(name, q, k, causal), st)
+    reserve = max([g[0] * g[1] * g[2] * getattr(fn, "global_scratch", 0) for fn, g, _ in tma.values()], default=0)
+    reserve = cdiv(reserve, 256) * 256
+    delta = runtime.scratch(reserve + max(1, b * hq * lq) * 4, stream) + reserve
     seed_ptr = dropout and rng_ptr != 0
     common = dict(
         Hq=hq, Lq=lq, Lk=lk, D=d, qk_scale=scale * _LOG2E, sm_scale=scale, drop_p=dropout_p,
@@ -992,7 +1268,10 @@ def attention_backward(
             (out.ptr, dout.ptr, delta, hq, lq, d, *out.strides, *dout.strides, even_d, d_unit, dm, block_d),
         )
     # dK, dV: one program per key block and kv head
-    if b * hkv * lk:
+    if "dkdv" in tma:
+        fn, grid, st = tma["dkdv"]
+        _bwd_tma_launch("dkdv", fn, grid, bufs, st, lse, delta, scale, stream)
+    elif b * hkv * lk:
         bm, bn, warps, stages = _config(_DKDV_CONFIGS, block_d, q.dtype, lq, lk)
         ints = [*_stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("k2", dk), ("v2", dv)), ("D", d)]
         ptrs = [("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr), ("dk", dk.ptr), ("dv", dv.ptr)]
@@ -1022,7 +1301,10 @@ def attention_backward(
         )  # fmt: skip
         fn((cdiv(lk, bn), b * hkv, 1), stream, tuple(args[n] for n in _DKDV.arg_names))
     # dQ: one program per query block and query head
-    if b * hq * lq:
+    if "dq" in tma:
+        fn, grid, st = tma["dq"]
+        _bwd_tma_launch("dq", fn, grid, bufs, st, lse, delta, scale, stream)
+    elif b * hq * lq:
         bm, bn, warps, stages = _config(_DQ_CONFIGS, block_d, q.dtype, lq, lk)
         ints = [*_stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("d", dq)), ("D", d)]
         ptrs = [("q", q.ptr), ("k", k.ptr), ("v", v.ptr), ("do", dout.ptr), ("dq", dq.ptr)]
