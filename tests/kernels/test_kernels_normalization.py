@@ -244,3 +244,24 @@ def test_norm_big(device: str, dtype: str, shape: tuple[int, int], rms: bool) ->
     w = make(shape[-1:], "float32", device).to(TORCH_DTYPES[dtype])
     b = None if rms else make(shape[-1:], dtype, device)
     check(run(x, w, b, dy, rms=rms), reference(x, w, b, dy, rms=rms), dtype)
+
+
+def test_layer_norm_parameter_gradients_in_one_or_two_column_sum_launches(device: str) -> None:
+    """dweight and dbias of one dtype are summed by one launch (the second output strided here); of two
+    dtypes by one launch each. Both agree with float64."""
+    x, dy = make((37, 50), "bfloat16", device), make((37, 50), "bfloat16", device)
+    w, b = make((50,), "float32", device), make((50,), "float32", device)
+    y, mean, rstd = torch.empty_like(x), torch.empty(37, device=device), torch.empty(37, device=device)
+    gk.norm_forward(buf(x), buf(w), buf(b), buf(y), buf(mean), buf(rstd), eps=1e-5)  # (buffers: no refs held)
+    ref = reference(x, w, b, dy, rms=False)
+    for b_dtype, b_stride in (("float32", 2), ("bfloat16", 1)):
+        dw = poisoned((50,), torch.float32, x.device)
+        db_store = poisoned((50 * b_stride,), getattr(torch, b_dtype), x.device)
+        db = db_store[::b_stride]
+        dx = poisoned(x.shape, x.dtype, x.device)
+        gk.norm_backward(buf(x), buf(dy), buf(w), buf(mean), buf(rstd), buf(dx), buf(dw), buf(db))
+        sync(x.device.type)
+        assert rel_err(dw, ref["dw"]) <= REL["float32"]
+        assert rel_err(db, ref["db"]) <= REL[b_dtype]
+        if b_stride == 2:  # the gaps of the strided output are left alone
+            assert torch.isnan(db_store[1::2].float()).all()

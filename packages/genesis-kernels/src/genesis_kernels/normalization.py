@@ -302,8 +302,16 @@ def _norm_bwd_kernel(
 
 
 @triton.jit
-def _column_sum_kernel(p, out, P, N, os, ACC: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
-    """out[c] = sum over the P rows of the (P, N) partials ``p``; zeros when P == 0."""
+def _column_sum_kernel(
+    p, out, out2, P, N, os, os2, ACC: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr
+):  # fmt: skip
+    """out[c] = sum over the P rows of the (P, N) partials ``p``; zeros when P == 0. Programs of grid
+    axis 1 = 1 (a launch over both of LayerNorm's parameter gradients) sum the (P, N) partials that
+    follow into ``out2``, of the same dtype."""
+    if tl.program_id(1) == 1:
+        p += P * N
+        out = out2
+        os = os2
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     c_mask = cols < N
     acc = tl.zeros([BLOCK_P, BLOCK_C], ACC)
@@ -523,20 +531,33 @@ def norm_backward(
             fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
         args = (x.ptr, dy.ptr, w_ptr, m_ptr, rstd.ptr, dx.ptr, pw, pb, rows, n, rpp, xr, xc, gr, gc, dr, dc)
         fn((programs, 1, 1), stream, (*args, *fn._consts))  # type: ignore[attr-defined]
+    if dweight is not None and dbias is not None and dweight.dtype == dbias.dtype:
+        _column_sum(pw, programs, n, dweight, acc, stream, dbias)  # one launch for both (pb follows pw)
+        return
     for target, ptr in ((dweight, pw), (dbias, pb)):
         if target is not None:
             _column_sum(ptr, programs, n, target, acc, stream)
 
 
-def _column_sum(ptr: int, programs: int, n: int, out: BufferLike, acc: str, stream: int) -> None:
+def _column_sum(
+    ptr: int, programs: int, n: int, out: BufferLike, acc: str, stream: int, out2: BufferLike | None = None
+) -> None:
+    """``out`` = the column sums of the (programs, n) partials at ``ptr``; with ``out2`` (``out``'s dtype)
+    also ``out2`` = those of the partials right after them, in the same launch."""
     block_p, block_c = 32, 64
-    it = "i64" if programs * n >= INT32_LIMIT - 65536 else "i32"
-    key = (out.dtype, acc, it, ptr % 16 == 0, out.ptr % 16 == 0)
+    parts = 1 if out2 is None else 2
+    it = "i64" if parts * programs * n >= INT32_LIMIT - 65536 else "i32"
+    second = out if out2 is None else out2
+    key = (out.dtype, acc, it, ptr % 16 == 0, out.ptr % 16 == 0, second.ptr % 16 == 0)
     fn = _COLSUM.cache.get(key)
     if fn is None:
-        types = {"p": ptr_type(acc), "out": ptr_type(out.dtype), "P": it, "N": it, "os": it}
+        types = {
+            "p": ptr_type(acc), "out": ptr_type(out.dtype), "out2": ptr_type(out.dtype), "P": it, "N": it,
+            "os": it, "os2": it,
+        }  # fmt: skip
         consts = dict(ACC=tl_dtype(acc), BLOCK_P=block_p, BLOCK_C=block_c)
-        aligned = [name for name, p in (("p", ptr), ("out", out.ptr)) if p % 16 == 0]
+        aligned = [name for name, p in (("p", ptr), ("out", out.ptr), ("out2", second.ptr)) if p % 16 == 0]
         fn = _COLSUM.build(key, types, consts, aligned, num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn((cdiv(n, block_c), 1, 1), stream, (ptr, out.ptr, programs, n, out.strides[0], *fn._consts))  # type: ignore[attr-defined]
+    args = (ptr, out.ptr, second.ptr, programs, n, out.strides[0], second.strides[0], *fn._consts)  # type: ignore[attr-defined]
+    fn((cdiv(n, block_c), parts, 1), stream, args)
