@@ -449,8 +449,11 @@ def _check_tma_backward(device, monkeypatch, b, hq, hkv, lq, lk, d, dtype, causa
         (2, 2, 2, 45, 100, 64, (32, 16, 4, 2), (16, 32, 4, 2)),
         # MQA-like group of 4, Lq > Lk (rows past Lk see every key), BLOCK_N > BLOCK_M in dK / dV
         (1, 4, 1, 70, 37, 128, (16, 32, 4, 2), (32, 16, 4, 2)),
-        # a few queries, one block smaller than the tables' tiles
-        (2, 2, 2, 3, 40, 128, None, None),
+        # a few queries, one block smaller than the tables' tiles. Not 3 or so: causal rows that see 1-3 keys
+        # make dS = P (dP - delta) all cancellation, so bf16 rounding (P, dS, the saved output) alone puts dq
+        # near 1e-2 of float64 (2.0e-2 worst over 20 draws at Lq = 3, the pointer kernels the same; 7.9e-3
+        # at 17)
+        (2, 2, 2, 17, 40, 128, None, None),
     ],
 )
 @pytest.mark.usefixtures("bwd_tables")
