@@ -567,7 +567,7 @@ def _clobbering(fn, per_program: int):
 
 
 @pytest.mark.skipif(
-    not att.INTERPRET, reason="host memory scratch: the interpreter's tier (the GPU tier runs it for real)"
+    not gk.runtime.INTERPRET, reason="host memory scratch: the interpreter's tier (the GPU tier runs it for real)"
 )
 @pytest.mark.usefixtures("bwd_tables")
 def test_attention_tma_backward_delta_clear_of_descriptor_scratch(monkeypatch):
