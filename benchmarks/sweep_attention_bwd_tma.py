@@ -47,7 +47,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sweep_attention import SETS, Case, att, rel, torch_fwd_bwd, usable
-from sweep_attention_tma import Poisoned, _sticky, captured_stderr, first_error
+from sweep_attention_tma import Poisoned, _sticky, captured_stderr, first_error, fwd_bwd_table
 from timing import interleaved_us
 
 SHAPES = [(4, 16, 4096, 128), (4, 32, 4096, 64)]
@@ -237,7 +237,7 @@ def phase_time(case: Case, kernel: str, ok: list, reps: int, out: Out) -> tuple[
 
 def fwd_bwd(case: Case, best: dict[str, Choice], reps: int, out: Out) -> None:
     """Phase 3: the whole training step of attention, genesis (best and shipped) against torch."""
-    B, H, L, D = case.shape
+    D = case.shape[3]
     with backward_kernels(case.block_d, best):
         case.fwd_bwd(0)
         torch.cuda.synchronize()
@@ -246,12 +246,7 @@ def fwd_bwd(case: Case, best: dict[str, Choice], reps: int, out: Out) -> None:
     fns = {"genesis best": with_kernels(case.block_d, best, case.fwd_bwd), "genesis shipped": case.fwd_bwd}
     fns.update(usable({"torch flash": torch_fwd_bwd(case, SDPBackend.FLASH_ATTENTION),
                        "torch cudnn": torch_fwd_bwd(case, SDPBackend.CUDNN_ATTENTION)}))  # fmt: skip
-    us = interleaved_us(fns, reps, SETS)
-    out(f"  d{D}: forward + backward, causal bf16 {B}x{H}x{L}x{D}, median of {reps} (interleaved)")
-    ref = us.get("torch cudnn")
-    for name, t in sorted(us.items(), key=lambda kv: kv[1]):
-        ratio = f"  {ref / t:5.2f}x cuDNN" if ref else ""
-        out(f"    {name:<18} {t:9.1f} us  {3.5 * case.flops / t / 1e6:5.0f} TFLOP/s{ratio}")
+    fwd_bwd_table(case, fns, reps, out)
     out()
 
 

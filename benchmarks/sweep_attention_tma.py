@@ -197,7 +197,7 @@ def sweep_shape(case: Case, args: argparse.Namespace, start: float) -> tuple[Con
 
 def fwd_bwd(case: Case, best: Config | None, reps: int) -> None:
     """Phase 3: the whole training step of attention, genesis (TMA and pointer forward) against torch."""
-    B, H, L, D = case.shape
+    D = case.shape[3]
     if best is not None:  # the backward reads the TMA forward's out and lse: check its gradients too
         with forward_kernel(case.block_d, best):
             case.fwd_bwd(0)
@@ -211,13 +211,20 @@ def fwd_bwd(case: Case, best: Config | None, reps: int) -> None:
         "torch flash": torch_fwd_bwd(case, SDPBackend.FLASH_ATTENTION),
         "torch cudnn": torch_fwd_bwd(case, SDPBackend.CUDNN_ATTENTION),
     }))  # fmt: skip
+    fwd_bwd_table(case, fns, reps, print)
+    print(flush=True)
+
+
+def fwd_bwd_table(case: Case, fns: dict[str, Callable[[int], None]], reps: int, write: Callable[[str], object]) -> None:
+    """Time ``fns`` (forward + backward each) interleaved and write them fastest first, with TFLOP/s
+    (3.5x the forward's FLOPs: the backward recomputes S and dP) and the ratio to torch's cuDNN."""
+    B, H, L, D = case.shape
     us = interleaved_us(fns, reps, SETS)
-    print(f"  d{D}: forward + backward, causal bf16 {B}x{H}x{L}x{D}, median of {reps} (interleaved)")
+    write(f"  d{D}: forward + backward, causal bf16 {B}x{H}x{L}x{D}, median of {reps} (interleaved)")
     ref = us.get("torch cudnn")
     for name, t in sorted(us.items(), key=lambda kv: kv[1]):
         ratio = f"  {ref / t:5.2f}x cuDNN" if ref else ""
-        print(f"    {name:<24} {t:9.1f} us  {3.5 * case.flops / t / 1e6:5.0f} TFLOP/s{ratio}")
-    print(flush=True)
+        write(f"    {name:<24} {t:9.1f} us  {3.5 * case.flops / t / 1e6:5.0f} TFLOP/s{ratio}")
 
 
 def main() -> None:

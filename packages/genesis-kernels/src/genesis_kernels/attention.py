@@ -47,6 +47,8 @@ fp32 inputs use IEEE fp32 dots (no tf32); accumulation is fp32 throughout.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from . import runtime
 from .attention_kernels import (
     _attn_bwd_dkdv_kernel,
@@ -177,6 +179,17 @@ def _tma_strides(t: BufferLike) -> tuple[int, int, int] | None:
     return strides[0], strides[1], strides[2]
 
 
+def _all_tma_strides(bufs: Iterable[BufferLike]) -> tuple[int, ...] | None:
+    """The descriptor strides of every buffer in turn (three each), or None if a descriptor cannot read one."""
+    strides: tuple[int, ...] = ()
+    for t in bufs:
+        st = _tma_strides(t)
+        if st is None:
+            return None
+        strides += st
+    return strides
+
+
 def _fwd_tma_strides(q: BufferLike, k: BufferLike, v: BufferLike, out: BufferLike, kind: int, dropout: bool,
                      split: bool) -> tuple[int, ...] | None:  # fmt: skip
     """The descriptors' strides of q, k, v and out (three each) where the forward takes the TMA kernel, else
@@ -190,13 +203,7 @@ def _fwd_tma_strides(q: BufferLike, k: BufferLike, v: BufferLike, out: BufferLik
         return None
     if d != next_pow2(d) or k.shape[2] == 0 or max(*q.shape, *k.shape) >= INT32_LIMIT:
         return None
-    strides: tuple[int, ...] = ()
-    for t in (q, k, v, out):
-        st = _tma_strides(t)
-        if st is None:
-            return None
-        strides += st
-    return strides
+    return _all_tma_strides((q, k, v, out))
 
 
 def _fwd_tma_key(dtype: str, causal: bool, raw_max: bool, cfg: tuple[int, int, int, int, bool], block_d: int) -> tuple:
@@ -262,17 +269,12 @@ def _bwd_tma_strides(kernel: str, bufs: dict[str, BufferLike], kind: int, dropou
         return None
     if q.shape[2] == 0 or k.shape[2] == 0 or max(*q.shape, *k.shape) >= INT32_LIMIT:
         return None
-    strides: tuple[int, ...] = ()
-    for name in _BWD_TMA_BUFS[kernel]:
-        st = _tma_strides(bufs[name])
-        if st is None:
-            return None
-        strides += st
-    return strides
+    return _all_tma_strides(bufs[name] for name in _BWD_TMA_BUFS[kernel])
 
 
 def _bwd_tma_config(kernel: str, d: int, lq: int, lk: int) -> tuple[int, int, int, int]:
-    """The kernel's table entry, tiles shrunk to the sequences as _config does."""
+    """The kernel's table entry, tiles shrunk to the sequences as _config does (16-bit: the TMA kernels
+    take no float32, so none of _config's float32 halving applies)."""
     return _config({d: _bwd_tma_table(kernel)[d]}, d, "bfloat16", lq, lk)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 import numpy as np
 
@@ -71,12 +72,12 @@ def _by_dtype(*lists: list | None) -> list[list[int] | None]:
     return list(groups.values())
 
 
-def _pick(lst: list | None, idx: list[int] | None) -> list | None:
+_Lists = TypeVar("_Lists", list, None)
+
+
+def _pick(lst: _Lists, idx: list[int] | None) -> _Lists:
+    """The entries of ``lst`` at ``idx`` (a list None passes through; idx None: all of it, not copied)."""
     return lst if lst is None or idx is None else [lst[i] for i in idx]
-
-
-def _group(lst: list, idx: list[int] | None) -> list:
-    return lst if idx is None else [lst[i] for i in idx]
 
 
 def _launch_dense(launch: Callable[[list], None], lists: list, written: list[bool]) -> None:
@@ -156,7 +157,7 @@ def multi_tensor_sgd_(
 def multi_tensor_norm(tensors: list[View], norm_type: float, dtype: str) -> View:
     """The norm of all tensors as one vector: a 0-d array of ``dtype`` on their device."""
     out = gs.empty((), dtype, tensors[0].device)
-    groups = [_group(tensors, idx) for idx in _by_dtype(tensors)]
+    groups = [_pick(tensors, idx) for idx in _by_dtype(tensors)]
     gk.optimizer.total_norm(
         groups, out, norm_type=norm_type, upload=_upload(tensors[0].device), stream=stream_of(tensors[0])
     )
@@ -170,7 +171,7 @@ def multi_tensor_clip_(tensors: list[View], total_norm: View, max_norm: float) -
     forget_ranges(tensors)
     for idx in _by_dtype(tensors):
         gk.optimizer.clip_by_total_norm(
-            _group(tensors, idx),
+            _pick(tensors, idx),
             total_norm,
             max_norm=max_norm,
             upload=_upload(tensors[0].device),
