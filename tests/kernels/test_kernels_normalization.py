@@ -190,6 +190,26 @@ def test_norm_strided(device: str, rms: bool, layout: str) -> None:
 
 
 @pytest.mark.parametrize("rms", [False, True])
+def test_norm_layouts_of_one_shape_interleaved(device: str, rms: bool) -> None:
+    """The launch layout is cached per (shape, strides): calls alternating between a contiguous input
+    and strided ones of the same shape each get their own rows and strides."""
+    w = make((41,), "float32", device)
+    b = None if rms else make((41,), "float32", device)
+    for _ in range(2):
+        for layout in ("contiguous", "column_stride", "row_stride", "transposed_dy"):
+            wide = make((9, 82), "float32", device)
+            x = (
+                wide[:, :41]
+                if layout == "row_stride"
+                else wide[:, ::2]
+                if layout == "column_stride"
+                else wide[:, :41].contiguous()
+            )
+            dy = make((41, 9), "float32", device).t() if layout == "transposed_dy" else make((9, 41), "float32", device)
+            check(run(x, w, b, dy, rms=rms), reference(x, w, b, dy, rms=rms), "float32")
+
+
+@pytest.mark.parametrize("rms", [False, True])
 @pytest.mark.parametrize("n", [33, 47, 64, 200])
 def test_norm_long_rows(device: str, monkeypatch: pytest.MonkeyPatch, rms: bool, n: int) -> None:
     """The chunked path (rows longer than one block), with the thresholds lowered so shapes stay small.

@@ -66,7 +66,7 @@ def _roots(tensors, grad_tensors):
             g = make(nd.ones(*t.shape, dtype=t.dtype, device=t.device))
         elif not isinstance(g, make):
             g = make(nd.array(g, dtype=t.dtype, device=t.device))
-        if tuple(g.shape) != tuple(t.shape):
+        if g.data.shape != t.data.shape:  # (the NDArrays' plain tuples: no Size made per check)
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[0] has a shape of {list(g.shape)} and output[0] has a shape "
                 f"of {list(t.shape)}."

@@ -14,12 +14,24 @@ and N, loads are 16-byte vectors. Math in float32 (float64 when an operand is fl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import triton
 import triton.language as tl
 
-from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel, pad_dims, tl_dtype
+from .buffer import (
+    INT32_LIMIT,
+    MAX_RANK,
+    BufferLike,
+    by_layout,
+    collapse,
+    dtype_info,
+    extent,
+    numel,
+    pad_dims,
+    tl_dtype,
+)
 from .elementwise import cast_to, div_rn
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type
@@ -181,11 +193,14 @@ _GATED_BACKWARD = Kernel(_gated_backward_kernel)
 
 
 class _Plan:
-    """The shared 2-D iteration space of several same-shape operands (operand 0 is an output)."""
+    """The shared 2-D iteration space of several same-shape operands (operand 0 is an output).
+
+    Made by :func:`_plan_of`, once per layout: it depends on the operands' shapes, strides and
+    dtypes, never on their addresses (whose alignment each launch reads for itself)."""
 
     __slots__ = ("aligned", "big", "block_n", "block_r", "contig", "inner", "n", "rank", "rows", "sizes", "strides")
 
-    def __init__(self, bufs: list[BufferLike], prefixes: str) -> None:
+    def __init__(self, bufs: Sequence[BufferLike], prefixes: str) -> None:
         shape = tuple(bufs[0].shape)
         for b in bufs:
             if tuple(b.shape) != shape:
@@ -194,7 +209,7 @@ class _Plan:
         if not cshape:  # one element
             cshape, cstrides = (1,), [(1,) for _ in bufs]
         self.n = cshape[-1]
-        self.inner = [st[-1] for st in cstrides]
+        self.inner = tuple([st[-1] for st in cstrides])
         rshape, rstrides = cshape[:-1], [st[:-1] for st in cstrides]
         if not rshape:
             rshape, rstrides = (1,), [(0,) for _ in bufs]
@@ -202,7 +217,7 @@ class _Plan:
             raise ValueError("rank after collapsing exceeds 8")
         self.rows, self.rank = numel(rshape), len(rshape)
         self.sizes = pad_dims(tuple(rshape[1:]), 1, 7)
-        self.strides = [pad_dims(tuple(st), 0) for st in rstrides]
+        self.strides = tuple([pad_dims(tuple(st), 0) for st in rstrides])
         self.contig = all(s == 1 for s in self.inner)
         total = numel(shape)
         self.big = max([total] + [extent(tuple(b.shape), tuple(b.strides)) for b in bufs]) >= INT32_LIMIT - 65536
@@ -211,10 +226,10 @@ class _Plan:
         block = max(512, min(4096, 4096 // itemsize))
         self.block_n = min(next_pow2(self.n), block)
         self.block_r = max(1, min(next_pow2(self.rows), block // self.block_n))
-        # With every factor of an address divisible by 16 the compiler can prove 16-byte vectors.
+        # The integer arguments divisible by 16: with the pointers' (see _launch) the compiler can
+        # prove 16-byte vectors.
         self.aligned = tuple(
-            [name for name, b in zip(_PTR_NAMES[prefixes], bufs) if b.ptr % 16 == 0]
-            + ["N"] * (self.n % 16 == 0)
+            ["N"] * (self.n % 16 == 0)
             + [f"{p}{d}" for p, st in zip(prefixes, self.strides) for d in range(MAX_RANK) if st[d] % 16 == 0]
         )
 
@@ -222,7 +237,7 @@ class _Plan:
         return (cdiv(self.rows, self.block_r) * cdiv(self.n, self.block_n), 1, 1)
 
     def key(self, *extra: Any) -> tuple:
-        return (*extra, self.rank, self.contig, self.big, self.block_r, self.block_n, self.aligned)
+        return (*extra, self.rank, self.contig, self.big, self.block_r, self.block_n)
 
     def consts(self, kind: str, cdt: str) -> dict[str, Any]:
         return dict(
@@ -264,14 +279,21 @@ def _check(kind: str, bufs: list[BufferLike]) -> str:
     return "float64" if any(b.dtype == "float64" for b in bufs) else "float32"
 
 
+@by_layout
+def _plan_of(bufs: Sequence[BufferLike], prefixes: str, dtypes: tuple[str, ...]) -> _Plan:
+    """The cached plan of ``bufs`` (``dtypes``: theirs, which the block size depends on)."""
+    return _Plan(bufs, prefixes)
+
+
 def _launch(kernel: Kernel, plan: _Plan, ptrs: dict[str, BufferLike], inner: str, kind: str, cdt: str, stream: int):
     prefixes = next(p for p, names in _PTR_NAMES.items() if names == tuple(ptrs))
-    key = plan.key(kind, cdt, *(b.dtype for b in ptrs.values()))
+    aligned = (*[name for name, b in ptrs.items() if b.ptr % 16 == 0], *plan.aligned)
+    key = plan.key(kind, cdt, *(b.dtype for b in ptrs.values()), aligned)
     fn = kernel.cache.get(key)
     if fn is None:
         consts = plan.consts(kind, cdt)
         types = plan.types({k: b.dtype for k, b in ptrs.items()}, inner, prefixes)
-        fn = kernel.build(key, types, consts, plan.aligned, num_warps=4)
+        fn = kernel.build(key, types, consts, aligned, num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
     fn(plan.grid(), stream, (*(b.ptr for b in ptrs.values()), *plan.args(), *fn._consts))  # type: ignore[attr-defined]
 
@@ -279,7 +301,7 @@ def _launch(kernel: Kernel, plan: _Plan, ptrs: dict[str, BufferLike], inner: str
 def activation_backward(dy: BufferLike, x: BufferLike, dx: BufferLike, kind: str, *, stream: int = 0) -> None:
     """``dx = dy * act'(x)`` for ``kind`` in gelu / gelu_tanh / silu / sigmoid; all three the same shape."""
     cdt = _check(kind, [dy, x, dx])
-    plan = _Plan([x, dy, dx], "xgd")
+    plan = _plan_of([x, dy, dx], "xgd", (x.dtype, dy.dtype, dx.dtype))
     if plan.rows * plan.n == 0:
         return
     _launch(_BACKWARD, plan, {"x": x, "dy": dy, "dx": dx}, "xn gn dn", kind, cdt, stream)
@@ -288,7 +310,7 @@ def activation_backward(dy: BufferLike, x: BufferLike, dx: BufferLike, kind: str
 def gated_forward(gate: BufferLike, up: BufferLike, out: BufferLike, kind: str, *, stream: int = 0) -> None:
     """``out = act(gate) * up``: SwiGLU (silu), GeGLU (gelu / gelu_tanh), torch's GLU (sigmoid)."""
     cdt = _check(kind, [gate, up, out])
-    plan = _Plan([gate, up, out], "abo")
+    plan = _plan_of([gate, up, out], "abo", (gate.dtype, up.dtype, out.dtype))
     if plan.rows * plan.n == 0:
         return
     _launch(_GATED_FORWARD, plan, {"gate": gate, "up": up, "out": out}, "an bn on", kind, cdt, stream)
@@ -306,7 +328,7 @@ def gated_backward(
 ) -> None:
     """One pass: ``dgate = dy * up * act'(gate)`` and ``dup = dy * act(gate)``."""
     cdt = _check(kind, [dy, gate, up, dgate, dup])
-    plan = _Plan([dy, gate, up, dgate, dup], "gabpq")
+    plan = _plan_of([dy, gate, up, dgate, dup], "gabpq", tuple([b.dtype for b in (dy, gate, up, dgate, dup)]))
     if plan.rows * plan.n == 0:
         return
     ptrs = {"dy": dy, "gate": gate, "up": up, "dgate": dgate, "dup": dup}

@@ -12,8 +12,10 @@ that are contiguous for every operand, so that the common case is rank 1.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeGuard
+from typing import Any, Protocol, TypeGuard, TypeVar
 
 import triton.language as tl
 
@@ -28,6 +30,34 @@ class BufferLike(Protocol):
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     dtype: str
+
+
+T = TypeVar("T")
+_BY_LAYOUT_MAX = 1024  # layouts kept per launcher; a loop uses a handful, so a full cache is dropped whole
+
+
+def by_layout(work_out: Callable[..., T]) -> Callable[..., T]:
+    """Memoise ``work_out(bufs, *extra)``, which reads nothing of ``bufs`` but their shapes and strides.
+
+    Working out a launch's iteration space (collapse, extents, checks) costs more host time than the
+    launch itself, and a training loop meets the same few layouts on every step. A call that raises
+    (a bad layout) caches nothing; results are shared, so they must be immutable (tuples).
+    """
+    cache: dict[tuple, T] = {}
+
+    @functools.wraps(work_out)
+    def cached(bufs: Sequence[BufferLike], *extra: Any) -> T:
+        key = (tuple([(tuple(b.shape), tuple(b.strides)) for b in bufs]), *extra)
+        hit = cache.get(key)
+        if hit is None:
+            hit = work_out(bufs, *extra)
+            if len(cache) >= _BY_LAYOUT_MAX:
+                cache.clear()
+            cache[key] = hit
+        return hit
+
+    cached.cache = cache  # type: ignore[attr-defined]  # for tests
+    return cached
 
 
 def is_buffer(v: object) -> TypeGuard[BufferLike]:

@@ -36,6 +36,7 @@ from .buffer import (
     MAX_RANK,
     BufferLike,
     accumulate_dtype,
+    by_layout,
     collapse,
     dtype_info,
     extent,
@@ -282,24 +283,25 @@ _FWD = Kernel(_ce_fwd_kernel)
 _BWD = Kernel(_ce_bwd_kernel)
 
 
-def _rows(x: BufferLike, others: list[BufferLike]) -> tuple[int, int, tuple[int, ...], list[tuple[int, ...]], bool]:
-    """Collapse the row dims (all but the last) of ``x`` and same-shape ``others``, keeping the logical
-    row order (per-row values are addressed by the flat row index)."""
-    shape = tuple(x.shape)
+@by_layout
+def _rows(bufs: list[BufferLike]) -> tuple[int, int, tuple[int, ...], tuple[tuple[int, ...], ...], bool]:
+    """Collapse the row dims (all but the last) of the logits ``bufs[0]`` and the same-shape rest,
+    keeping the logical row order (per-row values are addressed by the flat row index)."""
+    shape = tuple(bufs[0].shape)
     if not shape:
         raise ValueError("cross_entropy: logits need a class dim")
-    for b in others:
+    for b in bufs:
         if tuple(b.shape) != shape:
             raise ValueError(f"shape mismatch: {tuple(b.shape)} vs {shape}")
     rows_shape = shape[:-1]
-    rshape, rstrides = collapse(rows_shape, [tuple(b.strides[:-1]) for b in [x, *others]], reorder=False)
+    rshape, rstrides = collapse(rows_shape, [tuple(b.strides[:-1]) for b in bufs], reorder=False)
     if not rshape:
-        rshape, rstrides = (1,), [(0,) for _ in [x, *others]]
+        rshape, rstrides = (1,), [(0,) for _ in bufs]
     if len(rshape) > MAX_RANK:
         raise ValueError("rank after collapsing exceeds 8")
     rows, n = numel(rows_shape), shape[-1]
-    big = max([rows * n] + [extent(tuple(b.shape), tuple(b.strides)) for b in [x, *others]]) >= INT32_LIMIT - 65536
-    return rows, n, rshape, rstrides, big
+    big = max([rows * n] + [extent(tuple(b.shape), tuple(b.strides)) for b in bufs]) >= INT32_LIMIT - 65536
+    return rows, n, rshape, tuple(rstrides), big
 
 
 def _check_vector(name: str, b: BufferLike, n: int) -> None:
@@ -339,7 +341,7 @@ def cross_entropy(
     of the targets' values (lowest, highest, exact), shows them in range (no check then) or, exact,
     shows a bad one (IndexError now, nothing launched).
     """
-    rows, n, rshape, rstrides, big = _rows(x, [])
+    rows, n, rshape, rstrides, big = _rows([x])
     for name, b in (("target", target), ("loss", loss), ("lse", lse), ("row_weight", row_weight)):
         if numel(tuple(b.shape)) != rows or (rows > 1 and extent(tuple(b.shape), tuple(b.strides)) != rows):
             raise ValueError(f"cross_entropy: {name} must be contiguous with {rows} elements, got {tuple(b.shape)}")
@@ -500,7 +502,7 @@ def cross_entropy_backward(
     ``dx`` has ``x``'s shape and any strides; it may be ``x`` itself (each element is read
     before it is written, by the same program).
     """
-    rows, n, rshape, (xs, ds), big = _rows(x, [dx])
+    rows, n, rshape, (xs, ds), big = _rows([x, dx])
     if weight is not None:
         _check_vector("weight", weight, n)
     if rows * n == 0:

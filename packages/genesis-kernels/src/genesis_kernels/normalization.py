@@ -26,7 +26,17 @@ import triton.language as tl
 
 from genesis_storage import contiguous_strides
 
-from .buffer import INT32_LIMIT, BufferLike, accumulate_dtype, collapse, dtype_info, extent, numel, tl_dtype
+from .buffer import (
+    INT32_LIMIT,
+    BufferLike,
+    accumulate_dtype,
+    by_layout,
+    collapse,
+    dtype_info,
+    extent,
+    numel,
+    tl_dtype,
+)
 from .elementwise import cast_to
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch, sm_count
@@ -327,8 +337,12 @@ _BWD = Kernel(_norm_bwd_kernel)
 _COLSUM = Kernel(_column_sum_kernel)
 
 
-def _as_rows(bufs: list[BufferLike], what: str) -> tuple[int, int, list[tuple[int, int]], bool]:
-    """(rows, N, [(row stride, column stride)] per buffer, needs int64) of same-shape buffers over the last dim."""
+RowLayout = tuple[int, int, tuple[tuple[int, int], ...], bool]
+
+
+@by_layout
+def _as_rows(bufs: list[BufferLike], what: str) -> RowLayout:
+    """(rows, N, ((row stride, column stride) per buffer), needs int64) of same-shape buffers over the last dim."""
     shape = tuple(bufs[0].shape)
     for buf in bufs:
         if tuple(buf.shape) != shape:
@@ -340,7 +354,7 @@ def _as_rows(bufs: list[BufferLike], what: str) -> tuple[int, int, list[tuple[in
     if len(rshape) > 1:
         raise ValueError(f"{what}: the leading dims of shape {shape} do not collapse to one row stride")
     rows = rshape[0] if rshape else (0 if 0 in shape[:-1] else 1)
-    layout = [(rs[0] if rshape else 0, buf.strides[-1]) for buf, rs in zip(bufs, rstrides)]
+    layout = tuple([(rs[0] if rshape else 0, buf.strides[-1]) for buf, rs in zip(bufs, rstrides)])
     big = max([rows * n] + [extent(tuple(b.shape), tuple(b.strides)) for b in bufs]) >= INT32_LIMIT - 65536
     return rows, n, layout, big
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, extent, numel, pad_dims, tl_dtype
+from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, by_layout, collapse, extent, numel, pad_dims, tl_dtype
 from .elementwise import cast_to, div_rn
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type
@@ -239,7 +239,8 @@ _SOFTMAX = Kernel(_softmax_kernel)
 _SOFTMAX_BWD = Kernel(_softmax_bwd_kernel)
 
 
-def _rows(bufs: list[BufferLike]) -> tuple[int, int, tuple[int, ...], list[tuple[int, ...]], bool]:
+@by_layout
+def _rows(bufs: list[BufferLike]) -> tuple[int, int, tuple[int, ...], tuple[tuple[int, ...], ...], bool]:
     """Collapse the row dims (all but the last) of several same-shape buffers."""
     shape = tuple(bufs[0].shape)
     for b in bufs:
@@ -260,7 +261,7 @@ def _rows(bufs: list[BufferLike]) -> tuple[int, int, tuple[int, ...], list[tuple
         raise ValueError("rank after collapsing exceeds 8")
     rows = numel(shape_rows)
     big = max([rows * n] + [extent(tuple(b.shape), tuple(b.strides)) for b in bufs]) >= INT32_LIMIT - 65536
-    return rows, n, rshape, rstrides, big
+    return rows, n, rshape, tuple(rstrides), big
 
 
 def _inner_stride(b: BufferLike) -> int:

@@ -129,10 +129,15 @@ class RMSNorm(Primitive):
         )
 
 
+# The checks below read the NDArray's plain shape tuple, not Tensor.shape (a Size made per read):
+# they run on every call of the op.
+
+
 def _normalized_ndim(input: Tensor, normalized_shape: Sequence[int] | int) -> int:
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     n = len(shape)
-    if n == 0 or input.ndim < n or tuple(input.shape[input.ndim - n :]) != shape:
+    dims = input.data.shape
+    if n == 0 or len(dims) < n or dims[len(dims) - n :] != shape:
         raise RuntimeError(
             f"Given normalized_shape={list(shape)}, expected input with shape "
             f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
@@ -143,8 +148,9 @@ def _normalized_ndim(input: Tensor, normalized_shape: Sequence[int] | int) -> in
 def _check_param(input: Tensor, p: Tensor | None, name: str, n: int) -> None:
     if p is None:
         return
-    shape = tuple(input.shape[input.ndim - n :])
-    if tuple(p.shape) != shape:
+    dims = input.data.shape
+    shape = dims[len(dims) - n :]
+    if p.data.shape != shape:
         raise RuntimeError(
             f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
             f"{list(p.shape)} and normalized_shape = {list(shape)}"
@@ -155,7 +161,7 @@ def _check_param(input: Tensor, p: Tensor | None, name: str, n: int) -> None:
             f"expected {name} to have the input's dtype {input.dtype.name} (or float32 for a 16-bit float "
             f"input), but got {p.dtype.name}"
         )
-    if p.device != input.device:
+    if p.device is not input.device and p.device != input.device:
         raise RuntimeError(
             f"Expected all tensors to be on the same device, but found at least two devices, "
             f"{input.device} and {p.device}!"
