@@ -1,4 +1,4 @@
-"""buffer.by_layout: launch plans memoised on the operands' shapes and strides."""
+"""buffer.by_layout: launch plans memoised on the operands' shapes, strides and dtypes."""
 
 from __future__ import annotations
 
@@ -18,20 +18,22 @@ def test_same_layout_is_worked_out_once_and_any_change_is_not_a_hit() -> None:
         return (bufs[0].shape[0], tuple(b.strides[0] for b in bufs), tag)
 
     a = Buffer(0, (4, 6), (6, 1), "float32")
-    b = Buffer(4096, (4, 6), (6, 1), "bfloat16")  # another address and dtype, the same layout
+    b = Buffer(4096, (4, 6), (6, 1), "float32")  # another address, the same layout
     assert plan([a, b], "x") == (4, (6, 6), "x")
     assert plan([b, a], "x") == (4, (6, 6), "x")
     assert len(calls) == 1
+    assert plan([a, Buffer(0, (4, 6), (6, 1), "bfloat16")], "x") == (4, (6, 6), "x")  # a dtype is part of it
+    assert len(calls) == 2
     transposed = Buffer(0, (4, 6), (1, 4), "float32")
     assert plan([a, transposed], "x") == (4, (6, 1), "x")  # strides differ: worked out anew
     assert plan([a, b], "y") == (4, (6, 6), "y")  # extra arguments are part of the key
     assert plan([a], "x") == (4, (6,), "x")  # so is the number of buffers
-    assert len(calls) == 4
+    assert len(calls) == 5
     flat = Buffer(0, (24,), (1,), "float32")
     for _ in range(2):  # a layout that raises is never cached: it raises every time
         with pytest.raises(ValueError, match="two dims"):
             plan([flat], "x")
-    assert len(calls) == 6
+    assert len(calls) == 7
 
 
 def test_a_full_cache_is_dropped_not_grown(monkeypatch: pytest.MonkeyPatch) -> None:

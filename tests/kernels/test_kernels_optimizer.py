@@ -365,6 +365,8 @@ def test_launchers_refuse_mismatched_or_strided_tensors() -> None:
 
 
 def test_pack_gives_each_program_one_chunk_of_one_tensor() -> None:
-    table, base, programs = gko.pack([[gko.CHUNK * 2 + 1, 11], [0, 12], [5, 13]])
+    table, base, programs, key = gko.pack([gko.CHUNK * 2 + 1, 11, 0, 12, 5, 13], 2)
     assert base == 6 and programs == 4
+    assert table[:base].tolist() == [gko.CHUNK * 2 + 1, 11, 0, 12, 5, 13]
+    assert key == gko.pack([gko.CHUNK * 2 + 1, 11, 0, 12, 5, 13], 2)[3] != gko.pack([1, 11, 0, 12, 5, 13], 2)[3]
     assert table[base:].reshape(-1, 2).tolist() == [[0, 0], [0, gko.CHUNK], [0, 2 * gko.CHUNK], [2, 0]]

@@ -280,8 +280,8 @@ def _check(kind: str, bufs: list[BufferLike]) -> str:
 
 
 @by_layout
-def _plan_of(bufs: Sequence[BufferLike], prefixes: str, dtypes: tuple[str, ...]) -> _Plan:
-    """The cached plan of ``bufs`` (``dtypes``: theirs, which the block size depends on)."""
+def _plan_of(bufs: Sequence[BufferLike], prefixes: str) -> _Plan:
+    """``_Plan(bufs, prefixes)``, made once per layout."""
     return _Plan(bufs, prefixes)
 
 
@@ -301,7 +301,7 @@ def _launch(kernel: Kernel, plan: _Plan, ptrs: dict[str, BufferLike], inner: str
 def activation_backward(dy: BufferLike, x: BufferLike, dx: BufferLike, kind: str, *, stream: int = 0) -> None:
     """``dx = dy * act'(x)`` for ``kind`` in gelu / gelu_tanh / silu / sigmoid; all three the same shape."""
     cdt = _check(kind, [dy, x, dx])
-    plan = _plan_of([x, dy, dx], "xgd", (x.dtype, dy.dtype, dx.dtype))
+    plan = _plan_of([x, dy, dx], "xgd")
     if plan.rows * plan.n == 0:
         return
     _launch(_BACKWARD, plan, {"x": x, "dy": dy, "dx": dx}, "xn gn dn", kind, cdt, stream)
@@ -310,7 +310,7 @@ def activation_backward(dy: BufferLike, x: BufferLike, dx: BufferLike, kind: str
 def gated_forward(gate: BufferLike, up: BufferLike, out: BufferLike, kind: str, *, stream: int = 0) -> None:
     """``out = act(gate) * up``: SwiGLU (silu), GeGLU (gelu / gelu_tanh), torch's GLU (sigmoid)."""
     cdt = _check(kind, [gate, up, out])
-    plan = _plan_of([gate, up, out], "abo", (gate.dtype, up.dtype, out.dtype))
+    plan = _plan_of([gate, up, out], "abo")
     if plan.rows * plan.n == 0:
         return
     _launch(_GATED_FORWARD, plan, {"gate": gate, "up": up, "out": out}, "an bn on", kind, cdt, stream)
@@ -328,7 +328,7 @@ def gated_backward(
 ) -> None:
     """One pass: ``dgate = dy * up * act'(gate)`` and ``dup = dy * act(gate)``."""
     cdt = _check(kind, [dy, gate, up, dgate, dup])
-    plan = _plan_of([dy, gate, up, dgate, dup], "gabpq", tuple([b.dtype for b in (dy, gate, up, dgate, dup)]))
+    plan = _plan_of([dy, gate, up, dgate, dup], "gabpq")
     if plan.rows * plan.n == 0:
         return
     ptrs = {"dy": dy, "gate": gate, "up": up, "dgate": dgate, "dup": dup}

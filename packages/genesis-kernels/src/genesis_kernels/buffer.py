@@ -37,7 +37,8 @@ _BY_LAYOUT_MAX = 1024  # layouts kept per launcher; a loop uses a handful, so a 
 
 
 def by_layout(work_out: Callable[..., T]) -> Callable[..., T]:
-    """Memoise ``work_out(bufs, *extra)``, which reads nothing of ``bufs`` but their shapes and strides.
+    """Memoise ``work_out(bufs, *extra)``, which reads nothing of ``bufs`` but their shapes, strides and
+    dtypes (never their addresses).
 
     Working out a launch's iteration space (collapse, extents, checks) costs more host time than the
     launch itself, and a training loop meets the same few layouts on every step. A call that raises
@@ -47,7 +48,7 @@ def by_layout(work_out: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(work_out)
     def cached(bufs: Sequence[BufferLike], *extra: Any) -> T:
-        key = (tuple([(tuple(b.shape), tuple(b.strides)) for b in bufs]), *extra)
+        key = (tuple([(tuple(b.shape), tuple(b.strides), b.dtype) for b in bufs]), *extra)
         hit = cache.get(key)
         if hit is None:
             hit = work_out(bufs, *extra)

@@ -337,17 +337,11 @@ class NotDense(ValueError):
     the launch again on contiguous copies (and copy the results back)."""
 
 
-def pack(rows: Sequence[Sequence[int]], chunk: int = CHUNK) -> tuple[np.ndarray, int, int]:
-    """The int64 table of a launch: the tensor rows (field 0 = element count), then one
-    ``(tensor, first element)`` row per program. Returns (table, offset of the program rows, programs)."""
-    width = len(rows[0]) if rows else 1
-    table, base, programs, _ = _pack_flat([f for r in rows for f in r], width, chunk)
-    return table, base, programs
-
-
-def _pack_flat(flat: list[int], width: int, chunk: int = CHUNK) -> tuple[np.ndarray, int, int, tuple]:
-    """``pack`` of rows given as one flat list of ``width`` fields each; also returns the table's upload
-    key: its tensor rows and chunk determine the program rows, so the key need not hash them."""
+def pack(flat: list[int], width: int, chunk: int = CHUNK) -> tuple[np.ndarray, int, int, tuple]:
+    """The int64 table of a launch: the tensor rows, given as one flat list of ``width`` fields each
+    (field 0 = element count), then one ``(tensor, first element)`` row per program. Returns (table,
+    offset of the program rows, programs, upload key): the tensor rows and the chunk determine the
+    program rows, so the key need not hash them."""
     head = np.array(flat, dtype=np.int64)
     progs = _program_rows(tuple(flat[::width]), chunk)
     return np.concatenate([head, progs]), head.size, len(progs) // 2, (chunk, width, head.tobytes())
@@ -479,7 +473,7 @@ def adam(
     # The step counters (fp32 scalars, 4-byte aligned) stay out of the alignment test.
     counters = [(s.ptr,) for s in steps] if steps is not None else [(0,)] * count
     flat, aligned = _rows(params, columns, counters)
-    table, base, programs, table_key = _pack_flat(flat, _ADAM_ROW)
+    table, base, programs, table_key = pack(flat, _ADAM_ROW)
     addr = upload(table, table_key)
     if steps is not None:
         key: tuple[object, ...] = (found_inf is not None,)
@@ -583,7 +577,7 @@ def sgd(
     ]
     firsts = [(int(bool(f)),) for f in first_step] if first_step is not None else [(0,)] * count
     flat, aligned = _rows(params, columns, firsts)
-    table, base, programs, table_key = _pack_flat(flat, _SGD_ROW)
+    table, base, programs, table_key = pack(flat, _SGD_ROW)
     if programs == 0:
         return
     flags = dict(
@@ -650,7 +644,7 @@ def total_norm(
             continue
         xdt = tensors[0].dtype
         flat, aligned = _rows(tensors, [("tensors", tensors, xdt)])
-        table, base, programs, table_key = _pack_flat(flat, _ONE_ROW)
+        table, base, programs, table_key = pack(flat, _ONE_ROW)
         plans.append((xdt, aligned, table, table_key, base, programs, total_programs))
         total_programs += programs
     partials = runtime.scratch(8 * max(total_programs, 1), stream)
@@ -684,7 +678,7 @@ def clip_by_total_norm(
         return
     xdt = tensors[0].dtype
     flat, aligned = _rows(tensors, [("tensors", tensors, xdt)])
-    table, base, programs, table_key = _pack_flat(flat, _ONE_ROW)
+    table, base, programs, table_key = pack(flat, _ONE_ROW)
     if programs == 0:
         return
     acc = "float64" if xdt == "float64" or total_norm.dtype == "float64" else "float32"
