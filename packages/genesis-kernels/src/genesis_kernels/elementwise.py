@@ -267,6 +267,20 @@ def binary_op(a, b, OP: tl.constexpr, CDT: tl.constexpr):
         return lib.atan2(a, b)
     elif OP == "hypot":
         return lib.hypot(a, b)
+    elif OP == "logaddexp":
+        # log(e^a + e^b) = max + log1p(e^-|a - b|); two equal infinities give themselves (inf - inf is NaN)
+        top = tl.where(a > b, a, b)
+        return tl.where((a == b) & (tl.abs(a) == float("inf")), a, top + lib.log1p(lib.exp(-tl.abs(a - b))))
+    elif OP == "fmax":
+        if CDT.is_floating():
+            return tl.where((a >= b) | (b != b), a, b)  # NaN only where both are, as torch.fmax
+        else:
+            return tl.maximum(a, b)
+    elif OP == "fmin":
+        if CDT.is_floating():
+            return tl.where((a <= b) | (b != b), a, b)
+        else:
+            return tl.minimum(a, b)
     elif OP == "eq":
         return a == b
     elif OP == "ne":
@@ -292,9 +306,12 @@ def binary_op(a, b, OP: tl.constexpr, CDT: tl.constexpr):
     elif OP == "bitwise_xor":
         return a ^ b
     elif OP == "lshift":
-        return a << b
+        # torch's shifts are defined for every count: past the width (or negative) everything is shifted out
+        out_of_range = (b < 0) | (b >= CDT.primitive_bitwidth)
+        return tl.where(out_of_range, 0, a << tl.where(out_of_range, 0, b))
     elif OP == "rshift":
-        return a >> b
+        out_of_range = (b < 0) | (b >= CDT.primitive_bitwidth)
+        return tl.where(out_of_range, tl.where(a < 0, -1, 0), a >> tl.where(out_of_range, 0, b))
     else:
         tl.static_assert(False, "unknown binary op")
 
@@ -720,6 +737,9 @@ BINARY_OPS = frozenset(
         "minimum",
         "atan2",
         "hypot",
+        "logaddexp",
+        "fmax",
+        "fmin",
         "eq",
         "ne",
         "lt",
@@ -736,7 +756,7 @@ BINARY_OPS = frozenset(
         "rshift",
     )
 )
-_FLOAT_BINARY = frozenset(("div", "atan2", "hypot"))
+_FLOAT_BINARY = frozenset(("div", "atan2", "hypot", "logaddexp"))
 
 Scalar = bool | int | float
 

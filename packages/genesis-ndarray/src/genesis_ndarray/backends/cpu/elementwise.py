@@ -34,9 +34,16 @@ _BINARY: dict[str, Callable[..., torch.Tensor]] = {
     "bitwise_and": torch.bitwise_and,
     "bitwise_or": torch.bitwise_or,
     "bitwise_xor": torch.bitwise_xor,
+    "bitwise_left_shift": torch.bitwise_left_shift,
+    "bitwise_right_shift": torch.bitwise_right_shift,
+    "hypot": torch.hypot,
+    "logaddexp": torch.logaddexp,
+    "fmax": torch.fmax,
+    "fmin": torch.fmin,
 }
 # These torch functions take no Python scalar; a 0-dim tensor promotes the same way.
 _NEEDS_TENSOR = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor"}
+_NEEDS_TENSOR |= {"hypot", "logaddexp", "fmax", "fmin"}
 
 # Unary names torch has under nn.functional only (or under another spelling); the rest are torch.<name>.
 _UNARY: dict[str, Callable[..., torch.Tensor]] = {
@@ -92,7 +99,7 @@ def resolve_binary_(op: str, dtype: DType, other: DType | type):
     return getattr(torch.Tensor, f"{op}_", None)
 
 
-_BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "logical_not"})
+_BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not"})
 
 
 @resolver("unary")

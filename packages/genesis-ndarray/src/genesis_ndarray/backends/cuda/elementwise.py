@@ -52,11 +52,43 @@ _FLOAT_RESULT_UNARY = frozenset(
         "gelu_tanh",
         "erf",
         "erfc",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
     }
 )
-_BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "logical_not"})
+_BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not"})
 # Where genesis_kernels names an op differently from torch.
-_KERNEL_OP = {"floor_divide": "floordiv"}
+_KERNEL_OP = {"floor_divide": "floordiv", "bitwise_left_shift": "lshift", "bitwise_right_shift": "rshift"}
+# Ops torch defines for floating dtypes only, and the integer-only shifts (torch's kernel names, for its message).
+_FLOAT_ONLY = {"hypot": "hypot", "logaddexp": "logaddexp", "frac": "frac"}
+_INTEGER_ONLY = {"bitwise_left_shift": "lshift", "bitwise_right_shift": "rshift"}
+# torch's ScalarType names, as its "not implemented for" messages print a dtype.
+_SCALAR_NAMES = {
+    "float64": "Double",
+    "float32": "Float",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+}
+
+
+def _refuse_dtype(op: str, dtype: DType) -> None:
+    """torch's NotImplementedError for an op of a dtype its kernel does not take (hypot of integers, shifts of
+    floats or bools)."""
+    if (op in _FLOAT_ONLY and not dtype.is_floating_point) or (op in _INTEGER_ONLY and dtype.category != 1):
+        kernel = _FLOAT_ONLY.get(op) or _INTEGER_ONLY[op]
+        raise NotImplementedError(f"\"{kernel}_cuda\" not implemented for '{_SCALAR_NAMES[dtype.name]}'")
 
 
 def _device_of(a, b) -> int:
@@ -101,6 +133,7 @@ def _binary_types(op: str, a, b) -> tuple[DType, DType]:
         compute = get_default_dtype()
     if op in _BITWISE and compute.is_floating_point:
         raise NotImplementedError(f"\"{op}_cuda\" not implemented for '{compute.name}'")
+    _refuse_dtype(op, compute)
     out = bool_ if op in _PREDICATES else compute
     return compute, out
 
@@ -210,6 +243,7 @@ def unary(op: str, input: View) -> View:
             )
         if op == "bitwise_not" and dtype.is_floating_point:
             raise NotImplementedError(f"\"bitwise_not_cuda\" not implemented for '{dtype.name}'")
+        _refuse_dtype(op, dtype)
         out_dtype = dtype
     src = cast(input, out_dtype) if out_dtype is not dtype and out_dtype is not bool_ else input
     out = gs.empty(input.shape, out_dtype.name, input.device)
