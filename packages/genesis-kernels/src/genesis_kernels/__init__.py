@@ -49,6 +49,15 @@ from .normalization import norm_backward, norm_forward
 from .random import bernoulli, dropout, normal, rand, randint, randn, uniform, write_rng_state
 from .reduce import arg_reduce, norm, reduce
 from .reduce_online import logsumexp, std, var
+from .rnn import (
+    cell_plan,
+    gru_cell,
+    gru_cell_backward,
+    lstm_cell,
+    lstm_cell_backward,
+    rnn_cell,
+    rnn_cell_backward,
+)
 from .scan import cumprod, cumsum
 from .softmax import softmax, softmax_backward
 from .sort import argsort, sort, topk
@@ -85,6 +94,7 @@ __all__ = [
     "binary",
     "binary_dense_plan",
     "capture",
+    "cell_plan",
     "clamp",
     "copy",
     "cross_entropy",
@@ -99,12 +109,16 @@ __all__ = [
     "gated_backward",
     "gated_forward",
     "gather",
+    "gru_cell",
+    "gru_cell_backward",
     "index_add",
     "index_put",
     "index_select",
     "lerp",
     "linspace",
     "logsumexp",
+    "lstm_cell",
+    "lstm_cell_backward",
     "masked_fill",
     "masked_select",
     "matmul",
@@ -120,6 +134,8 @@ __all__ = [
     "randint",
     "randn",
     "reduce",
+    "rnn_cell",
+    "rnn_cell_backward",
     "scatter",
     "scatter_add",
     "softmax",
