@@ -42,9 +42,17 @@ def _close(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: floa
 
 UNARY_CASES = {
     # op: (torch reference, inputs, float64 rtol)
-    "erfinv": (torch.erfinv, lambda: torch.cat([_spread(-1, 1), 1 - _logspread(-15, -1, 8), -1 + _logspread(-15, -1, 8)]), 1e-13),
+    "erfinv": (
+        torch.erfinv,
+        lambda: torch.cat([_spread(-1, 1), 1 - _logspread(-15, -1, 8), -1 + _logspread(-15, -1, 8)]),
+        1e-13,
+    ),
     "erfcx": (torch.special.erfcx, lambda: torch.cat([_spread(-5, 30), _logspread(0, 6, 8)]), 1e-13),
-    "ndtri": (torch.special.ndtri, lambda: torch.cat([_spread(0, 1), _logspread(-300, -1, 8), 1 - _logspread(-15, -1, 8)]), 1e-12),
+    "ndtri": (
+        torch.special.ndtri,
+        lambda: torch.cat([_spread(0, 1), _logspread(-300, -1, 8), 1 - _logspread(-15, -1, 8)]),
+        1e-12,
+    ),
     "log_ndtr": (torch.special.log_ndtr, lambda: torch.cat([_spread(-40, 10), -_logspread(1, 8, 8)]), 1e-13),
     "digamma": (torch.digamma, lambda: torch.cat([_spread(-20, 40), _logspread(-8, 6, 8)]), 1e-11),
     "i0": (torch.special.i0, lambda: _spread(-60, 60, 32), 1e-13),

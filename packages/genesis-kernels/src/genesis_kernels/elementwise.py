@@ -19,6 +19,7 @@ import triton.language as tl
 
 from genesis_storage import contiguous_strides
 
+from . import special_math
 from .buffer import INT32_LIMIT, BufferLike, accumulate_dtype, check_same_shape, dtype_info, numel
 from .mathlib import lib
 from .runtime import INTERPRET, Kernel, cdiv, ptr_type
@@ -225,7 +226,7 @@ def unary_op(x, OP: tl.constexpr):
         else:
             return ~x
     else:
-        tl.static_assert(False, "unknown unary op")
+        return special_math.special_unary(x, OP)  # erfinv, digamma, i0, ... (special_math.py)
 
 
 @triton.jit
@@ -313,7 +314,7 @@ def binary_op(a, b, OP: tl.constexpr, CDT: tl.constexpr):
         out_of_range = (b < 0) | (b >= CDT.primitive_bitwidth)
         return tl.where(out_of_range, tl.where(a < 0, -1, 0), a >> tl.where(out_of_range, 0, b))
     else:
-        tl.static_assert(False, "unknown binary op")
+        return special_math.special_binary(a, b, OP)  # zeta, igamma, nextafter, gcd, ... (special_math.py)
 
 
 @triton.jit
@@ -757,6 +758,11 @@ BINARY_OPS = frozenset(
     )
 )
 _FLOAT_BINARY = frozenset(("div", "atan2", "hypot", "logaddexp"))
+# The special functions' ops (special_math.py).
+UNARY_OPS = UNARY_OPS | special_math.UNARY_OPS
+_FLOAT_UNARY = _FLOAT_UNARY | special_math.FLOAT_UNARY
+BINARY_OPS = BINARY_OPS | special_math.BINARY_OPS
+_FLOAT_BINARY = _FLOAT_BINARY | special_math.FLOAT_BINARY
 
 Scalar = bool | int | float
 

@@ -27,9 +27,7 @@ import triton.language as tl
 from .mathlib import lib
 
 # Elementwise op names this module adds (genesis_kernels.elementwise merges them into its tables).
-UNARY_OPS = frozenset(
-    {"erfinv", "erfcx", "ndtri", "log_ndtr", "digamma", "i0", "i0e", "i1", "i1e", "signbit"}
-)
+UNARY_OPS = frozenset({"erfinv", "erfcx", "ndtri", "log_ndtr", "digamma", "i0", "i0e", "i1", "i1e", "signbit"})
 FLOAT_UNARY = UNARY_OPS - {"signbit"}
 BINARY_OPS = frozenset({"zeta", "igamma", "igammac", "nextafter", "gcd", "lcm"})
 FLOAT_BINARY = frozenset({"zeta", "igamma", "igammac"})
@@ -187,7 +185,9 @@ def log_ndtr(x):
 def _psi_asymptotic(x):
     """digamma for x >= 10: log x - 1/(2x) - sum B_2k / (2k x^2k), 7 terms (error < 1e-17)."""
     z = 1.0 / (x * x)
-    s = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z / 12))))))
+    s = z * (
+        1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z / 12)))))
+    )
     return lib.log(x) - 0.5 / x - s
 
 
