@@ -17,14 +17,18 @@ from genesis_ndarray import NDArray
 from . import grad_mode
 from .engine import run_backward
 from .function import AccumulateGrad, Node
+from .functions.comparison import ComparisonMixin
 from .functions.creation import CreationMixin
 from .functions.elementwise import ElementwiseMixin, refuse_narrowing
+from .functions.elementwise_math import MathMixin
 from .functions.getitem import GetitemMixin
 from .functions.index import IndexMixin
 from .functions.matmul import MatmulMixin
 from .functions.memory import MemoryMixin
+from .functions.products import ProductsMixin
 from .functions.random import RandomMixin
 from .functions.reduce import ReduceMixin
+from .functions.reduce_more import ReduceMoreMixin
 from .functions.scan import ScanMixin
 from .functions.softmax import SoftmaxMixin
 from .functions.sort import SortMixin
@@ -56,6 +60,10 @@ class Tensor(
     CreationMixin,
     ViewsMixin,
     MemoryMixin,
+    MathMixin,
+    ComparisonMixin,
+    ProductsMixin,
+    ReduceMoreMixin,
 ):
     """A multi-dimensional array of one dtype on one device that can record the operations applied to it.
 

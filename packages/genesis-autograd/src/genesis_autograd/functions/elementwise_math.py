@@ -225,7 +225,7 @@ class MathMixin(TensorBase):
         return self._as_float() * (180.0 / math.pi)
 
     def _as_float(self) -> Tensor:
-        return self if _me(self).dtype.is_floating_point else self.to(get_default_dtype())
+        return _me(self) if self.dtype.is_floating_point else self.to(get_default_dtype())
 
     def hypot(self, other: Tensor) -> Tensor:
         """sqrt(self^2 + other^2), elementwise and broadcast, without overflow in between (floating dtypes)."""
