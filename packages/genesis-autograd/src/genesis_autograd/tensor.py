@@ -23,6 +23,7 @@ from .functions.elementwise import ElementwiseMixin, refuse_narrowing
 from .functions.elementwise_math import MathMixin
 from .functions.getitem import GetitemMixin
 from .functions.index import IndexMixin
+from .functions.joining import JoiningMixin
 from .functions.matmul import MatmulMixin
 from .functions.memory import MemoryMixin
 from .functions.products import ProductsMixin
@@ -32,6 +33,7 @@ from .functions.reduce_more import ReduceMoreMixin
 from .functions.scan import ScanMixin
 from .functions.softmax import SoftmaxMixin
 from .functions.sort import SortMixin
+from .functions.tensor_misc import TensorMiscMixin
 from .functions.views import ViewsMixin
 from .hooks import RemovableHandle, document_inplace_forms
 from .tensor_metadata import MetadataMixin
@@ -64,6 +66,8 @@ class Tensor(
     ComparisonMixin,
     ProductsMixin,
     ReduceMoreMixin,
+    TensorMiscMixin,
+    JoiningMixin,
 ):
     """A multi-dimensional array of one dtype on one device that can record the operations applied to it.
 

@@ -1022,6 +1022,23 @@ class NDArray:
         return self._wrap(self._ops["dropout_backward"](self._data, self._operand(mask), float(scale)))
 
     def random_(self, low: int | None = None, high: int | None = None) -> NDArray:
+    # Host-memory state (torch's pin_memory / share_memory_ / record_stream): each device answers for its own.
+    def is_pinned(self) -> bool:
+        return bool(self._ops["is_pinned"](self._data))
+
+    def pin_memory(self) -> NDArray:
+        return self._like(self._ops["pin_memory"](self._data))
+
+    def is_shared(self) -> bool:
+        return bool(self._ops["is_shared"](self._data))
+
+    def share_memory_(self) -> NDArray:
+        self._ops["share_memory_"](self._data)
+        return self
+
+    def record_stream(self, stream) -> None:
+        self._ops["record_stream"](self._data, stream)
+
         """Integers uniform in [low, high); random_(high) is [0, high); random_() spans the dtype."""
         if low is not None and high is None:
             low, high = 0, low

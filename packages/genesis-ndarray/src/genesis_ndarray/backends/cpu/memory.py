@@ -52,3 +52,14 @@ reg("cast")(lambda input, dtype: input.to(dtype.torch))
 reg("clone")(lambda input: input.clone())
 reg("copy_")(lambda input, src: input.copy_(src))
 reg("fill_")(lambda input, value: input.fill_(value))
+
+# Host-memory state: torch's own (pinning needs a CUDA-enabled torch and a GPU, as torch.Tensor.pin_memory).
+reg("is_pinned")(lambda input: input.is_pinned())
+reg("pin_memory")(lambda input: input.pin_memory())
+reg("is_shared")(lambda input: input.is_shared())
+reg("share_memory_")(lambda input: input.share_memory_())
+
+
+@reg("record_stream")
+def record_stream(input: torch.Tensor, stream) -> None:
+    raise RuntimeError("record_stream is only supported on CUDA tensors; this tensor is on the cpu")

@@ -164,3 +164,21 @@ def copy_(input: View, src: View) -> None:
         src = from_cpu(to_cpu(src), cuda_device(input.device))
     if math.prod(input.shape):
         gk.copy(expand_to(src, input.shape), input, stream=stream_of(input))
+
+
+# Host-memory state of device memory: never pinned host memory; always shareable (torch's is_shared is True
+# for CUDA tensors, and share_memory_ leaves them as they are).
+reg("is_pinned")(lambda input: False)
+reg("is_shared")(lambda input: True)
+reg("share_memory_")(lambda input: None)
+
+
+@reg("pin_memory")
+def pin_memory(input: View) -> View:
+    raise RuntimeError("cannot pin 'cuda' memory: only dense CPU tensors can be pinned")
+
+
+@reg("record_stream")
+def record_stream(input: View, stream) -> None:
+    """The storage keeps its memory from reuse until the work queued on ``stream`` has run."""
+    input.storage.record_stream(stream)
