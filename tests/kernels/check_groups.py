@@ -61,7 +61,7 @@ def reduce(b) -> None:  # type: ignore[no-untyped-def]
         gk.std(b((8192, 8192), dt), b((), dt), None, 0)
     gk.logsumexp(b((4096, 512)), b((4096,)), (1,))
     gk.logsumexp(b((8192, 8192), "bfloat16"), b((), "bfloat16"), None)  # split: (max, sum) partials merged
-    gk.reduce("logsumexp", b((64, 8192, 128)), b((64, 128)), (1,))
+    gk.logsumexp(b((64, 8192, 128)), b((64, 128)), (1,))
     for dt in ("float32", "bfloat16", "int32", "bool"):
         for op in ("max", "min"):
             gk.arg_reduce(op, b((1024, 1000), dt), b((1024,), dt), b((1024,), "int64"), 1)

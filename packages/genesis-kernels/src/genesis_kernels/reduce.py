@@ -1,4 +1,4 @@
-"""Reductions over any set of dims: sum, mean, prod, max/min, all/any, logsumexp, norm, argmax/argmin.
+"""Reductions over any set of dims: sum, mean, prod, max/min, all/any, norm, argmax/argmin.
 
 The launcher splits the input's dims into *kept* dims (the output's) and *reduced*
 dims, collapses each group, and views the input as an ``M x K`` matrix of rows
@@ -793,20 +793,14 @@ def reduce(
 ) -> None:
     """Reduce ``x`` over ``dims`` into ``out`` (``x.shape`` without ``dims``; the caller handles keepdim).
 
-    Ops: sum mean prod max min amax amin all any (and logsumexp). Half types accumulate in float32, integers in
-    int64; max/min propagate NaN as torch. (For max/min with indices use ``arg_reduce``.)
+    Ops: sum mean prod max min amax amin all any (logsumexp, var and std: reduce_online.py). Half types
+    accumulate in float32, integers in int64; max/min propagate NaN as torch. (For max/min with indices use ``arg_reduce``.)
     """
     dims = _dims_key(dims)
     key = ("reduce", op, x.dtype, x.shape, x.strides, x.ptr & 15 == 0, out.dtype, out.shape, out.strides, dims)
     plan = _PLANS.get(key)
     if plan is None:
-        if op == "logsumexp":
-            # Imported here: reduce_online builds on this module's planning.
-            from .reduce_online import plan_online
-
-            built = plan_online("lse", x, out, dims, 0, stream)
-        else:
-            built = _plan_reduce(op, x, out, dims, stream)
+        built = _plan_reduce(op, x, out, dims, stream)
         if built is None:
             return
         plan = _remember(key, built)

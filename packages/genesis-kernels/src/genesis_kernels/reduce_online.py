@@ -355,7 +355,7 @@ def std(
 def logsumexp(x: BufferLike, out: BufferLike, dims: tuple[int, ...] | int | None = None, *, stream: int = 0) -> None:
     """``log(sum(exp(x)))`` over ``dims`` in one pass: a running max per lane and the sum rescaled to it.
 
-    Also ``reduce("logsumexp", ...)``. Half types accumulate in float32; ``K == 0`` gives -inf.
+    Half types accumulate in float32; ``K == 0`` gives -inf.
     """
     _run("lse", x, out, dims, 0, stream)
 

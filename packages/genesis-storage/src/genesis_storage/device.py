@@ -8,23 +8,21 @@ per device and made current in each thread before that thread issues driver call
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from . import _driver
 from ._driver import check
 from .errors import CUDAUnavailableError
 
-if TYPE_CHECKING:  # stream.py imports this module
-    from .stream import Stream
-
 
 class _ThreadState(threading.local):
-    """Per-thread state shared with stream.py and storage.py. Class-level defaults make every read
-    a plain attribute lookup (getattr(local, name, default) on a missing name costs ~0.3 us)."""
+    """Per-thread state shared with stream.py, storage.py and graphs.py. Class-level defaults make every
+    read a plain attribute lookup (getattr(local, name, default) on a missing name costs ~0.3 us).
+    The current Stream objects themselves are stream.py's (its own thread-local): the hot paths need
+    only the raw handles kept here."""
 
     device = 0  # this thread's current device
-    streams: dict[int, Stream] | None = None  # device -> current Stream (None: all default streams)
-    handles: dict[int, int] | None = None  # device -> raw handle of that Stream
+    handles: dict[int, int] | None = None  # device -> raw handle of the current stream (set_stream)
 
 
 _tls = _ThreadState()

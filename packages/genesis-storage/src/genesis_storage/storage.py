@@ -8,7 +8,8 @@ import numpy as np
 
 from ._driver import check
 from .allocator import allocators, get_allocator
-from .allocator.caching import Block, CachingAllocator
+from .allocator.block import Block
+from .allocator.caching import CachingAllocator
 from .device import _tls, ensure_context, primary_context
 from .errors import DeviceMismatchError, DoubleFreeError, StorageClosedError
 from .graphs import capturing_graph, stage_host_copy

@@ -6,6 +6,7 @@ handle 0). Allocations and copies are ordered on it.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from . import _driver
@@ -163,6 +164,16 @@ class Event:
 _default_streams: dict[int, Stream] = {}
 
 
+class _CurrentStreams(threading.local):
+    """This thread's current Stream per device, beside device.py's raw handles (set together by
+    set_stream); a class-level default keeps a read one attribute lookup."""
+
+    streams: dict[int, Stream] | None = None  # device -> current Stream (None: all default streams)
+
+
+_current = _CurrentStreams()
+
+
 def default_stream(device: object = None) -> Stream:
     """The legacy default stream (handle 0) of the device."""
     dev = resolve(device)
@@ -179,7 +190,7 @@ def current_stream(device: object = None) -> Stream:
         device = _tls.device
     elif device.__class__ is not int:
         device = resolve(device)
-    streams = _tls.streams
+    streams = _current.streams
     if streams is not None:
         s = streams.get(device)
         if s is not None:
@@ -196,9 +207,9 @@ def current_stream_handle(dev: int) -> int:
 
 def set_stream(s: Stream) -> None:
     """Make `s` the current stream of its device in this thread."""
-    streams, handles = _tls.streams, _tls.handles
+    streams, handles = _current.streams, _tls.handles
     if streams is None or handles is None:  # both are set together, here
-        streams = _tls.streams = {}
+        streams = _current.streams = {}
         handles = _tls.handles = {}
     streams[s.device] = s
     handles[s.device] = s.handle

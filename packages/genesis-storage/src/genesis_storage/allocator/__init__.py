@@ -11,7 +11,8 @@ import threading
 from typing import Any
 
 from ..device import resolve
-from .caching import Block, CachingAllocator
+from .block import Block
+from .caching import CachingAllocator
 from .raw import CudaRawAllocator, FakeRawAllocator, RawAllocator
 
 __all__ = [

@@ -33,11 +33,23 @@ from __future__ import annotations
 import os
 import threading
 import time
-from bisect import bisect_left, insort
 from collections import deque
 from typing import Any
 
 from ..errors import DoubleFreeError, OutOfMemoryError
+from .block import (
+    ALLOCATED,
+    CACHED,
+    DEAD,
+    FREE,
+    HUGE_KIND,
+    LARGE_KIND,
+    PENDING,
+    SMALL_KIND,
+    STATE_NAMES,
+    Block,
+    BlockPool,
+)
 from .private import PoolId, PrivatePool
 from .raw import RawAllocator
 from .stats import STAT_NAMES, Stat, flatten, triple
@@ -52,10 +64,6 @@ OVERSIZE_SLACK = 20 << 20  # with a fragmentation cap: largest excess a >= 10 Mi
 POISON = 0xFF
 _STREAM_SHIFT = 48  # front-cache key: (stream << 48) | rounded size (sizes stay below 2**48)
 
-FREE, ALLOCATED, PENDING, DEAD, CACHED = 0, 1, 2, 3, 4  # FREE: in a pool; CACHED: in the front cache
-_STATE_NAMES = {FREE: "inactive", CACHED: "inactive", ALLOCATED: "active_allocated", PENDING: "active_pending_free"}
-SMALL_KIND, LARGE_KIND, HUGE_KIND = 0, 1, 2  # HUGE (>= 10 MiB) is its own pool only with a cap
-
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
@@ -64,74 +72,6 @@ def _env_flag(name: str) -> bool:
 def _env_float(name: str) -> float | None:
     v = os.environ.get(name, "").strip()
     return float(v) if v else None
-
-
-class Block:
-    """A piece of a segment. `addr`/`size` in bytes; `requested` is what the caller asked for."""
-
-    __slots__ = (
-        "addr",
-        "events",
-        "fkey",
-        "kind",
-        "next",
-        "ppool",
-        "prev",
-        "requested",
-        "segment",
-        "size",
-        "small",
-        "state",
-        "stream",
-        "stream_uses",
-    )
-
-    def __init__(self, addr: int, size: int, stream: int, small: bool, segment: int, kind: int = 0) -> None:
-        self.addr = addr
-        self.size = size
-        self.requested = 0
-        self.stream = stream
-        self.state = FREE
-        self.small = small
-        self.kind = kind
-        self.prev: Block | None = None
-        self.next: Block | None = None
-        self.segment = segment  # address of the segment's first byte
-        self.stream_uses: set[int] | None = None
-        self.events = 0
-        self.fkey = 0  # front-cache key of the request this block last served
-        self.ppool: PrivatePool | None = None  # the private pool (CUDA graph) owning the segment
-
-    def __repr__(self) -> str:
-        return f"Block({self.addr:#x}, {self.size}, stream={self.stream:#x}, {_STATE_NAMES.get(self.state)})"
-
-
-class _Pool:
-    """Free blocks of one (stream, kind), sorted by (size, addr) for best fit."""
-
-    __slots__ = ("blocks", "keys")
-
-    def __init__(self) -> None:
-        self.keys: list[int] = []  # (size << 64) | addr, sorted
-        self.blocks: dict[int, Block] = {}
-
-    def insert(self, b: Block) -> None:
-        key = (b.size << 64) | b.addr
-        insort(self.keys, key)
-        self.blocks[key] = b
-
-    def remove(self, b: Block) -> None:
-        key = (b.size << 64) | b.addr
-        del self.keys[bisect_left(self.keys, key)]
-        del self.blocks[key]
-
-    def best_fit(self, size: int, max_size: int | None = None) -> Block | None:
-        """Remove and return the smallest block >= size (and <= max_size), or None."""
-        keys = self.keys
-        i = bisect_left(keys, size << 64)
-        if i == len(keys) or (max_size is not None and keys[i] >> 64 > max_size):
-            return None
-        return self.blocks.pop(keys.pop(i))
 
 
 class CachingAllocator:
@@ -154,7 +94,7 @@ class CachingAllocator:
         # Calls that found the lock held (see _queue_if_held): drained by the lock's next holder.
         self._queued: deque[tuple[Any, Any]] = deque()
         self._front: dict[int, list[Block]] = {}  # (stream << 48) | size -> freed blocks (CACHED)
-        self._pools: dict[tuple[int, int], _Pool] = {}  # (stream, kind) -> free blocks (FREE)
+        self._pools: dict[tuple[int, int], BlockPool] = {}  # (stream, kind) -> free blocks (FREE)
         self._segments: dict[int, Block] = {}  # segment address -> its first block
         self._seg_size: dict[int, int] = {}
         self._pending: list[tuple[Any, Block]] = []  # (event, block) awaiting record_stream work
@@ -409,12 +349,12 @@ class CachingAllocator:
         block.fkey = key
         return block
 
-    def _pool_for(self, block: Block) -> _Pool:
+    def _pool_for(self, block: Block) -> BlockPool:
         pools = self._pools if block.ppool is None else block.ppool.pools
         k = (block.stream, block.kind)
         pool = pools.get(k)
         if pool is None:
-            pool = pools[k] = _Pool()
+            pool = pools[k] = BlockPool()
         return pool
 
     def _split(self, block: Block, size: int) -> None:
@@ -820,7 +760,7 @@ class CachingAllocator:
                 alloc = active = req = 0
                 b: Block | None = head
                 while b is not None:
-                    state = _STATE_NAMES[b.state]
+                    state = STATE_NAMES[b.state]
                     blocks.append(
                         {
                             "address": b.addr,

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .caching import _Pool
+from .block import BlockPool
 
 PoolId = tuple[int, int]
 
@@ -40,7 +38,7 @@ class PrivatePool:
 
     def __init__(self, pool_id: PoolId) -> None:
         self.id = pool_id
-        self.pools: dict[tuple[int, int], _Pool] = {}  # (stream, kind) -> free blocks, as in CachingAllocator
+        self.pools: dict[tuple[int, int], BlockPool] = {}  # (stream, kind) -> free blocks, as in CachingAllocator
         self.segments = 0  # live segments owned by this pool
         self.use_count = 0  # graphs (and captures underway) that hold the pool
 

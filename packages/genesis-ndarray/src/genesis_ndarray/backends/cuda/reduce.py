@@ -56,7 +56,10 @@ def reduce(op: str, input: View, dim, keepdim: bool, dtype: DType | None) -> Vie
     out = gs.empty(out_shape, out_dtype.name, input.device)
     if math.prod(out_shape):
         if math.prod(src.shape):
-            gk.reduce(op, src, out, dims, stream=stream_of(input))
+            if op == "logsumexp":  # the one-pass (max, sum) summary kernels, not the plain fold's
+                gk.logsumexp(src, out, dims, stream=stream_of(input))
+            else:
+                gk.reduce(op, src, out, dims, stream=stream_of(input))
         else:  # reducing over an empty dim: the op's identity, or NaN for mean
             fill_(
                 out,
