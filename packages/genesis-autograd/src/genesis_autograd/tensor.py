@@ -33,6 +33,7 @@ from .functions.reduce_more import ReduceMoreMixin
 from .functions.scan import ScanMixin
 from .functions.softmax import SoftmaxMixin
 from .functions.sort import SortMixin
+from .functions.special import SpecialMixin
 from .functions.tensor_misc import TensorMiscMixin
 from .functions.views import ViewsMixin
 from .hooks import RemovableHandle, document_inplace_forms
@@ -68,6 +69,7 @@ class Tensor(
     ReduceMoreMixin,
     TensorMiscMixin,
     JoiningMixin,
+    SpecialMixin,
 ):
     """A multi-dimensional array of one dtype on one device that can record the operations applied to it.
 

@@ -40,10 +40,17 @@ _BINARY: dict[str, Callable[..., torch.Tensor]] = {
     "logaddexp": torch.logaddexp,
     "fmax": torch.fmax,
     "fmin": torch.fmin,
+    "zeta": torch.special.zeta,
+    "igamma": torch.igamma,
+    "igammac": torch.igammac,
+    "nextafter": torch.nextafter,
+    "gcd": torch.gcd,
+    "lcm": torch.lcm,
 }
 # These torch functions take no Python scalar; a 0-dim tensor promotes the same way.
 _NEEDS_TENSOR = {"maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor"}
 _NEEDS_TENSOR |= {"hypot", "logaddexp", "fmax", "fmin"}
+_NEEDS_TENSOR |= {"igamma", "igammac", "nextafter", "gcd", "lcm"}
 
 # Unary names torch has under nn.functional only (or under another spelling); the rest are torch.<name>.
 _UNARY: dict[str, Callable[..., torch.Tensor]] = {
@@ -54,6 +61,13 @@ _UNARY: dict[str, Callable[..., torch.Tensor]] = {
     "bitwise_not": torch.bitwise_not,
     "gelu": torch.nn.functional.gelu,
     "gelu_tanh": functools.partial(torch.nn.functional.gelu, approximate="tanh"),
+    # the special functions torch has under torch.special only
+    "erfcx": torch.special.erfcx,
+    "ndtri": torch.special.ndtri,
+    "log_ndtr": torch.special.log_ndtr,
+    "i0e": torch.special.i0e,
+    "i1": torch.special.i1,
+    "i1e": torch.special.i1e,
 }
 
 
@@ -99,7 +113,7 @@ def resolve_binary_(op: str, dtype: DType, other: DType | type):
     return getattr(torch.Tensor, f"{op}_", None)
 
 
-_BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not"})
+_BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not", "signbit"})
 
 
 @resolver("unary")

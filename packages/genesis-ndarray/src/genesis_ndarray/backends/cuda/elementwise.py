@@ -63,6 +63,10 @@ _FLOAT_RESULT_UNARY = frozenset(
     }
 )
 _BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not"})
+# The special functions (genesis_kernels/special_math.py): floating results; signbit is a predicate.
+_FLOAT_RESULT_UNARY |= {"lgamma", "erfinv", "erfcx", "ndtri", "log_ndtr", "digamma", "i0", "i0e", "i1", "i1e"}
+_BOOL_RESULT_UNARY |= {"signbit"}
+_FLOAT_RESULT_BINARY |= {"zeta", "igamma", "igammac"}
 # Where genesis_kernels names an op differently from torch.
 _KERNEL_OP = {"floor_divide": "floordiv", "bitwise_left_shift": "lshift", "bitwise_right_shift": "rshift"}
 # Ops torch defines for floating dtypes only, and the integer-only shifts (torch's kernel names, for its message).
