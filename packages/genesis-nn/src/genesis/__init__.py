@@ -73,6 +73,8 @@ from ._torch_composites import *  # noqa: F403  (torch.X functions composed of o
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
 from . import _torch_shape
 from ._torch_shape import *  # noqa: F403  (shape, joining, splitting: names in _torch_shape.__all__)
+from . import _torch_nn_ops_spatial
+from ._torch_nn_ops_spatial import *  # noqa: F403  (torch's top-level conv / pool / norm: names in its __all__)
 from .random import normal, rand, randint, randn, randperm
 from .serialization import load, save
 from .utils.data.generator import Generator
@@ -168,4 +170,5 @@ __all__ = [
     "Generator",
 ] + _torch_functions.__all__
 __all__ += _torch_composites.__all__
+__all__ += _torch_nn_ops_spatial.__all__
 __all__ += _torch_shape.__all__

@@ -3,12 +3,25 @@ forms (nn.functional), with torch.nn's names, signatures and behaviour."""
 
 from . import functional, init, parallel, utils
 from .activation import GELU, GLU, LeakyReLU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .adaptive_pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
+)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, Conv3d
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
+from .fold import Fold, Unfold
+from .fractional_max_pool import FractionalMaxPool2d, FractionalMaxPool3d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Identity, Linear
+from .local_response_norm import LocalResponseNorm
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -20,11 +33,13 @@ from .loss import (
     NLLLoss,
     SmoothL1Loss,
 )
+from .lp_pool import LPPool1d, LPPool2d, LPPool3d
+from .max_unpool import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
 from .parallel import DistributedDataParallel
 from .parameter import Parameter
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
 from .sampling import Upsample
 from .sparse import Embedding, EmbeddingBag
 from .transformer import TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer
@@ -85,4 +100,32 @@ __all__ = [
     "init",
     "parallel",
     "utils",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
+    "Fold",
+    "Unfold",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
+    "AvgPool1d",
+    "AvgPool3d",
+    "BatchNorm3d",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "LocalResponseNorm",
+    "MaxPool1d",
+    "MaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
 ]

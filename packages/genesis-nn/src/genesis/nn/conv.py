@@ -1,4 +1,5 @@
-"""Conv1d and Conv2d (torch's arguments, padding modes and initialisation)."""
+"""Conv1d, Conv2d and Conv3d (torch's arguments, padding modes and initialisation); _ConvNd is also the
+base of the transposed convolutions (conv_transpose.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
 
 class _ConvNd(Module):
+    """What every convolution layer shares: the arguments' checks, the parameters, their initialisation
+    and extra_repr. Subclasses set _dims (and the transposed ones call _setup with their weight layout)."""
+
     _dims = 0
 
     def __init__(
@@ -34,6 +38,26 @@ class _ConvNd(Module):
         dtype=None,
     ) -> None:
         super().__init__()
+        self._setup(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, device, dtype
+        )
+
+    def _setup(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        groups: int,
+        bias: bool,
+        padding_mode: str,
+        device,
+        dtype,
+        transposed: bool = False,
+        output_padding=0,
+    ) -> None:
         nd = self._dims
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -52,12 +76,12 @@ class _ConvNd(Module):
         self.kernel_size = ntuple(kernel_size, nd, "kernel_size")
         self.stride, self.dilation = ntuple(stride, nd, "stride"), ntuple(dilation, nd, "dilation")
         self.padding = padding if isinstance(padding, str) else ntuple(padding, nd, "padding")
-        self.output_padding = (0,) * nd
-        self.transposed = False
+        self.output_padding = ntuple(output_padding, nd, "output_padding")
+        self.transposed = transposed
         self.groups, self.padding_mode = groups, padding_mode
-        self.weight = Parameter(
-            empty(out_channels, in_channels // groups, *self.kernel_size, device=device, dtype=dtype)
-        )
+        # torch's layouts: (C_out, C_in / groups, *kernel), transposed (C_in, C_out / groups, *kernel).
+        weight_shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
+        self.weight = Parameter(empty(*weight_shape, *self.kernel_size, device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
         else:
@@ -80,13 +104,14 @@ class _ConvNd(Module):
         return [p for p in reversed(self.padding) for _ in range(2)]
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        conv = F.conv1d if self._dims == 1 else F.conv2d
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self._dims - 1]
         if self.padding_mode != "zeros":
             input = F.pad(input, self._pad_amounts(), mode=self.padding_mode)
             return conv(input, weight, bias, self.stride, 0, self.dilation, self.groups)
         return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Convolve ``input`` with the layer's weight (and add its bias)."""
         return self._conv_forward(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -95,6 +120,8 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * len(self.dilation):
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
@@ -150,3 +177,27 @@ class Conv2d(_ConvNd):
     """
 
     _dims = 2
+
+
+class Conv3d(_ConvNd):
+    """A 3-D convolution (cross-correlation, as torch) over (N, C_in, D, H, W) input.
+
+    Args:
+        in_channels: C_in.
+        out_channels: C_out.
+        kernel_size: an int or (kd, kh, kw).
+        stride: the kernel step (an int or a triple).
+        padding: an int or a triple, or ``"valid"`` (none) or ``"same"`` (the output the input's size; stride 1 only).
+        dilation: the spacing between kernel elements.
+        groups: split the channels into this many independent groups (both C_in and C_out divisible by it).
+        bias: learn a bias per output channel.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``.
+        device, dtype: where and in which dtype the parameters are made.
+
+    Shape: (N, C_in, D, H, W) or (C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out), each output size
+    floor((size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1).
+
+    Attributes: ``weight`` (C_out, C_in / groups, kd, kh, kw), ``bias`` (C_out,) or None; initialised as torch's.
+    """
+
+    _dims = 3

@@ -1,4 +1,5 @@
-"""Normalisation layers: LayerNorm, RMSNorm, GroupNorm, BatchNorm1d / BatchNorm2d."""
+"""Normalisation layers: LayerNorm, RMSNorm, GroupNorm, BatchNorm1d / BatchNorm2d / BatchNorm3d (the
+instance, local-response and synchronised norms have files of their own)."""
 
 from __future__ import annotations
 
@@ -280,3 +281,17 @@ class BatchNorm2d(_BatchNorm):
     """
 
     _expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation per channel of (N, C, D, H, W) input.
+
+    Args: as BatchNorm1d's.
+
+    In training mode each channel is normalised with the batch's statistics and the running ones are updated;
+    in eval mode the running statistics are used.
+
+    Shape: input (N, C, D, H, W); output the same shape.
+    """
+
+    _expected_dims = (5,)

@@ -21,9 +21,29 @@ from .activation import (
     swiglu,
     tanh,
 )
+from .adaptive_pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+)
 from .attention import multi_head_attention_forward, scaled_dot_product_attention
-from .conv import conv1d, conv2d, unfold
+from .conv import conv1d, conv2d, conv3d, conv_tbc, unfold
+from .conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d
 from .dropout import dropout
+from .fold import fold
+from .fractional_max_pool import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
+from .instance_norm import instance_norm
 from .linear import linear
 from .loss import (
     binary_cross_entropy,
@@ -36,9 +56,21 @@ from .loss import (
     nll_loss,
     smooth_l1_loss,
 )
-from .normalization import batch_norm, group_norm, layer_norm, normalize, rms_norm
+from .lp_pool import lp_pool1d, lp_pool2d, lp_pool3d
+from .max_unpool import max_unpool1d, max_unpool2d, max_unpool3d
+from .normalization import batch_norm, group_norm, layer_norm, local_response_norm, normalize, rms_norm
 from .padding import pad
-from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .pooling import (
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool1d_with_indices,
+    max_pool2d,
+    max_pool2d_with_indices,
+    max_pool3d,
+    max_pool3d_with_indices,
+)
 from .sampling import interpolate
 from .sparse import embedding, embedding_bag, one_hot
 
@@ -89,4 +121,37 @@ __all__ = [
     "swiglu",
     "tanh",
     "unfold",
+    "conv3d",
+    "conv_tbc",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "fold",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
+    "avg_pool1d",
+    "avg_pool3d",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
+    "instance_norm",
+    "local_response_norm",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
+    "max_pool1d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_pool3d",
+    "max_pool3d_with_indices",
 ]

@@ -1,20 +1,24 @@
 """Convolutions as im2col + matmul: the input's sliding windows (Tensor.unfold views, so their
 gradient is the windows' overlap-add) are laid out as columns and multiplied by the weight
-matrix, one matmul per group batch. conv1d is conv2d over a height of one.
+matrix, one matmul per group batch. conv1d is conv2d over a height of one; conv3d uses the same
+windows over three axes. conv_tbc is conv1d on a (time, batch, channel) layout.
 """
 
 from __future__ import annotations
+
+import math
 
 from genesis_autograd import Tensor, autocast_policy
 
 from ._util import ntuple
 from .padding import pad as _pad
 
-__all__ = ["conv1d", "conv2d", "unfold"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_tbc", "unfold"]
 
 
 def windows(x: Tensor, kernel: tuple[int, ...], dilation: tuple[int, ...], stride: tuple[int, ...]) -> Tensor:
-    """(N, C, H, W) -> the (N, C, OH, OW, kh, kw) view of every kernel window (no padding added)."""
+    """(N, C, *spatial) -> the (N, C, *out, *kernel) view of every kernel window (no padding added):
+    (N, C, OH, OW, kh, kw) for two spatial axes."""
     for axis, (k, d, s) in enumerate(zip(kernel, dilation, stride)):
         span = d * (k - 1) + 1
         x = x.unfold(2 + axis, span, s)  # the window's span becomes the last dim
@@ -23,7 +27,8 @@ def windows(x: Tensor, kernel: tuple[int, ...], dilation: tuple[int, ...], strid
     return x
 
 
-def _check_positive(stride: tuple, dilation: tuple) -> None:
+def check_positive(stride: tuple, dilation: tuple) -> None:
+    """torch's errors for a non-positive stride or dilation."""
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
     if any(d <= 0 for d in dilation):
@@ -51,7 +56,7 @@ def _conv(
     if unbatched:
         input = input.unsqueeze(0)
     stride, dilation = ntuple(stride, nd, "stride"), ntuple(dilation, nd, "dilation")
-    _check_positive(stride, dilation)
+    check_positive(stride, dilation)
     kernel = tuple(weight.shape[2:])
     out_channels, in_per_group = weight.shape[0], weight.shape[1]
     if groups <= 0:
@@ -90,16 +95,18 @@ def _conv(
     if nd == 1:  # a height of one
         input, weight = input.unsqueeze(2), weight.unsqueeze(2)
         kernel, stride, dilation = (1,) + kernel, (1,) + stride, (1,) + dilation
+    dims = len(kernel)
     n = input.shape[0]
-    win = windows(input, kernel, dilation, stride)  # (N, C, OH, OW, kh, kw)
-    oh, ow = win.shape[2], win.shape[3]
-    k = in_per_group * kernel[0] * kernel[1]
-    # Columns (N, groups, C/groups * kh * kw, OH * OW): the one copy of the input that im2col makes.
-    cols = win.permute(0, 1, 4, 5, 2, 3).reshape(n, groups, k, oh * ow)
-    out = weight.reshape(groups, out_channels // groups, k).matmul(cols)  # (N, groups, O/groups, OH * OW)
-    out = out.reshape(n, out_channels, oh, ow)
+    win = windows(input, kernel, dilation, stride)  # (N, C, *out, *kernel)
+    out_sizes = tuple(win.shape[2 : 2 + dims])
+    k = in_per_group * math.prod(kernel)
+    # Columns (N, groups, C/groups * prod(kernel), prod(out)): the one copy of the input that im2col makes.
+    order = (0, 1) + tuple(range(2 + dims, 2 + 2 * dims)) + tuple(range(2, 2 + dims))
+    cols = win.permute(*order).reshape(n, groups, k, math.prod(out_sizes))
+    out = weight.reshape(groups, out_channels // groups, k).matmul(cols)  # (N, groups, O/groups, prod(out))
+    out = out.reshape(n, out_channels, *out_sizes)
     if bias is not None:
-        out = out + bias.reshape(1, out_channels, 1, 1)
+        out = out + bias.reshape(1, out_channels, *(1,) * dims)
     if nd == 1:
         out = out.squeeze(2)
     return out.squeeze(0) if unbatched else out
@@ -121,6 +128,31 @@ def conv2d(
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_policy("lower")
+def conv3d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1, groups: int = 1
+) -> Tensor:
+    """(N, C_in, D, H, W) with weight (C_out, C_in / groups, kd, kh, kw) -> (N, C_out, D_out, H_out, W_out)."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """A 1-D convolution of (time, batch, C_in) input with a (k, C_in, C_out) weight and a (C_out,) bias,
+    ``pad`` zero time steps on each side -> (time_out, batch, C_out), as torch.conv_tbc."""
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.ndim != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
+
+
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """im2col: (N, C, H, W) -> (N, C * kh * kw, L), each column one window, as torch.nn.functional.unfold."""
     if input.ndim not in (3, 4):
@@ -130,7 +162,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
         input = input.unsqueeze(0)
     kernel, dilation = ntuple(kernel_size, 2, "kernel_size"), ntuple(dilation, 2, "dilation")
     padding, stride = ntuple(padding, 2, "padding"), ntuple(stride, 2, "stride")
-    _check_positive(stride, dilation)
+    check_positive(stride, dilation)
     if any(padding):
         input = _pad(input, [padding[1], padding[1], padding[0], padding[0]])
     win = windows(input, kernel, dilation, stride)

@@ -1,4 +1,5 @@
-"""Normalisations: layer_norm, rms_norm, group_norm, batch_norm, and normalize (p-norm scaling)."""
+"""Normalisations: layer_norm, rms_norm, group_norm, batch_norm, local_response_norm, and normalize (p-norm
+scaling). instance_norm is in instance_norm.py."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Sequence
 import genesis_autograd as _ag
 from genesis_autograd import Tensor, autocast_policy, no_grad
 
-__all__ = ["batch_norm", "group_norm", "layer_norm", "normalize", "rms_norm"]
+from .padding import pad as _pad
+
+__all__ = ["batch_norm", "group_norm", "layer_norm", "local_response_norm", "normalize", "rms_norm"]
 
 
 @autocast_policy("float32")
@@ -125,3 +128,16 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     if out is not None:
         return out.copy_(result)
     return result
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """x / (k + alpha * mean of x^2 over ``size`` neighbouring channels) ** beta, over (N, C, *) input; the
+    window is centred (size // 2 channels before, (size - 1) // 2 after) and zero-padded at the ends."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    channels_last = (input * input).movedim(1, -1)
+    padded = _pad(channels_last, [size // 2, (size - 1) // 2])
+    mean_square = padded.unfold(-1, size, 1).sum(-1).movedim(-1, 1) / size
+    return input / (mean_square * alpha + k).pow(beta)

@@ -15,7 +15,7 @@ import numpy as np
 
 from genesis_autograd import Tensor, tensor
 
-from .pooling import averaging_matrix
+from .adaptive_pooling import averaging_matrix
 
 __all__ = ["interpolate"]
 
