@@ -71,6 +71,8 @@ from genesis_autograd import int64 as long
 from . import _torch_composites, _torch_functions, amp, autograd, cuda, distributed, linalg, nn, optim, utils
 from ._torch_composites import *  # noqa: F403  (torch.X functions composed of other ops)
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
+from . import _torch_nn_losses
+from ._torch_nn_losses import *  # noqa: F403  (torch's top-level losses: names in _torch_nn_losses.__all__)
 from . import _torch_shape
 from ._torch_shape import *  # noqa: F403  (shape, joining, splitting: names in _torch_shape.__all__)
 from . import _torch_nn_ops_spatial
@@ -170,5 +172,6 @@ __all__ = [
     "Generator",
 ] + _torch_functions.__all__
 __all__ += _torch_composites.__all__
+__all__ += _torch_nn_losses.__all__
 __all__ += _torch_nn_ops_spatial.__all__
 __all__ += _torch_shape.__all__

@@ -1,7 +1,8 @@
 """genesis.nn: Module and Parameter, layers, losses, initialisation (nn.init) and the functional
 forms (nn.functional), with torch.nn's names, signatures and behaviour."""
 
-from . import functional, init, parallel, utils
+from . import functional, init, modules, parallel, utils
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .activation import GELU, GLU, LeakyReLU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .adaptive_pooling import (
     AdaptiveAvgPool1d,
@@ -21,6 +22,7 @@ from .fold import Fold, Unfold
 from .fractional_max_pool import FractionalMaxPool2d, FractionalMaxPool3d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Identity, Linear
+from .linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions
 from .local_response_norm import LocalResponseNorm
 from .loss import (
     BCELoss,
@@ -31,7 +33,20 @@ from .loss import (
     L1Loss,
     MSELoss,
     NLLLoss,
+    NLLLoss2d,
     SmoothL1Loss,
+)
+from .loss_likelihood import CTCLoss, GaussianNLLLoss, PoissonNLLLoss
+from .loss_margin import (
+    CosineEmbeddingLoss,
+    HingeEmbeddingLoss,
+    MarginRankingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from .lp_pool import LPPool1d, LPPool2d, LPPool3d
 from .max_unpool import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
@@ -42,10 +57,28 @@ from .parameter import Parameter
 from .pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
 from .sampling import Upsample
 from .sparse import Embedding, EmbeddingBag
-from .transformer import TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer
+from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
     "AdaptiveAvgPool2d",
+    "AdaptiveLogSoftmaxWithLoss",
+    "CTCLoss",
+    "CosineEmbeddingLoss",
+    "GaussianNLLLoss",
+    "HingeEmbeddingLoss",
+    "LinearCrossEntropyLoss",
+    "LinearCrossEntropyOptions",
+    "MarginRankingLoss",
+    "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss",
+    "NLLLoss2d",
+    "PoissonNLLLoss",
+    "SoftMarginLoss",
+    "Transformer",
+    "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss",
+    "modules",
     "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from genesis_autograd import Tensor
 
 from . import functional as F
@@ -10,12 +12,17 @@ from .module import Module
 
 
 class _Loss(Module):
+    """Base of the loss modules (torch.nn.modules.loss._Loss): holds ``reduction``, taking torch's
+    deprecated ``size_average`` / ``reduce`` spellings of it (with torch's warning)."""
+
     def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = legacy_reduction(size_average, reduce, reduction)
 
 
 class _WeightedLoss(_Loss):
+    """A loss with a ``weight`` buffer (None or a tensor), as torch.nn.modules.loss._WeightedLoss."""
+
     def __init__(
         self,
         weight: Tensor | None = None,
@@ -147,6 +154,26 @@ class NLLLoss(_WeightedLoss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """torch's deprecated name of NLLLoss (for (N, C, H, W) inputs); constructing one warns, as torch."""
+
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        ignore_index: int = -100,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        warnings.warn(
+            "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
+            "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):

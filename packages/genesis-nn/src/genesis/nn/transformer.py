@@ -1,13 +1,13 @@
-"""Transformer layers as torch builds them: TransformerEncoderLayer, TransformerDecoderLayer, and the
-stacks TransformerEncoder / TransformerDecoder (deep copies of one layer). Submodule names and their
-order follow torch's, so torch state dicts load."""
+"""Transformer layers as torch builds them: TransformerEncoderLayer, TransformerDecoderLayer, the
+stacks TransformerEncoder / TransformerDecoder (deep copies of one layer), and the encoder-decoder
+Transformer. Submodule names and their order follow torch's, so torch state dicts load."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
 
-from genesis_autograd import Tensor
+from genesis_autograd import Tensor, full
 
 from . import functional as F
 from .activation import GELU, ReLU
@@ -15,6 +15,7 @@ from .attention import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout
 from .functional.attention import float_mask
+from .init import xavier_uniform_
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
@@ -258,3 +259,94 @@ class TransformerDecoder(Module):
                 memory_is_causal=memory_is_causal,
             )
         return self.norm(output) if self.norm is not None else output
+
+
+class Transformer(Module):
+    """torch.nn.Transformer: a TransformerEncoder and a TransformerDecoder (each ending in a LayerNorm), or
+    the custom_encoder / custom_decoder given; matrices initialised xavier-uniform, as torch's.
+
+    Args:
+        d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first, bias:
+            as the layers'.
+        num_encoder_layers, num_decoder_layers: the stacks' depths.
+        custom_encoder, custom_decoder: modules used instead of the built stacks.
+
+    Shape: src (S, N, E) or (N, S, E) with batch_first, (S, E) unbatched; tgt likewise with T; output as tgt.
+    """
+
+    def __init__(
+        self,
+        d_model: int = 512,
+        nhead: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: str | Callable[[Tensor], Tensor] = F.relu,
+        custom_encoder: Module | None = None,
+        custom_decoder: Module | None = None,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        factory = dict(device=device, dtype=dtype)
+        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first)
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            encoder_layer = TransformerEncoderLayer(*layer_args, bias=bias, **factory)
+            encoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+            self.encoder = TransformerEncoder(encoder_layer, num_encoder_layers, encoder_norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            decoder_layer = TransformerDecoderLayer(*layer_args, bias=bias, **factory)
+            decoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers, decoder_norm)
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        batch_dim = 0 if self.batch_first else 1
+        if src.ndim == 3 and src.shape[batch_dim] != tgt.shape[batch_dim]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(
+            tgt,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
+            tgt_key_padding_mask=tgt_key_padding_mask,
+            memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal,
+            memory_is_causal=memory_is_causal,
+        )
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
+        """The (sz, sz) causal mask: -inf above the diagonal (a position may not see later ones), 0 elsewhere."""
+        return full((sz, sz), float("-inf"), dtype=dtype, device=device).triu(1)
+
+    def _reset_parameters(self) -> None:
+        for p in self.parameters():
+            if p.ndim > 1:
+                xavier_uniform_(p)

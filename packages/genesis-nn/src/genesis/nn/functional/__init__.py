@@ -45,6 +45,7 @@ from .fractional_max_pool import (
 )
 from .instance_norm import instance_norm
 from .linear import linear
+from .linear_cross_entropy import linear_cross_entropy
 from .loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -55,6 +56,19 @@ from .loss import (
     mse_loss,
     nll_loss,
     smooth_l1_loss,
+)
+from .loss_ctc import ctc_loss
+from .loss_likelihood import gaussian_nll_loss, poisson_nll_loss
+from .loss_margin import (
+    cosine_embedding_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
 )
 from .lp_pool import lp_pool1d, lp_pool2d, lp_pool3d
 from .max_unpool import max_unpool1d, max_unpool2d, max_unpool3d
@@ -78,6 +92,19 @@ __all__ = [
     "adaptive_avg_pool2d",
     "avg_pool2d",
     "batch_norm",
+    "cosine_embedding_loss",
+    "ctc_loss",
+    "gaussian_nll_loss",
+    "hinge_embedding_loss",
+    "linear_cross_entropy",
+    "margin_ranking_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "multilabel_soft_margin_loss",
+    "poisson_nll_loss",
+    "soft_margin_loss",
+    "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "conv1d",

@@ -1,0 +1,15 @@
+"""torch.nn.modules.container's names, from genesis.nn (looked up when imported; see _reexport)."""
+
+from ._reexport import shim
+
+__getattr__, __dir__ = shim(
+    __name__,
+    [
+        "Container",
+        "Sequential",
+        "ModuleList",
+        "ModuleDict",
+        "ParameterList",
+        "ParameterDict",
+    ],
+)

@@ -1,0 +1,10 @@
+"""torch.nn.modules.linear_cross_entropy_options's names, from genesis.nn (looked up when imported; see _reexport)."""
+
+from ._reexport import shim
+
+__getattr__, __dir__ = shim(
+    __name__,
+    [
+        "LinearCrossEntropyOptions",
+    ],
+)

@@ -1,0 +1,12 @@
+"""torch.nn.modules.upsampling's names, from genesis.nn (looked up when imported; see _reexport)."""
+
+from ._reexport import shim
+
+__getattr__, __dir__ = shim(
+    __name__,
+    [
+        "Upsample",
+        "UpsamplingNearest2d",
+        "UpsamplingBilinear2d",
+    ],
+)
