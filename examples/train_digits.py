@@ -72,12 +72,14 @@ def train_epoch(model, loader, optimizer, criterion, epoch: int, epochs: int, *,
 def main(argv=None, *, progress=None) -> float:
     """Train and evaluate; ``progress`` is a file the per-epoch bars are drawn into (default: stderr on a terminal)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda" if genesis.cuda.is_available() else "cpu")
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=0.05)
-    parser.add_argument("--hidden", type=int, default=128)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--device", default="cuda" if genesis.cuda.is_available() else "cpu", help="cpu, cuda or cuda:N"
+    )
+    parser.add_argument("--epochs", type=int, default=30, help="passes over the 1,437 training images")
+    parser.add_argument("--batch-size", type=int, default=64, help="images per SGD step")
+    parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (momentum 0.9)")
+    parser.add_argument("--hidden", type=int, default=128, help="width of the MLP's hidden layers")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the shuffling")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
 

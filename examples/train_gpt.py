@@ -28,6 +28,7 @@ import gzip
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -220,32 +221,48 @@ def save_plot(history: dict, path: Path) -> None:
 def parse_args(argv=None):
     cuda = genesis.cuda.is_available()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda" if cuda else "cpu")
-    parser.add_argument("--steps", type=int, default=None, help="default: 1500 on cpu, 3000 on cuda")
-    parser.add_argument("--batch-size", type=int, default=None)
-    parser.add_argument("--block-size", type=int, default=None)
-    parser.add_argument("--n-layer", type=int, default=None)
-    parser.add_argument("--n-head", type=int, default=None)
-    parser.add_argument("--n-embd", type=int, default=None)
-    parser.add_argument("--dropout", type=float, default=0.0)
-    parser.add_argument("--lr", type=float, default=None)
-    parser.add_argument("--weight-decay", type=float, default=0.1)
-    parser.add_argument("--warmup", type=int, default=100)
-    parser.add_argument("--clip", type=float, default=1.0)
+    parser.add_argument(
+        "--device", default="cuda" if cuda else "cpu", help="cpu, cuda or cuda:N (default: cuda if present)"
+    )
+    parser.add_argument("--steps", type=int, default=None, help="training steps (default: 1500 on cpu, 3000 on cuda)")
+    parser.add_argument(
+        "--batch-size", type=int, default=None, help="sequences per step and process (default: 16 on cpu, 64 on cuda)"
+    )
+    parser.add_argument("--block-size", type=int, default=None, help="context length (default: 64 on cpu, 256 on cuda)")
+    parser.add_argument("--n-layer", type=int, default=None, help="transformer blocks (default: 4 on cpu, 6 on cuda)")
+    parser.add_argument("--n-head", type=int, default=None, help="attention heads (default: 4 on cpu, 6 on cuda)")
+    parser.add_argument("--n-embd", type=int, default=None, help="model width (default: 128 on cpu, 384 on cuda)")
+    parser.add_argument("--dropout", type=float, default=0.0, help="dropout probability (default: 0)")
+    parser.add_argument(
+        "--lr", type=float, default=None, help="peak learning rate (default: 2e-3 on cpu, 1e-3 on cuda)"
+    )
+    parser.add_argument("--weight-decay", type=float, default=0.1, help="AdamW weight decay of the matrices")
+    parser.add_argument("--warmup", type=int, default=100, help="linear warm-up steps before the cosine decay")
+    parser.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping threshold")
     parser.add_argument(
         "--dtype",
         choices=["float32", "bfloat16", "float16"],
         default=None,
         help="autocast dtype (default: bfloat16 on cuda, none on cpu)",
     )
-    parser.add_argument("--eval-interval", type=int, default=250)
-    parser.add_argument("--eval-batches", type=int, default=10)
-    parser.add_argument("--out-dir", type=Path, default=Path("out/gpt"))
+    parser.add_argument(
+        "--eval-interval", type=int, default=250, help="steps between validation losses and checkpoints"
+    )
+    parser.add_argument("--eval-batches", type=int, default=10, help="batches averaged for each validation loss")
+    parser.add_argument(
+        "--log-interval",
+        type=int,
+        default=50,
+        help="steps between progress lines when no progress bar shows (output not a terminal, --quiet, no tqdm)",
+    )
+    parser.add_argument(
+        "--out-dir", type=Path, default=Path("out/gpt"), help="where the checkpoint, loss plot and summary go"
+    )
     parser.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.safetensors")
-    parser.add_argument("--sample-tokens", type=int, default=300)
-    parser.add_argument("--temperature", type=float, default=0.8)
-    parser.add_argument("--seed", type=int, default=1337)
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--sample-tokens", type=int, default=300, help="characters generated after training")
+    parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature of the generated text")
+    parser.add_argument("--seed", type=int, default=1337, help="seed of the weights, batches and sample")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (progress lines instead)")
     parser.add_argument(
         "--loss-log",
         type=Path,
@@ -336,8 +353,9 @@ def main(argv=None) -> dict:
         from tqdm import tqdm
     except ImportError:  # the examples extra brings it; without it, no bar
         tqdm = None
-    show_bar = tqdm is not None and not args.quiet and rank == 0
-    bar = tqdm(total=args.steps, initial=start_step, unit="step", disable=None) if show_bar else None
+    # A bar only on a terminal; elsewhere (a log file, a pipe, CI) plain progress lines every --log-interval steps.
+    show_bar = tqdm is not None and not args.quiet and rank == 0 and sys.stderr.isatty()
+    bar = tqdm(total=args.steps, initial=start_step, unit="step") if show_bar else None
     smoothed, tokens_per_step = None, args.batch_size * args.block_size * world_size
     step_losses: list[float] = []  # --loss-log: each step's global-batch loss
     last_time = time.perf_counter()
@@ -368,6 +386,8 @@ def main(argv=None) -> dict:
             last_time = now
             if bar is not None:
                 bar.set_postfix(loss=f"{smoothed:.3f}", tok_s=f"{rate:,.0f}")
+            elif step == start_step or step % args.log_interval == 0 or step == args.steps - 1:
+                print_(f"step {step:5d}  loss {value:.4f}  (smoothed {smoothed:.4f})  {rate:,.0f} tokens/s")
         if bar is not None:
             bar.update()
         if rank == 0 and ((step + 1) % args.eval_interval == 0 or step == args.steps - 1):
@@ -408,6 +428,10 @@ def main(argv=None) -> dict:
         "steps": args.steps,
     }
     (args.out_dir / "summary.json").write_text(json.dumps(summary))
+    plot = args.out_dir / "loss.png"
+    written = [f"{ckpt_path} (checkpoint)", f"{plot} (loss curve)" if plot.exists() else None]
+    written.append(f"{args.out_dir / 'summary.json'} (summary)")
+    print("wrote " + ", ".join(w for w in written if w))
     return summary
 
 
