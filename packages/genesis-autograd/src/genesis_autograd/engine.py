@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 import genesis_ndarray as nd
 
 from . import grad_mode
+from .anomaly import _state as _anomaly
+from .anomaly import check_gradients
 from .function import AccumulateGrad, Node
 
 # One list of final callbacks per backward pass running in this thread (a hook may start a nested one).
@@ -149,6 +151,8 @@ def _walk(
             if node.num_outputs != 1:  # one output always has its gradient here: nothing to make
                 grads = _materialize(node, grads)
             grad_inputs = node.apply(*grads)
+            if _anomaly.enabled:
+                check_gradients(node, grad_inputs)
             if len(grad_inputs) < len(node.next_functions):
                 raise RuntimeError(
                     f"function {node.name()} returned an incorrect number of gradients (expected "

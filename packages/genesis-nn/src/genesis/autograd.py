@@ -12,11 +12,14 @@ from genesis_autograd import (
     no_grad,
     set_grad_enabled,
 )
+from genesis_autograd.anomaly import detect_anomaly, set_detect_anomaly
 
 __all__ = [
     "Function",
     "GradcheckError",
     "backward",
+    "detect_anomaly",
+    "set_detect_anomaly",
     "enable_grad",
     "grad",
     "gradcheck",
