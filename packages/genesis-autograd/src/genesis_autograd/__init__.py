@@ -75,6 +75,8 @@ from .functions.attention import fused_attention_supported, scaled_dot_product_a
 from .functions.cross_entropy import cross_entropy
 from .functions.matmul import linear
 from .functions.normalization import layer_norm, rms_norm
+from .functions.rnn import fused_gru_cell, fused_lstm_cell, rnn_layer
+from .functions.special import erfcx, i0e, i1, i1e, log_ndtr, ndtri, zeta
 from .functions.optimizer import (
     advance_counters_,
     multi_tensor_adam_,
@@ -146,6 +148,8 @@ __all__ = [
     "full",
     "full_like",
     "functions",
+    "fused_gru_cell",
+    "fused_lstm_cell",
     "geglu",
     "glu",
     "get_default_dtype",
@@ -181,6 +185,7 @@ __all__ = [
     "randn_like",
     "linear",
     "rms_norm",
+    "rnn_layer",
     "fused_attention_supported",
     "scaled_dot_product_attention",
     "set_default_dtype",
@@ -200,4 +205,12 @@ __all__ = [
     "randperm",
     "seed",
     "set_rng_state",
+    # torch.special's functions without a Tensor method (genesis.special calls them)
+    "erfcx",
+    "i0e",
+    "i1",
+    "i1e",
+    "log_ndtr",
+    "ndtri",
+    "zeta",
 ]

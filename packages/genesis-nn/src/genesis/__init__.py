@@ -71,12 +71,20 @@ from genesis_autograd import int64 as long
 from . import _torch_composites, _torch_functions, amp, autograd, cuda, distributed, linalg, nn, optim, utils
 from ._torch_composites import *  # noqa: F403  (torch.X functions composed of other ops)
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
+from . import _torch_nn_ops
+from ._torch_nn_ops import *  # noqa: F403  (torch's top-level activations, dropouts, distances: _torch_nn_ops.__all__)
+from . import _torch_nn_losses
+from ._torch_nn_losses import *  # noqa: F403  (torch's top-level losses: names in _torch_nn_losses.__all__)
 from . import _torch_shape
 from ._torch_shape import *  # noqa: F403  (shape, joining, splitting: names in _torch_shape.__all__)
 from . import _torch_math, _torch_products, _torch_runtime
 from ._torch_math import *  # noqa: F403  (elementwise math, comparisons, top-level in-place forms: its __all__)
 from ._torch_products import *  # noqa: F403  (products and reductions: names in _torch_products.__all__)
+from . import _torch_special, special
+from ._torch_special import *  # noqa: F403  (special functions and the math around them: its __all__)
 from ._torch_runtime import *  # noqa: F403  (constants, dtype info, layouts, predicates: _torch_runtime.__all__)
+from . import _torch_nn_ops_spatial
+from ._torch_nn_ops_spatial import *  # noqa: F403  (torch's top-level conv / pool / norm: names in its __all__)
 from .random import normal, rand, randint, randn, randperm
 from .serialization import load, save
 from .utils.data.generator import Generator
@@ -172,7 +180,11 @@ __all__ = [
     "Generator",
 ] + _torch_functions.__all__
 __all__ += _torch_composites.__all__
+__all__ += _torch_nn_ops.__all__
+__all__ += _torch_nn_ops_spatial.__all__
+__all__ += _torch_nn_losses.__all__
 __all__ += _torch_shape.__all__
 __all__ += _torch_math.__all__
 __all__ += _torch_products.__all__
 __all__ += _torch_runtime.__all__
+__all__ += _torch_special.__all__ + ["special"]
