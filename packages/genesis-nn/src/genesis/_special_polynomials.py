@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-
 from genesis_autograd import Tensor, int64, no_grad, ones_like, tensor
 
 from ._torch_shape import broadcast_shapes

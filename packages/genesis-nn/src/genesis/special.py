@@ -18,6 +18,8 @@ from genesis_autograd import (
     i1e,
     log_ndtr,
     ndtri,
+)
+from genesis_autograd import (
     zeta as _zeta,
 )
 
