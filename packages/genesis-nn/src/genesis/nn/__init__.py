@@ -3,7 +3,27 @@ forms (nn.functional), with torch.nn's names, signatures and behaviour."""
 
 from . import functional, init, modules, parallel, utils
 from .adaptive import AdaptiveLogSoftmaxWithLoss
-from .activation import GELU, GLU, LeakyReLU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .activation import (
+    GELU,
+    GLU,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmax2d,
+    Softmin,
+    Softplus,
+    Softsign,
+    Tanh,
+    Tanhshrink,
+)
+from .activation_elu import CELU, ELU, SELU
+from .activation_piecewise import Hardshrink, Hardsigmoid, Hardswish, Hardtanh, ReLU6, Softshrink, Threshold
+from .activation_rectifier import PReLU, RReLU
 from .adaptive_pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -13,10 +33,13 @@ from .adaptive_pooling import (
     AdaptiveMaxPool3d,
 )
 from .attention import MultiheadAttention
+from .bilinear import Bilinear
+from .channelshuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from .dropout import Dropout
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .flatten import Flatten, Unflatten
 from .fold import Fold, Unfold
 from .fractional_max_pool import FractionalMaxPool2d, FractionalMaxPool3d
@@ -53,14 +76,99 @@ from .max_unpool import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
 from .parallel import DistributedDataParallel
-from .parameter import Parameter
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
+from .parameter import Buffer, Parameter
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sampling import Upsample
 from .sparse import Embedding, EmbeddingBag
 from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
+    "AlphaDropout",
+    "Bilinear",
+    "Buffer",
+    "CELU",
+    "ChannelShuffle",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
+    "CosineSimilarity",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "ELU",
+    "FeatureAlphaDropout",
+    "Hardshrink",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
+    "LogSigmoid",
+    "PReLU",
+    "PairwiseDistance",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "RReLU",
+    "ReLU6",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ReplicationPad3d",
+    "SELU",
+    "Softmax2d",
+    "Softmin",
+    "Softshrink",
+    "Softsign",
+    "Tanhshrink",
+    "Threshold",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
+    "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
+    "AvgPool1d",
+    "AvgPool3d",
+    "BatchNorm3d",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "LocalResponseNorm",
+    "MaxPool1d",
+    "MaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
     "AdaptiveLogSoftmaxWithLoss",
     "CTCLoss",
     "CosineEmbeddingLoss",
@@ -86,6 +194,12 @@ __all__ = [
     "BatchNorm2d",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
+    "Fold",
+    "Unfold",
     "CrossEntropyLoss",
     "DistributedDataParallel",
     "Dropout",
@@ -114,6 +228,14 @@ __all__ = [
     "ParameterDict",
     "ParameterList",
     "RMSNorm",
+    "RNN",
+    "RNNBase",
+    "RNNCell",
+    "RNNCellBase",
+    "LSTM",
+    "LSTMCell",
+    "GRU",
+    "GRUCell",
     "ReLU",
     "Sequential",
     "SiLU",
@@ -133,32 +255,4 @@ __all__ = [
     "init",
     "parallel",
     "utils",
-    "Conv3d",
-    "ConvTranspose1d",
-    "ConvTranspose2d",
-    "ConvTranspose3d",
-    "Fold",
-    "Unfold",
-    "AdaptiveAvgPool1d",
-    "AdaptiveAvgPool3d",
-    "AdaptiveMaxPool1d",
-    "AdaptiveMaxPool2d",
-    "AdaptiveMaxPool3d",
-    "AvgPool1d",
-    "AvgPool3d",
-    "BatchNorm3d",
-    "FractionalMaxPool2d",
-    "FractionalMaxPool3d",
-    "InstanceNorm1d",
-    "InstanceNorm2d",
-    "InstanceNorm3d",
-    "LPPool1d",
-    "LPPool2d",
-    "LPPool3d",
-    "LocalResponseNorm",
-    "MaxPool1d",
-    "MaxPool3d",
-    "MaxUnpool1d",
-    "MaxUnpool2d",
-    "MaxUnpool3d",
 ]

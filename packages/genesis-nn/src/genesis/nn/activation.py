@@ -212,3 +212,70 @@ class LogSoftmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """softmax(-x) along ``dim``: the smallest elements get the largest weights.
+
+    Args:
+        dim: the dimension to normalise.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        """softmin of ``input`` along ``dim``."""
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels at each spatial location.
+
+    Shape: input (N, C, H, W) or (C, H, W); output the same shape.
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        """softmax of ``input`` along its channel dim (-3)."""
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x)) elementwise, stable for large |x|.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        """logsigmoid of ``input``."""
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    """x / (1 + |x|) elementwise.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        """softsign of ``input``."""
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x) elementwise.
+
+    Shape: input (*), any shape; output the same shape.
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        """tanhshrink of ``input``."""
+        return F.tanhshrink(input)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from genesis_autograd import Device, DType
 
 from .hooks import BackwardHook, RemovableHandle, add_hook
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 
 
 def _typename(obj) -> str:
@@ -248,7 +248,9 @@ class Module:
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if buffers is not None and name in buffers:
+                if isinstance(value, Buffer):  # torch.nn.Buffer: registered, with its persistent flag
+                    self.register_buffer(name, value, value.persistent)
+                elif buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(
                             f"cannot assign '{_typename(value)}' as buffer '{name}' (torch.Tensor or None expected)"

@@ -29,3 +29,25 @@ class Parameter(Tensor):
         out = Parameter(self.detach().clone(), self.requires_grad)
         memo[id(self)] = out
         return out
+
+
+class Buffer(Tensor):
+    """A tensor that a Module registers as a buffer when it is assigned as an attribute (torch.nn.Buffer):
+    state that is not trained, such as running statistics. Shares ``data``'s memory; a non-leaf ``data``
+    is detached, and its requires_grad is kept.
+
+    Args:
+        data: the buffer's tensor (None: an empty one).
+        persistent: whether the buffer is part of the module's state dict.
+    """
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True):
+        if data is None:
+            data = empty(0)
+        super().__init__(data.data if isinstance(data, Tensor) else data)
+        if isinstance(data, Tensor):
+            self._version = data._version  # one memory, one version counter (torch's detach semantics)
+            self.requires_grad = data.requires_grad
+        self.persistent = persistent

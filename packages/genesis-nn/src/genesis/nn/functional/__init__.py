@@ -7,20 +7,28 @@ from .activation import (
     gelu,
     glu,
     hardtanh,
+    hardtanh_,
     leaky_relu,
+    leaky_relu_,
     log_softmax,
     logsigmoid,
     mish,
     relu,
     relu6,
+    relu_,
     sigmoid,
     silu,
     softmax,
     softmin,
     softplus,
+    softsign,
     swiglu,
     tanh,
+    tanhshrink,
 )
+from .activation_elu import celu, celu_, elu, elu_, selu, selu_
+from .activation_piecewise import hardshrink, hardsigmoid, hardswish, softshrink, threshold, threshold_
+from .activation_rectifier import prelu, rrelu, rrelu_
 from .adaptive_pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -33,9 +41,12 @@ from .adaptive_pooling import (
     adaptive_max_pool3d_with_indices,
 )
 from .attention import multi_head_attention_forward, scaled_dot_product_attention
+from .bilinear import bilinear
+from .channelshuffle import channel_shuffle, native_channel_shuffle
 from .conv import conv1d, conv2d, conv3d, conv_tbc, unfold
 from .conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d
-from .dropout import dropout
+from .distance import cosine_similarity, pairwise_distance, pdist
+from .dropout import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from .fold import fold
 from .fractional_max_pool import (
     fractional_max_pool2d,
@@ -43,6 +54,7 @@ from .fractional_max_pool import (
     fractional_max_pool3d,
     fractional_max_pool3d_with_indices,
 )
+from .gumbel import gumbel_softmax
 from .instance_norm import instance_norm
 from .linear import linear
 from .linear_cross_entropy import linear_cross_entropy
@@ -74,6 +86,7 @@ from .lp_pool import lp_pool1d, lp_pool2d, lp_pool3d
 from .max_unpool import max_unpool1d, max_unpool2d, max_unpool3d
 from .normalization import batch_norm, group_norm, layer_norm, local_response_norm, normalize, rms_norm
 from .padding import pad
+from .pixelshuffle import pixel_shuffle, pixel_unshuffle
 from .pooling import (
     avg_pool1d,
     avg_pool2d,
@@ -89,8 +102,64 @@ from .sampling import interpolate
 from .sparse import embedding, embedding_bag, one_hot
 
 __all__ = [
+    "alpha_dropout",
+    "bilinear",
+    "celu",
+    "celu_",
+    "channel_shuffle",
+    "cosine_similarity",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "elu",
+    "elu_",
+    "feature_alpha_dropout",
+    "gumbel_softmax",
+    "hardshrink",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh_",
+    "leaky_relu_",
+    "native_channel_shuffle",
+    "pairwise_distance",
+    "pdist",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "prelu",
+    "relu_",
+    "rrelu",
+    "rrelu_",
+    "selu",
+    "selu_",
+    "softshrink",
+    "softsign",
+    "tanhshrink",
+    "threshold",
+    "threshold_",
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
+    "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
+    "instance_norm",
+    "local_response_norm",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "batch_norm",
     "cosine_embedding_loss",
     "ctc_loss",
@@ -109,6 +178,12 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "conv1d",
     "conv2d",
+    "conv3d",
+    "conv_tbc",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "fold",
     "cross_entropy",
     "dropout",
     "embedding",
@@ -127,7 +202,12 @@ __all__ = [
     "linear",
     "log_softmax",
     "logsigmoid",
+    "max_pool1d",
+    "max_pool1d_with_indices",
     "max_pool2d",
+    "max_pool2d_with_indices",
+    "max_pool3d",
+    "max_pool3d_with_indices",
     "mish",
     "mse_loss",
     "multi_head_attention_forward",
@@ -148,37 +228,4 @@ __all__ = [
     "swiglu",
     "tanh",
     "unfold",
-    "conv3d",
-    "conv_tbc",
-    "conv_transpose1d",
-    "conv_transpose2d",
-    "conv_transpose3d",
-    "fold",
-    "adaptive_avg_pool1d",
-    "adaptive_avg_pool3d",
-    "adaptive_max_pool1d",
-    "adaptive_max_pool1d_with_indices",
-    "adaptive_max_pool2d",
-    "adaptive_max_pool2d_with_indices",
-    "adaptive_max_pool3d",
-    "adaptive_max_pool3d_with_indices",
-    "avg_pool1d",
-    "avg_pool3d",
-    "fractional_max_pool2d",
-    "fractional_max_pool2d_with_indices",
-    "fractional_max_pool3d",
-    "fractional_max_pool3d_with_indices",
-    "instance_norm",
-    "local_response_norm",
-    "lp_pool1d",
-    "lp_pool2d",
-    "lp_pool3d",
-    "max_unpool1d",
-    "max_unpool2d",
-    "max_unpool3d",
-    "max_pool1d",
-    "max_pool1d_with_indices",
-    "max_pool2d_with_indices",
-    "max_pool3d",
-    "max_pool3d_with_indices",
 ]

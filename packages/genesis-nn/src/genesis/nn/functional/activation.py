@@ -18,19 +18,24 @@ __all__ = [
     "gelu",
     "glu",
     "hardtanh",
+    "hardtanh_",
     "leaky_relu",
+    "leaky_relu_",
     "log_softmax",
     "logsigmoid",
     "mish",
     "relu",
     "relu6",
+    "relu_",
     "sigmoid",
     "silu",
     "softmax",
     "softmin",
     "softplus",
+    "softsign",
     "swiglu",
     "tanh",
+    "tanhshrink",
 ]
 
 
@@ -52,6 +57,11 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
         inplace: write the result into ``input`` (the gradient still flows).
     """
     return input.relu_() if inplace else input.relu()
+
+
+def relu_(input: Tensor) -> Tensor:
+    """In-place :func:`relu`: ``input`` is overwritten with max(x, 0) and returned."""
+    return input.relu_()
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
@@ -78,6 +88,11 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     return _apply(lambda t: t.clamp(min_val, max_val), input, inplace)
 
 
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place :func:`hardtanh`: ``input`` is overwritten with x clamped to [min_val, max_val]."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else negative_slope * x (the slope is also the gradient at 0, as torch's).
 
@@ -87,6 +102,11 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
         inplace: write the result into ``input`` (the gradient still flows).
     """
     return _apply(lambda t: t.where(t > 0, t * negative_slope), input, inplace)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place :func:`leaky_relu`: ``input`` is overwritten and returned."""
+    return leaky_relu(input, negative_slope, inplace=True)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -143,6 +163,16 @@ def logsigmoid(input: Tensor) -> Tensor:
 def tanh(input: Tensor) -> Tensor:
     """The hyperbolic tangent elementwise."""
     return input.tanh()
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x) elementwise."""
+    return input - input.tanh()
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|) elementwise."""
+    return input / (input.abs() + 1)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
