@@ -35,7 +35,9 @@ def cholesky(a: Tensor) -> Tensor:
     RuntimeError (torch.linalg.cholesky's class) when one is not."""
     if a.dim() < 2 or a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"cholesky: expected a batch of square matrices, got shape {tuple(a.shape)}")
-    factor = genesis.stack(_unpivoted_columns(a), -1)
+    # Read from the symmetrised matrix, so that the gradient is symmetric as torch's (the loop itself reads
+    # only the lower triangle).
+    factor = genesis.stack(_unpivoted_columns((a + a.mT) / 2), -1)
     if not bool(factor.diagonal(dim1=-2, dim2=-1).isfinite().all().item()):
         raise RuntimeError("cholesky: the input is not positive-definite (a leading minor is not positive)")
     return factor
