@@ -63,6 +63,18 @@ _FLOAT_UNARY = (
     "ceil_", "floor_", "round_", "trunc_", "exp_", "exp2_", "expm1_", "log_", "log2_", "log10_", "log1p_", "sqrt_",
     "rsqrt_", "reciprocal_", "sin_", "cos_", "tan_", "tanh_", "sigmoid_", "erf_",
 )  # fmt: skip
+_MORE_FLOAT_UNARY = (
+    "asin_", "acos_", "atan_", "sinh_", "cosh_", "asinh_", "atanh_", "frac_", "deg2rad_", "rad2deg_", "arcsin_",
+    "arccos_", "arctan_", "arcsinh_", "arctanh_", "acosh_", "arccosh_",
+)  # fmt: skip
+_COMPARE_INPLACE = (
+    "eq_", "ne_", "lt_", "le_", "gt_", "ge_", "greater_", "greater_equal_", "less_", "less_equal_", "not_equal_",
+    "logical_and_", "logical_or_", "logical_xor_",
+)  # fmt: skip
+_BITWISE_INPLACE = (
+    "bitwise_and_", "bitwise_or_", "bitwise_xor_", "bitwise_left_shift_", "bitwise_right_shift_", "__iand__",
+    "__ior__", "__ixor__", "__ilshift__", "__irshift__",
+)  # fmt: skip
 
 # method -> how it writes (label -> Case).
 CASES: dict[str, dict[str, Case]] = {
@@ -123,6 +135,25 @@ CASES: dict[str, dict[str, Case]] = {
     "normal_": {"normal": _f(lambda t: t.normal_())},
     "exponential_": {"exponential": _f(lambda t: t.exponential_())},
     **{name: {name[:-1]: _f(lambda t, name=name: getattr(t, name)())} for name in _FLOAT_UNARY},
+    # issue #30's forms: math (elementwise_math.py), comparisons / logic / bitwise (comparison.py), products
+    **{name: {name[:-1]: _f(lambda t, name=name: getattr(t, name)())} for name in _MORE_FLOAT_UNARY},
+    "absolute_": {"abs": Case(lambda t: t.absolute_())},
+    "negative_": {"neg": Case(lambda t: t.negative_())},
+    "fix_": {"trunc": _f(lambda t: t.fix_())},
+    "hypot_": {"tensor": _f(lambda t: t.hypot_(_floats()))},
+    "multiply_": {"scalar": Case(lambda t: t.multiply_(21))},
+    "subtract_": {"scalar": Case(lambda t: t.subtract_(-38))},
+    "true_divide_": {"scalar": _f(lambda t: t.true_divide_(0.5))},
+    "divide_": {"floor": Case(lambda t: t.divide_(2, rounding_mode="floor"))},
+    **{name: {"scalar": Case(lambda t, name=name: getattr(t, name)(2))} for name in _COMPARE_INPLACE},
+    "logical_not_": {"not": Case(lambda t: t.logical_not_())},
+    "bitwise_not_": {"not": Case(lambda t: t.bitwise_not_())},
+    **{name: {"scalar": Case(lambda t, name=name: getattr(t, name)(3))} for name in _BITWISE_INPLACE},
+    "addmm_": {"mats": _f(lambda t: t.addmm_(_floats((5, 2)), _floats((2, 5))), (5, 5))},
+    "addbmm_": {"mats": _f(lambda t: t.addbmm_(_floats((2, 5, 2)), _floats((2, 2, 5))), (5, 5))},
+    "baddbmm_": {"mats": _f(lambda t: t.baddbmm_(_floats((1, 5, 2)), _floats((1, 2, 5))), (1, 5, 5))},
+    "addmv_": {"mat": _f(lambda t: t.addmv_(_floats((5, 2)), _floats((2,))))},
+    "addr_": {"vecs": _f(lambda t: t.addr_(_floats((5,)), _floats((5,))), (5, 5))},
 }
 
 # Methods that write no values: the range may stay, and must still be true (checked against the values).
@@ -233,6 +264,6 @@ def test_a_tensor_write_that_forgets_is_caught(fake_gpu, monkeypatch):
 
 
 def test_a_new_tensor_writer_is_asked_for(monkeypatch):
-    monkeypatch.setattr(Tensor, "hypot_", lambda self, other: self, raising=False)
-    assert "hypot_" in tensor_writers() and "hypot_" not in CASES
-    assert ("hypot_", "direct") in _runs()
+    monkeypatch.setattr(Tensor, "sparse_resize_", lambda self, *args: self, raising=False)
+    assert "sparse_resize_" in tensor_writers() and "sparse_resize_" not in CASES
+    assert ("sparse_resize_", "direct") in _runs()
