@@ -245,6 +245,8 @@ READ_ONLY = frozenset(
         "embedding_backward", "gated_backward", "gated_forward", "gather", "index_select", "layer_norm",
         "layer_norm_backward", "lerp", "linear", "masked_select", "matmul", "max_dim", "min_dim",
         "multi_tensor_norm", "nonzero", "reduce", "rms_norm", "rms_norm_backward", "softmax", "softmax_backward",
+        # the rnn family: its cells and sequence loops write only the arrays they allocate
+        "gru_cell", "gru_cell_backward", "lstm_cell", "lstm_cell_backward", "rnn_sequence", "rnn_sequence_backward",
         "sort", "topk", "tril", "triu", "unary", "var", "vector_norm", "where",
     }
 )  # fmt: skip

@@ -48,6 +48,7 @@ _UNARY_OPS = (
     "bitwise_not",
 )
 _ACTIVATION_KINDS = ("gelu", "gelu_tanh", "silu", "sigmoid")
+_RNN_MODES = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 
 
 # Python number types that key a resolved entry themselves (numpy scalars and the like take the general path).
@@ -634,6 +635,92 @@ class NDArray:
         dx, dw = self._ops["rms_norm_backward"](*self._natives(grad_output, self, weight, rstd), bool(grad_weight))
         return self._wrap(dx), None if dw is None else self._wrap(dw)
 
+    # ------------------------------------------------- recurrent nets (backends/*/rnn.py)
+    def _rnn_check(self, op: str, *others: NDArray | None) -> None:
+        for other in others:
+            if other is not None:
+                self._same_device(other)
+                if other.dtype != self.dtype:
+                    raise RuntimeError(f"{op}: expected every operand in {self.dtype.name}, got {other.dtype.name}")
+        if not self.dtype.is_floating_point:
+            raise NotImplementedError(f"\"{op}\" not implemented for '{_TORCH_SCALAR_NAMES[self.dtype.name]}'")
+
+    def lstm_cell(
+        self, hidden_gates: NDArray, cx: NDArray, input_bias: NDArray | None = None, hidden_bias: NDArray | None = None
+    ) -> tuple[NDArray, NDArray, NDArray]:
+        """torch's fused LSTM cell with this array as x @ W_ih^T (n, 4H): (hy, cy, workspace = the activated
+        gates i, f, g, o), from h @ W_hh^T, the previous cell state cx (n, H) and the optional biases."""
+        self._rnn_check("lstm_cell", hidden_gates, cx, input_bias, hidden_bias)
+        hy, cy, ws = self._ops["lstm_cell"](*self._natives(self, hidden_gates, cx, input_bias, hidden_bias))
+        return self._like(hy), self._like(cy), self._like(ws)
+
+    def lstm_cell_backward(
+        self, grad_hy: NDArray | None, grad_cy: NDArray | None, cx: NDArray, cy: NDArray
+    ) -> tuple[NDArray, NDArray]:
+        """(gradient of the gate pre-activations, gradient of cx) of :meth:`lstm_cell`, this array its workspace."""
+        self._rnn_check("lstm_cell_backward", grad_hy, grad_cy, cx, cy)
+        dgates, dcx = self._ops["lstm_cell_backward"](*self._natives(grad_hy, grad_cy, cx, cy, self))
+        return self._like(dgates), self._like(dcx)
+
+    def gru_cell(
+        self, hidden_gates: NDArray, hx: NDArray, input_bias: NDArray | None = None, hidden_bias: NDArray | None = None
+    ) -> tuple[NDArray, NDArray]:
+        """torch's fused GRU cell with this array as x @ W_ih^T (n, 3H): (hy, workspace = r, z, n, h_n)."""
+        self._rnn_check("gru_cell", hidden_gates, hx, input_bias, hidden_bias)
+        hy, ws = self._ops["gru_cell"](*self._natives(self, hidden_gates, hx, input_bias, hidden_bias))
+        return self._like(hy), self._like(ws)
+
+    def gru_cell_backward(self, grad_hy: NDArray, hx: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+        """Gradients of :meth:`gru_cell`'s two gate products and the direct part of hx's (dh * z); this array
+        is its workspace."""
+        self._rnn_check("gru_cell_backward", grad_hy, hx)
+        dxg, dhg, dhx = self._ops["gru_cell_backward"](*self._natives(grad_hy, hx, self))
+        return self._like(dxg), self._like(dhg), self._like(dhx)
+
+    def rnn_sequence(
+        self,
+        mode: str,
+        batch_sizes: Sequence[int],
+        h0: NDArray,
+        c0: NDArray | None,
+        w_hh: NDArray,
+        b_hh: NDArray | None,
+        w_hr: NDArray | None,
+        reverse: bool,
+    ) -> tuple[NDArray, NDArray | None, NDArray | None, NDArray | None]:
+        """One recurrent layer over a sequence, this array its input projection x @ W_ih^T + b_ih with rows
+        packed by time step (``batch_sizes``); ``mode`` "lstm", "gru", "rnn_tanh" or "rnn_relu". Returns
+        (hidden-state slots (T + 1, B, P), cell-state slots or None, per-row workspace or None, the
+        unprojected hidden states (N, H) with ``w_hr`` or None): the layout of backends/cuda/rnn.py."""
+        self._rnn_check("rnn_sequence", h0, c0, w_hh, b_hh, w_hr)
+        if mode not in _RNN_MODES:
+            raise ValueError(f"unknown recurrent mode {mode!r}; expected one of {_RNN_MODES}")
+        args = self._natives(self, h0, c0, w_hh, b_hh, w_hr)
+        hs, cs, ws, hraw = self._ops["rnn_sequence"](mode, args[0], tuple(batch_sizes), *args[1:], bool(reverse))
+        return tuple(None if a is None else self._like(a) for a in (hs, cs, ws, hraw))  # type: ignore[return-value]
+
+    def rnn_sequence_backward(
+        self,
+        mode: str,
+        grad_out: NDArray | None,
+        grad_hn: NDArray | None,
+        grad_cn: NDArray | None,
+        cs: NDArray | None,
+        ws: NDArray | None,
+        hraw: NDArray | None,
+        w_hh: NDArray,
+        w_hr: NDArray | None,
+        batch_sizes: Sequence[int],
+        reverse: bool,
+    ) -> tuple[NDArray, NDArray, NDArray, NDArray | None, NDArray | None]:
+        """The backward of :meth:`rnn_sequence`, this array its hidden-state slots: (gradient of the input
+        projection (N, G*H), of the recurrent product (the same array but for a GRU), of h0, of c0 or None,
+        of the projected outputs (N, P) with ``w_hr`` or None)."""
+        self._rnn_check("rnn_sequence_backward", grad_out, grad_hn, grad_cn, cs, ws, hraw, w_hh, w_hr)
+        args = self._natives(grad_out, grad_hn, grad_cn, self, cs, ws, hraw, w_hh, w_hr)
+        out = self._ops["rnn_sequence_backward"](mode, *args, tuple(batch_sizes), bool(reverse))
+        return tuple(None if a is None else self._like(a) for a in out)  # type: ignore[return-value]
+
     def attention_supported(self) -> bool:
         """Whether :meth:`attention` takes this array as its query on this device (dtype, head dim)."""
         return bool(self._ops["attention_supported"](self.dtype.name, self.shape[-1]))
@@ -935,6 +1022,23 @@ class NDArray:
     def zero_(self) -> NDArray:
         return self.fill_(0)
 
+    # Host-memory state (torch's pin_memory / share_memory_ / record_stream): each device answers for its own.
+    def is_pinned(self) -> bool:
+        return bool(self._ops["is_pinned"](self._data))
+
+    def pin_memory(self) -> NDArray:
+        return self._like(self._ops["pin_memory"](self._data))
+
+    def is_shared(self) -> bool:
+        return bool(self._ops["is_shared"](self._data))
+
+    def share_memory_(self) -> NDArray:
+        self._ops["share_memory_"](self._data)
+        return self
+
+    def record_stream(self, stream) -> None:
+        self._ops["record_stream"](self._data, stream)
+
     # ------------------------------------------- more views; in-place random fills, dropout
     # diagonal and unfold are strided views of the same memory (each device registers
     # its geometry); unflatten, movedim and swapaxes reduce to view / permute / transpose.
@@ -1022,23 +1126,6 @@ class NDArray:
         return self._wrap(self._ops["dropout_backward"](self._data, self._operand(mask), float(scale)))
 
     def random_(self, low: int | None = None, high: int | None = None) -> NDArray:
-    # Host-memory state (torch's pin_memory / share_memory_ / record_stream): each device answers for its own.
-    def is_pinned(self) -> bool:
-        return bool(self._ops["is_pinned"](self._data))
-
-    def pin_memory(self) -> NDArray:
-        return self._like(self._ops["pin_memory"](self._data))
-
-    def is_shared(self) -> bool:
-        return bool(self._ops["is_shared"](self._data))
-
-    def share_memory_(self) -> NDArray:
-        self._ops["share_memory_"](self._data)
-        return self
-
-    def record_stream(self, stream) -> None:
-        self._ops["record_stream"](self._data, stream)
-
         """Integers uniform in [low, high); random_(high) is [0, high); random_() spans the dtype."""
         if low is not None and high is None:
             low, high = 0, low

@@ -9,6 +9,7 @@ reduce.py       sum, mean, prod, amax/amin, max/min, var/std, logsumexp, vector 
 softmax.py      softmax, log_softmax
 cross_entropy.py  fused cross-entropy over logits with class-index targets
 normalization.py  layer_norm, rms_norm (fused forward and backward)
+rnn.py          fused LSTM / GRU cells; one node per recurrent layer and direction over a whole sequence
 attention.py    scaled_dot_product_attention (fused: flash attention on cuda)
 matmul.py       matmul / @
 index.py        gather, scatter(_add), index_select, index_add, masked_fill, masked_select, take_along_dim
@@ -77,6 +78,7 @@ from .matmul import Linear, MatMul
 from .memory import Cast, Clone, Contiguous, Copy, Fill, ToDevice
 from .normalization import LayerNorm, RMSNorm
 from .reduce import Amax, Amin, Logsumexp, MaxDim, Mean, MinDim, Prod, Sum, Var, VectorNorm
+from .rnn import FusedGRUCell, FusedLSTMCell, RNNLayer
 from .scan import Cumprod, Cumsum
 from .softmax import LogSoftmax, Softmax
 from .sort import Sort, TopK
@@ -168,6 +170,10 @@ __all__ = [
     "CrossEntropy",
     "LayerNorm",
     "RMSNorm",
+    # rnn.py
+    "FusedGRUCell",
+    "FusedLSTMCell",
+    "RNNLayer",
     "MatMul",
     "ScaledDotProductAttention",
     # index.py, getitem.py, sort.py, scan.py, creation.py

@@ -1,5 +1,6 @@
-"""genesis.nn.utils: gradient clipping and parameter / vector conversion."""
+"""genesis.nn.utils: gradient clipping, parameter / vector conversion, packed sequences (``utils.rnn``)."""
 
+from . import rnn
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 
@@ -10,5 +11,6 @@ __all__ = [
     "clip_grads_with_norm_",
     "get_total_norm",
     "parameters_to_vector",
+    "rnn",
     "vector_to_parameters",
 ]
