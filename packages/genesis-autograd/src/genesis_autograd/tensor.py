@@ -23,6 +23,8 @@ from .functions.elementwise import ElementwiseMixin, refuse_narrowing
 from .functions.elementwise_math import MathMixin
 from .functions.getitem import GetitemMixin
 from .functions.index import IndexMixin
+from .functions.index_reduce import IndexReduceMixin
+from .functions.index_write import IndexWriteMixin
 from .functions.joining import JoiningMixin
 from .functions.matmul import MatmulMixin
 from .functions.memory import MemoryMixin
@@ -34,7 +36,9 @@ from .functions.scan import ScanMixin
 from .functions.softmax import SoftmaxMixin
 from .functions.sort import SortMixin
 from .functions.special import SpecialMixin
+from .functions.stats import StatsMixin
 from .functions.tensor_misc import TensorMiscMixin
+from .functions.unique import UniqueMixin
 from .functions.views import ViewsMixin
 from .hooks import RemovableHandle, document_inplace_forms
 from .tensor_metadata import MetadataMixin
@@ -69,7 +73,11 @@ class Tensor(
     ReduceMoreMixin,
     TensorMiscMixin,
     JoiningMixin,
+    IndexWriteMixin,
+    IndexReduceMixin,
+    UniqueMixin,
     SpecialMixin,
+    StatsMixin,
 ):
     """A multi-dimensional array of one dtype on one device that can record the operations applied to it.
 
