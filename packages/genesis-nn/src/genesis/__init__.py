@@ -84,9 +84,13 @@ from ._torch_math import *  # noqa: F403  (elementwise math, comparisons, top-le
 from ._torch_products import *  # noqa: F403  (products and reductions: names in _torch_products.__all__)
 from . import _torch_special, special
 from ._torch_special import *  # noqa: F403  (special functions and the math around them: its __all__)
+from . import _torch_stats, _torch_windows
+from ._torch_stats import *  # noqa: F403  (order statistics, binning, integrals: its __all__)
+from ._torch_windows import *  # noqa: F403  (window functions: its __all__)
 from ._torch_runtime import *  # noqa: F403  (constants, dtype info, layouts, predicates: _torch_runtime.__all__)
 from . import _torch_nn_ops_spatial
 from ._torch_nn_ops_spatial import *  # noqa: F403  (torch's top-level conv / pool / norm: names in its __all__)
+from .nn.functional.rnn import gru, gru_cell, lstm, lstm_cell, rnn_relu, rnn_relu_cell, rnn_tanh, rnn_tanh_cell
 from .random import normal, rand, randint, randn, randperm
 from .serialization import load, save
 from .utils.data.generator import Generator
@@ -191,3 +195,4 @@ __all__ += _torch_math.__all__
 __all__ += _torch_products.__all__
 __all__ += _torch_runtime.__all__
 __all__ += _torch_special.__all__ + ["special"]
+__all__ += _torch_stats.__all__ + _torch_windows.__all__
