@@ -78,7 +78,7 @@ class finfo:
         else:
             f = np.finfo(type.numpy)
             info = dict(
-                bits=f.bits, eps=float(f.eps), max=float(f.max), tiny=float(f.tiny), resolution=float(f.resolution)
+                bits=f.bits, eps=float(f.eps), max=float(f.max), tiny=float(f.tiny), resolution=10.0**-f.precision
             )
         self.bits: int = info["bits"]
         self.eps: float = info["eps"]
