@@ -9,10 +9,9 @@ differentiable ops.
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
-from genesis_autograd import Tensor, arange, cat, float64, int32, int64, linspace, tensor
+from genesis_autograd import Tensor, arange, cat, float64, int32, int64, tensor
 
 Number = int | float
 
@@ -39,9 +38,6 @@ __all__ = [
     "renorm",
     "vander",
 ]
-
-Histogram = namedtuple("Histogram", ["hist", "bin_edges"])
-Histogram.__doc__ = "(hist, bin_edges) of histogram, like torch.return_types.histogram."
 
 
 def searchsorted(
@@ -112,38 +108,10 @@ def histogram(
     range: tuple[float, float] | None = None,
     weight: Tensor | None = None,
     density: bool = False,
-) -> Histogram:
+) -> Any:
     """(hist, bin_edges): counts (or summed ``weight``) per bin; ``bins`` a count of equal bins (over
     ``range``, by default the data's) or a 1-D tensor of increasing edges. ``density`` normalises to a pdf."""
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{input.dtype.name}'")
-    x = input.detach().reshape(-1)
-    if isinstance(bins, Tensor):
-        edges = bins.detach().to(input.dtype)
-    else:
-        if bins <= 0:
-            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-        if range is not None:
-            lo, hi = float(range[0]), float(range[1])
-        elif x.numel():
-            lo, hi = float(x.min().item()), float(x.max().item())
-        else:
-            lo, hi = 0.0, 0.0
-        if lo > hi:
-            raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {lo} max {hi}")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        edges = linspace(lo, hi, bins + 1, dtype=input.dtype, device=input.device)
-    n = edges.shape[0] - 1
-    inside = (x >= edges[0]) & (x <= edges[-1])
-    idx = (searchsorted(edges, x, right=True) - 1).clamp(0, n - 1)
-    w = inside.to(input.dtype) if weight is None else weight.detach().reshape(-1).to(input.dtype) * inside
-    from genesis_autograd import zeros
-
-    hist = zeros(n, dtype=input.dtype, device=input.device).index_add(0, idx.where(inside, 0), w)
-    if density:
-        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
-    return Histogram(hist, edges)
+    return input.histogram(bins, range=range, weight=weight, density=density)
 
 
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:

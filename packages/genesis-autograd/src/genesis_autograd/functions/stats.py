@@ -10,6 +10,7 @@ log2(n) passes of an associative combine over the whole dim.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -255,6 +256,42 @@ class StatsMixin(TensorBase):
             raise RuntimeError(f"torch.histogram(): max must be larger than min, but got min {lo} max {hi}")
         return _bin_counts(x, None, lo, hi, bins).to(self.dtype)
 
+    def histogram(
+        self,
+        bins: int | Tensor,
+        *,
+        range: tuple[float, float] | None = None,
+        weight: Tensor | None = None,
+        density: bool = False,
+    ) -> Histogram:
+        """(hist, bin_edges): counts (or summed ``weight``) per bin; ``bins`` a count of equal bins (over
+        ``range``, by default the data's) or a 1-D tensor of increasing edges. ``density`` makes it a pdf."""
+        if not self.dtype.is_floating_point:
+            raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_name(self.dtype)}'")
+        from ..factories import linspace, zeros
+
+        x = self.detach().reshape(-1)
+        if hasattr(bins, "grad_fn"):
+            edges = bins.detach().to(self.dtype)
+        else:
+            if bins <= 0:
+                raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+            lo, hi = (float(range[0]), float(range[1])) if range is not None else _data_range(x)
+            if lo > hi:
+                raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {lo} max {hi}")
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            edges = linspace(lo, hi, bins + 1, dtype=self.dtype, device=self.device)
+        n = edges.shape[0] - 1
+        inside = (x >= edges[0]) & (x <= edges[-1])
+        # the bin of each value: how many inner edges are <= it (the top edge closes the last bin)
+        idx = (edges[1:-1].unsqueeze(0) <= x.unsqueeze(1)).sum(1)
+        w = inside.to(self.dtype) if weight is None else weight.detach().reshape(-1).to(self.dtype) * inside
+        hist = zeros(n, dtype=self.dtype, device=self.device).index_add(0, idx.where(inside, 0), w)
+        if density:
+            hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+        return Histogram(hist, edges)
+
     def bincount(self, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
         """The count (or the summed ``weights``) of each value of a 1-D tensor of non-negative integers."""
         if self.dtype.is_floating_point:
@@ -288,6 +325,16 @@ class StatsMixin(TensorBase):
 
 
 builtin_max = max
+
+Histogram = namedtuple("Histogram", ["hist", "bin_edges"])
+Histogram.__doc__ = "(hist, bin_edges) of histogram, like torch.return_types.histogram."
+
+
+def _data_range(x: Any) -> tuple[float, float]:
+    """(min, max) of a flat tensor, (0, 0) when empty."""
+    if not x.numel():
+        return 0.0, 0.0
+    return float(x.min().item()), float(x.max().item())
 
 
 def _name(dtype: Any) -> str:
