@@ -68,7 +68,19 @@ from genesis_autograd import float64 as double
 from genesis_autograd import int32 as int
 from genesis_autograd import int64 as long
 
-from . import _torch_composites, _torch_functions, amp, autograd, cuda, distributed, linalg, nn, optim, utils
+from . import (
+    _torch_composites,
+    _torch_functions,
+    amp,
+    autograd,
+    cuda,
+    distributed,
+    distributions,
+    linalg,
+    nn,
+    optim,
+    utils,
+)
 from ._torch_composites import *  # noqa: F403  (torch.X functions composed of other ops)
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
 from . import _torch_nn_ops
@@ -128,6 +140,7 @@ __all__ = [
     "cuda",
     "device",
     "distributed",
+    "distributions",
     "double",
     "empty",
     "empty_like",

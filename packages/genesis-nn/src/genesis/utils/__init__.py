@@ -1,5 +1,5 @@
-"""genesis.utils: data loading."""
+"""genesis.utils: data loading and activation checkpointing."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
