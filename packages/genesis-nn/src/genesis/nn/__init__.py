@@ -97,7 +97,7 @@ from .parameter import Buffer, Parameter
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from .sampling import Upsample
+from .sampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .sparse import Embedding, EmbeddingBag
 from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer
 
@@ -255,4 +255,6 @@ __all__ = [
     "init",
     "parallel",
     "utils",
+    "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
 ]

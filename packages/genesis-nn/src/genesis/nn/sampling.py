@@ -1,4 +1,4 @@
-"""Upsample: F.interpolate as a layer."""
+"""Upsample: F.interpolate as a layer; UpsamplingNearest2d and UpsamplingBilinear2d, its fixed-mode forms."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ class Upsample(Module):
     Args:
         size: the output spatial size; or give ``scale_factor``.
         scale_factor: the multiplier for each spatial size.
-        mode: ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (3-D input) or ``"bilinear"`` (4-D input).
+        mode: ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (3-D input), ``"bilinear"`` (4-D input),
+            ``"trilinear"`` (5-D input), ``"bicubic"`` (4-D input) or ``"area"``.
         align_corners: for the linear modes, align the corner pixels of input and output.
         recompute_scale_factor: compute the sampling from the output size rather than from scale_factor.
 
@@ -52,3 +53,28 @@ class Upsample(Module):
     def extra_repr(self) -> str:
         info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
         return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour upsampling of (N, C, H, W) input (Upsample with mode="nearest").
+
+    Args:
+        size: the output (H, W); or give ``scale_factor``.
+        scale_factor: the multiplier for H and W.
+    """
+
+    def __init__(self, size=None, scale_factor=None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Bilinear upsampling of (N, C, H, W) input with aligned corners (Upsample with mode="bilinear",
+    align_corners=True).
+
+    Args:
+        size: the output (H, W); or give ``scale_factor``.
+        scale_factor: the multiplier for H and W.
+    """
+
+    def __init__(self, size=None, scale_factor=None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

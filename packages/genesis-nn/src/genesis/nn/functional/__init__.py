@@ -98,7 +98,7 @@ from .pooling import (
     max_pool3d,
     max_pool3d_with_indices,
 )
-from .sampling import interpolate
+from .sampling import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .sparse import embedding, embedding_bag, one_hot
 
 __all__ = [
@@ -228,4 +228,7 @@ __all__ = [
     "swiglu",
     "tanh",
     "unfold",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
 ]

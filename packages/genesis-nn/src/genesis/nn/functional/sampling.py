@@ -1,6 +1,6 @@
-"""interpolate: resize the spatial dims of (N, C, *) by nearest, nearest-exact, linear (3D), bilinear (4D) or
-bicubic (4D) sampling, one axis at a time through index_select (whose gradient scatters back onto the
-sources), or by area (adaptive average pooling).
+"""interpolate: resize the spatial dims of (N, C, *) by nearest, nearest-exact, linear (3D), bilinear (4D),
+trilinear (5D) or bicubic (4D) sampling, one axis at a time through index_select (whose gradient scatters back onto the
+sources), or by area (adaptive average pooling); and torch's deprecated upsample* wrappers of it.
 
 Source positions are computed on the host as torch's CPU kernels do (float32 for nearest, and for
 linear modes in the input's precision), so that the same pixels are picked at the edges of rounding.
@@ -9,6 +9,7 @@ linear modes in the input's precision), so that the same pixels are picked at th
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,10 +18,10 @@ from genesis_autograd import Tensor, tensor
 
 from .adaptive_pooling import averaging_matrix
 
-__all__ = ["interpolate"]
+__all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
 
-_LINEAR_MODES = {"linear": 3, "bilinear": 4, "bicubic": 4}
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "area")
+_LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic", "area")
 _CUBIC_A = -0.75  # torch's cubic convolution coefficient
 
 
@@ -29,6 +30,8 @@ def _output_sizes(input: Tensor, size, scale_factor, recompute_scale_factor) -> 
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
         sizes = list(size) if isinstance(size, Sequence) else [size] * dims
         if len(sizes) != dims:
             raise ValueError(
@@ -128,7 +131,8 @@ def interpolate(
         input: (N, C, d1, ...); 3-D for ``"linear"``, 4-D for ``"bilinear"``.
         size: the output spatial size (an int or one per dimension); or give ``scale_factor``.
         scale_factor: the multiplier for each spatial size (a number or one per dimension).
-        mode: ``"nearest"``, ``"nearest-exact"``, ``"linear"``, ``"bilinear"``, ``"bicubic"`` or ``"area"``.
+        mode: ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (3-D), ``"bilinear"`` (4-D), ``"trilinear"``
+            (5-D), ``"bicubic"`` (4-D) or ``"area"``.
         align_corners: for the linear modes, map the corner pixels of input and output onto each
             other (torch's meaning).
         recompute_scale_factor: compute the sampling from the output size rather than from
@@ -137,7 +141,8 @@ def interpolate(
     """
     if mode not in _MODES:
         raise NotImplementedError(
-            f"interpolate mode {mode!r} is not supported (nearest, nearest-exact, linear, bilinear, bicubic, area are)"
+            f"interpolate mode {mode!r} is not supported (nearest, nearest-exact, linear, bilinear, trilinear, "
+            "bicubic, area are)"
         )
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError(
@@ -156,7 +161,10 @@ def interpolate(
     for k, (in_size, out_size, scale) in enumerate(zip(input.shape[2:], sizes, scales)):
         axis = 2 + k
         if mode in ("nearest", "nearest-exact"):
-            if out_size != in_size:
+            # An axis whose size is unchanged is still sampled by its scale (floor(3 * 1.3) = 3 reads rows
+            # 0, 0, 1), except by torch's 2-D "nearest" kernel, which copies it.
+            copies = scale in (None, 1.0) or (mode == "nearest" and input.ndim == 4)
+            if out_size != in_size or not copies:
                 out = _along(out, axis, _nearest_index(in_size, out_size, scale, mode == "nearest-exact"))
             continue
         precision = np.float64 if input.dtype.name == "float64" else np.float32
@@ -175,3 +183,21 @@ def interpolate(
         w_high = tensor(frac.astype(np.float64), dtype=input.dtype, device=input.device).reshape(shape)
         out = _along(out, axis, low) * (1 - w_high) + _along(out, axis, high) * w_high
     return out
+
+
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+    """Deprecated in torch: F.interpolate (with a warning, as torch)."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated in torch: F.interpolate(..., mode="nearest") (with a warning, as torch)."""
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated in torch: F.interpolate(..., mode="bilinear", align_corners=True) (with a warning, as torch)."""
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
