@@ -91,6 +91,8 @@ from . import _torch_shape
 from ._torch_shape import *  # noqa: F403  (shape, joining, splitting: names in _torch_shape.__all__)
 from . import _torch_indexing
 from ._torch_indexing import *  # noqa: F403  (indexing: names in _torch_indexing.__all__)
+from . import _torch_indexing
+from ._torch_indexing import *  # noqa: F403  (indexing: names in _torch_indexing.__all__)
 from . import _torch_math, _torch_products, _torch_runtime
 from ._torch_math import *  # noqa: F403  (elementwise math, comparisons, top-level in-place forms: its __all__)
 from ._torch_products import *  # noqa: F403  (products and reductions: names in _torch_products.__all__)
@@ -203,6 +205,7 @@ __all__ += _torch_nn_ops.__all__
 __all__ += _torch_nn_ops_spatial.__all__
 __all__ += _torch_nn_losses.__all__
 __all__ += _torch_shape.__all__
+__all__ += _torch_indexing.__all__
 __all__ += _torch_indexing.__all__
 __all__ += _torch_math.__all__
 __all__ += _torch_products.__all__
