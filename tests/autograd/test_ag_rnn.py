@@ -46,7 +46,7 @@ def test_fused_lstm_cell(device):
     hy, cy = lstm_torch(*ts)
     ghy, gcy = ag.fused_lstm_cell(*gs)
     close(ghy, hy)
-    close(cy := cy, cy) if False else close(gcy, cy)
+    close(gcy, cy)
     w1, w2 = values((n, H)), values((n, H))
     (hy * w1).sum().add((cy * w2).sum()).backward()
     ((ghy * to_genesis(w1, device)).sum() + (gcy * to_genesis(w2, device)).sum()).backward()
@@ -128,7 +128,6 @@ def test_rnn_layer_matches_torch(device, mode, reverse, lengths):
     names = [n for n, _ in layer.named_parameters() if n.endswith("_reverse") == reverse]
     params = [getattr(layer, n) for n in names]
     hx_dirs = 2 if reverse else 1
-    h0_all = torch.cat([torch.zeros(B, Ph, dtype=torch.float64), h0[None][0:1].squeeze(0)])[-B:] if False else None
     h_init = torch.stack([h0] * hx_dirs)
     c_init = torch.stack([c0] * hx_dirs)
     inp = torch.nn.utils.rnn.PackedSequence(x_rows, torch.tensor(batch_sizes)) if lengths else x_rows.view(T, B, I)
@@ -165,8 +164,8 @@ def test_rnn_layer_matches_torch(device, mode, reverse, lengths):
 
 
 def test_rnn_layer_refuses_double_backward(device):
-    ts, gs = pairs([(6, 2), (2, 3), (3, 2), (3, 3)], device)
-    out, hn = ag.rnn_layer("rnn_tanh", gs[0], [2, 2, 2], gs[1], None, gs[2], gs[3])
+    _, gs = pairs([(6, 2), (2, 3), (3, 2), (3, 3)], device)
+    out, _ = ag.rnn_layer("rnn_tanh", gs[0], [2, 2, 2], gs[1], None, gs[2], gs[3])
     with pytest.raises(RuntimeError, match="double backward through a fused recurrent layer"):
         ag.grad(out.sum(), gs[2], create_graph=True)
 

@@ -226,7 +226,7 @@ def test_forward_errors_match_torch(device):
         tr(x, x.new_zeros(1, B, 5))
     with pytest.raises(RuntimeError, match="Expected hidden size \\(1, 3, 6\\), got \\[1, 3, 5\\]"):
         gr(g(x, device), genesis.zeros(1, B, 5, device=device))
-    with pytest.raises(ValueError, match="RNN input dtype .* does not match weight dtype"):
+    with pytest.raises(ValueError, match=r"RNN input dtype .* does not match weight dtype"):
         gl(g(x.double(), device))
     with pytest.raises(ValueError, match="LSTMCell: Expected input to be 1D or 2D, got 3D instead"):
         gnn.LSTMCell(I, H, device=device)(g(x, device))

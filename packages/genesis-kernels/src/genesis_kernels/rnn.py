@@ -233,9 +233,7 @@ def _blocks(H: int) -> tuple[int, int]:
     return max(1, 1024 // block_h), block_h
 
 
-def cell_plan(
-    kind: str, dtype: str, H: int, row_strides: Sequence[int], consts: dict[str, object]
-) -> CellLaunch:
+def cell_plan(kind: str, dtype: str, H: int, row_strides: Sequence[int], consts: dict[str, object]) -> CellLaunch:
     """The launch of kernel ``kind`` ("lstm", "gru_backward", ...) for ``dtype`` (every operand's), ``H``
     hidden columns, the matrix operands' row strides (in ``_POINTERS`` order, vectors left out) and the
     flags in ``consts`` (HAS_BI / HAS_BH, NDH, HAS_DC, ACT). Returns ``launch(n, ptrs, stream)``: ``ptrs``

@@ -85,7 +85,10 @@ class RNNBase(Module):
         for layer in range(num_layers):
             for direction in range(dirs):
                 layer_input = input_size if layer == 0 else real_hidden * dirs
-                shapes = [("weight_ih_l{}{}", (gate_size, layer_input)), ("weight_hh_l{}{}", (gate_size, real_hidden))]
+                shapes: list[tuple[str, tuple[int, ...]]] = [
+                    ("weight_ih_l{}{}", (gate_size, layer_input)),
+                    ("weight_hh_l{}{}", (gate_size, real_hidden)),
+                ]
                 if bias:
                     shapes += [("bias_ih_l{}{}", (gate_size,)), ("bias_hh_l{}{}", (gate_size,))]
                 if proj_size > 0:
@@ -192,7 +195,7 @@ class RNNBase(Module):
             h, c = (hx[0], hx[1]) if lstm else (hx, None)
             if not packed:
                 want = 2 if unbatched else 3
-                dims = [t.ndim for t in ((h, c) if lstm else (h,))]  # type: ignore[union-attr]
+                dims = [t.ndim for t in ((h, c) if lstm else (h,))]
                 if any(d != want for d in dims):
                     kind = "unbatched 2-D" if unbatched else "batched 3-D"
                     if lstm:
@@ -208,7 +211,7 @@ class RNNBase(Module):
         self._check_input(x, packed)
         if lstm:
             self._check_hidden(h, h_shape, "Expected hidden[0] size {}, got {}")
-            self._check_hidden(c, c_shape, "Expected hidden[1] size {}, got {}")  # type: ignore[arg-type]
+            self._check_hidden(c, c_shape, "Expected hidden[1] size {}, got {}")
         else:
             self._check_hidden(h, h_shape, "Expected hidden size {}, got {}")
         mode = _MODES[self.mode][0]
@@ -378,7 +381,7 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
         """(h', c') for input (B, I) or (I,); hx = (h, c) or None (zeros)."""
-        states = [None, None] if hx is None else list(hx)
+        states: list[Tensor | None] = [None, None] if hx is None else list(hx)
         x, (h, c), unbatched = self._batch("LSTMCell", input, states, ["hx[0]", "hx[1]"])
         h2, c2 = FR.lstm_cell(x, (h, c), self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return (h2.squeeze(0), c2.squeeze(0)) if unbatched else (h2, c2)

@@ -23,7 +23,7 @@ def _up(t: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def _add(*ts: torch.Tensor | None) -> torch.Tensor:
-    present = [_up(t) for t in ts if t is not None]
+    present = [t.float() if t.dtype in (torch.float16, torch.bfloat16) else t for t in ts if t is not None]
     out = present[0]
     for t in present[1:]:
         out = out + t
@@ -121,7 +121,7 @@ def _slots(T: int, init: torch.Tensor, reverse: bool, ragged: bool) -> torch.Ten
 
 @reg("rnn_sequence")
 def rnn_sequence(mode, xg, batch_sizes, h0, c0, w_hh, b_hh, w_hr, reverse):
-    T, (B, P) = len(batch_sizes), h0.shape
+    T, B = len(batch_sizes), h0.shape[0]
     H = w_hh.shape[0] // GATES[mode]
     ragged = any(n != B for n in batch_sizes)
     hs = _slots(T, h0, reverse, ragged)

@@ -108,23 +108,23 @@ def lstm(input: Tensor, hx, *args) -> tuple[Tensor, Tensor, Tensor]:
     """torch.lstm: ``lstm(input, (h0, c0), params, has_biases, num_layers, dropout, train, bidirectional,
     batch_first)`` or, packed, ``lstm(data, batch_sizes, (h0, c0), params, ...)`` -> (output, h_n, c_n).
     A projection (proj_size) is read off h0's last dim being smaller than c0's."""
-    return _dispatch("lstm", input, hx, args)  # type: ignore[return-value]
+    return _dispatch("lstm", input, hx, args)
 
 
 def gru(input: Tensor, hx, *args) -> tuple[Tensor, Tensor]:
     """torch.gru: ``gru(input, h0, params, has_biases, num_layers, dropout, train, bidirectional,
     batch_first)`` or, packed, ``gru(data, batch_sizes, h0, params, ...)`` -> (output, h_n)."""
-    return _dispatch("gru", input, hx, args)  # type: ignore[return-value]
+    return _dispatch("gru", input, hx, args)
 
 
 def rnn_tanh(input: Tensor, hx, *args) -> tuple[Tensor, Tensor]:
     """torch.rnn_tanh: an Elman network with tanh, arguments as :func:`gru`'s."""
-    return _dispatch("rnn_tanh", input, hx, args)  # type: ignore[return-value]
+    return _dispatch("rnn_tanh", input, hx, args)
 
 
 def rnn_relu(input: Tensor, hx, *args) -> tuple[Tensor, Tensor]:
     """torch.rnn_relu: an Elman network with relu, arguments as :func:`gru`'s."""
-    return _dispatch("rnn_relu", input, hx, args)  # type: ignore[return-value]
+    return _dispatch("rnn_relu", input, hx, args)
 
 
 # ------------------------------------------------------------------ single steps

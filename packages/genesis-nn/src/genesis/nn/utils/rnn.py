@@ -185,7 +185,7 @@ def pad_sequence(
     ``batch_first``), padded with ``padding_value`` on the ``padding_side`` ("right" or "left")."""
     if padding_side not in ("left", "right"):
         raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
-    seqs = list(sequences)
+    seqs = [sequences] if isinstance(sequences, Tensor) else list(sequences)
     if not seqs:
         raise RuntimeError("received an empty list of sequences")
     lens = [s.shape[0] for s in seqs]
