@@ -97,6 +97,20 @@ def activation(b) -> None:  # type: ignore[no-untyped-def]
     )
 
 
+def rnn(b) -> None:  # type: ignore[no-untyped-def]
+    n, H = 64, 1024
+    for dt in ("float32", "bfloat16", "float64"):
+        m = lambda cols: b((n, cols), dt)  # noqa: E731
+        vec = b((4 * H,), dt)
+        gk.lstm_cell(m(4 * H), m(4 * H), m(H), m(H), m(H), m(4 * H), input_bias=vec, hidden_bias=vec)
+        gk.lstm_cell_backward([m(H), m(H)], m(H), m(H), m(H), m(4 * H), m(4 * H), m(H))
+        gk.gru_cell(m(3 * H), m(3 * H), m(H), m(H), m(4 * H), hidden_bias=b((3 * H,), dt))
+        gk.gru_cell_backward([m(H), m(H), m(H)], m(H), m(4 * H), m(3 * H), m(3 * H), m(H))
+        for act in ("tanh", "relu"):
+            gk.rnn_cell(m(H), m(H), m(H), act, hidden_bias=b((H,), dt))
+            gk.rnn_cell_backward([m(H), m(H)], m(H), m(H), act)
+
+
 def normalization(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "bfloat16", "float16", "float64"):
         acc = "float64" if dt == "float64" else "float32"

@@ -35,6 +35,7 @@ HERE = Path(__file__).parent
         "sort",
         "scan",
         "optimizer",
+        "rnn",
     ],
 )
 def test_compiles_for_sm90(group: str) -> None:
