@@ -123,3 +123,41 @@ def test_errors(device):
         F.instance_norm(genesis.randn(2, 3, 1, 1, device=device))
     with pytest.raises(ValueError, match=r"Expected 3D or higher dimensionality input \(got 2 dimensions\)"):
         F.local_response_norm(genesis.randn(2, 3, device=device), 2)
+
+
+def test_sync_batchnorm_without_a_group_is_batchnorm(device):
+    tmod = torch.nn.SyncBatchNorm(3, momentum=0.2).double()
+    gmod = nn.SyncBatchNorm(3, momentum=0.2).double()
+    assert without_bias(repr(gmod)) == without_bias(repr(tmod))
+    assert list(gmod.state_dict()) == list(tmod.state_dict())
+    gmod.to(device)
+    tref = torch.nn.BatchNorm2d(3, momentum=0.2).double()  # torch's SyncBatchNorm wants a GPU: its plain form
+    check_module(tref, gmod, x(2, 3, 3, 4)(), device)
+    for name, buf in tref.named_buffers():
+        assert_close(dict(gmod.named_buffers())[name], buf)
+
+
+def test_convert_sync_batchnorm_replaces_only_batchnorms():
+    model = nn.Sequential(nn.BatchNorm2d(3, affine=False), nn.Sequential(nn.BatchNorm1d(4)), nn.InstanceNorm1d(2))
+    model[1][0].eval()
+    weight = model[1][0].weight
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert [type(m).__name__ for m in converted.modules()] == [
+        "Sequential",
+        "SyncBatchNorm",
+        "Sequential",
+        "SyncBatchNorm",
+        "InstanceNorm1d",
+    ]
+    assert converted[1][0].weight is weight and not converted[1][0].training
+    assert converted[0].weight is None and converted[0].num_features == 3
+
+
+def test_sync_batchnorm_over_two_gloo_processes():
+    import tempfile
+
+    import dist_helpers_syncbn
+    import torch.multiprocessing as mp
+
+    url = "file://" + tempfile.mktemp(prefix="genesis-syncbn-")
+    mp.spawn(dist_helpers_syncbn.sync_batchnorm, args=(2, url), nprocs=2)

@@ -99,6 +99,7 @@ from .pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxP
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .sparse import Embedding, EmbeddingBag
+from .sync_batchnorm import SyncBatchNorm
 from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
@@ -257,4 +258,5 @@ __all__ = [
     "utils",
     "UpsamplingBilinear2d",
     "UpsamplingNearest2d",
+    "SyncBatchNorm",
 ]

@@ -9,6 +9,7 @@ from genesis_autograd import Tensor
 
 from . import functional as F
 from .conv import _ConvNd
+from .functional._util import ntuple
 from .functional.conv_transpose import transposed_output_size
 from .module import Module
 
@@ -66,9 +67,10 @@ class _ConvTransposeNd(_ConvNd):
                 f"{non_spatial + nd} elements (got {len(output_size)})"
             )
         spatial = input.shape[non_spatial:]
+        padding = ntuple(self.padding, nd, "padding")
         min_sizes = [
             transposed_output_size(
-                spatial[d], self.kernel_size[d], self.stride[d], self.padding[d], self.dilation[d], 0
+                spatial[d], self.kernel_size[d], self.stride[d], padding[d], self.dilation[d], 0
             )
             for d in range(nd)
         ]

@@ -48,9 +48,9 @@ def _fractional_max_pool(name: str, nd: int, input: Tensor, kernel_size, output_
         output_size = [int(size * r) for size, r in zip(spatial, ratios)]
     outs = ntuple(output_size, nd, "output_size")
     axes = ("time", "height", "width")[-nd:]
-    for axis, size, out, k in zip(axes, spatial, outs, kernel):
+    for axis_name, size, out, k in zip(axes, spatial, outs, kernel):
         if out + k - 1 > size:
-            raise RuntimeError(f"{name}(): pool {axis} {k} too large relative to input {axis} {size}")
+            raise RuntimeError(f"{name}(): pool {axis_name} {k} too large relative to input {axis_name} {size}")
     if samples is None:
         samples = rand(n, c, nd, dtype=x.dtype, device=x.device)
     host = np.asarray(samples.detach().cpu().numpy())
