@@ -161,6 +161,12 @@ def _tensor_pair(self, other: Any) -> tuple[Any, Any]:
     return self, wrap(self, full((), other, device=self.device))
 
 
+def _require_tensor(op: str, other: Any) -> None:
+    """torch's TypeError for a number where its signature takes only a tensor."""
+    if not is_tensor(other):
+        raise TypeError(f"{op}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+
+
 def _refuse_dtype(op: str, t: Any, floating: bool) -> None:
     """torch's NotImplementedError for an op with no kernel for this dtype category."""
     if t.dtype.is_floating_point != floating:
@@ -349,14 +355,16 @@ class SpecialMixin(TensorBase):
 
     def igamma(self, other: Tensor) -> Tensor:
         """The regularised lower incomplete gamma function P(self, other)."""
-        return Igamma.apply(*_tensor_pair(self, other))
+        _require_tensor("igamma", other)
+        return Igamma.apply(self, other)
 
     def igamma_(self, other: Tensor) -> Tensor:
         return self._math_inplace("igamma", other)
 
     def igammac(self, other: Tensor) -> Tensor:
         """The regularised upper incomplete gamma function Q(self, other) = 1 - P(self, other)."""
-        return Igammac.apply(*_tensor_pair(self, other))
+        _require_tensor("igammac", other)
+        return Igammac.apply(self, other)
 
     def igammac_(self, other: Tensor) -> Tensor:
         return self._math_inplace("igammac", other)
