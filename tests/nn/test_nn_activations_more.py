@@ -195,6 +195,8 @@ def test_gumbel_softmax_samples_follow_the_softmax(device):
     torch.testing.assert_close(counts, probs, atol=0.04, rtol=0)  # ~5 standard deviations
     with pytest.warns(UserWarning, match="`eps` parameter is deprecated"):
         F.gumbel_softmax(logits, eps=1e-3)
+    with pytest.raises(RuntimeError, match="dtype must be a floating point but you specified Long"):
+        F.gumbel_softmax(genesis.arange(6, device=device).reshape(2, 3))
 
 
 def test_errors_match_torch(device):

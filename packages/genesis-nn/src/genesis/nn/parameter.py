@@ -41,7 +41,7 @@ class Buffer(Tensor):
         persistent: whether the buffer is part of the module's state dict.
     """
 
-    __slots__ = ("persistent",)
+    __slots__ = {"persistent": "Whether the buffer is part of its module's state dict."}
 
     def __init__(self, data: Tensor | None = None, *, persistent: bool = True):
         if data is None:

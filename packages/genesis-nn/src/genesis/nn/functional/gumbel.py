@@ -6,6 +6,8 @@ import warnings
 
 from genesis_autograd import Tensor, empty, zeros_like
 
+from ._util import torch_type_name
+
 __all__ = ["gumbel_softmax"]
 
 
@@ -25,7 +27,7 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     if not logits.dtype.is_floating_point:
         raise RuntimeError(
             "Exponential distribution is a continuous probability distribution. dtype must be a floating point "
-            f"but you specified {logits.dtype}"
+            f"but you specified {torch_type_name(logits.dtype)}"
         )
     # -log(E) with E ~ Exp(1) is Gumbel(0, 1).
     gumbels = -empty(*logits.shape, dtype=logits.dtype, device=logits.device).exponential_().log()
