@@ -12,7 +12,7 @@ __all__ = ["LinearCrossEntropyOptions"]
 _ACC_DTYPES = (float16, bfloat16, float32, float64)
 
 
-@dataclasses.dataclass(slots=True, frozen=True)
+@dataclasses.dataclass(frozen=True)  # no slots: fields stay documented in the class docstring
 class LinearCrossEntropyOptions:
     """Configuration of the chunked :func:`linear_cross_entropy`: the rows are processed in chunks, so the
     full (rows, classes) logits never exist at once; each chunk's logits are recomputed in backward.

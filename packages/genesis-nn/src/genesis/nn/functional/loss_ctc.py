@@ -97,10 +97,10 @@ class _CTC(Function):
         lcab = summed.log() + shift
         grad_lp = log_probs.exp() - (lcab + nll.reshape(1, batch, 1) - log_probs).exp()
         frames = arange(n_time, device=log_probs.device).reshape(n_time, 1, 1)
-        scale = grad.reshape(1, batch, 1)
-        if ctx.zero_infinity:
-            scale = scale.where(nll.reshape(1, batch, 1) != float("inf"), 0.0)
-        grad_lp = (grad_lp * scale).where(frames < input_lengths.reshape(1, batch, 1), 0.0)
+        keep = frames < input_lengths.reshape(1, batch, 1)
+        if ctx.zero_infinity:  # an impossible alignment's gradient is 0 rather than nan
+            keep = keep & (nll.reshape(1, batch, 1) != float("inf"))
+        grad_lp = (grad_lp * grad.reshape(1, batch, 1)).where(keep, 0.0)
         return grad_lp, None, None, None, None, None
 
 
