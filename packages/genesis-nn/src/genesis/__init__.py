@@ -83,8 +83,6 @@ from . import (
 )
 from ._torch_composites import *  # noqa: F403  (torch.X functions composed of other ops)
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
-from . import _torch_nn_losses
-from ._torch_nn_losses import *  # noqa: F403  (torch's top-level losses: names in _torch_nn_losses.__all__)
 from . import _torch_nn_ops
 from ._torch_nn_ops import *  # noqa: F403  (torch's top-level activations, dropouts, distances: _torch_nn_ops.__all__)
 from . import _torch_nn_losses
@@ -203,7 +201,6 @@ __all__ = [
     "Generator",
 ] + _torch_functions.__all__
 __all__ += _torch_composites.__all__
-__all__ += _torch_nn_losses.__all__
 __all__ += _torch_nn_ops.__all__
 __all__ += _torch_nn_ops_spatial.__all__
 __all__ += _torch_nn_losses.__all__
