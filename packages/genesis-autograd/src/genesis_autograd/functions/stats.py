@@ -315,9 +315,8 @@ class StatsMixin(TensorBase):
             raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {self.ndim} dimensions")
         d = dim % self.ndim
         others = tuple(i for i in range(self.ndim) if i != d)
-        with no_grad():
-            norm = self.detach().abs().pow(p).sum(others, keepdim=True).pow(1.0 / p)
-            factor = (maxnorm / (norm + 1e-7)).where(norm > maxnorm, 1.0)
+        norm = self.abs().pow(p).sum(others, keepdim=True).pow(1.0 / p)
+        factor = (maxnorm / (norm + 1e-7)).where(norm > maxnorm, 1.0)  # the norm's gradient counts, as torch's
         return self * factor
 
     def renorm_(self, p: float, dim: int, maxnorm: float) -> Tensor:
