@@ -32,6 +32,7 @@ from .functions.products import ProductsMixin
 from .functions.random import RandomMixin
 from .functions.reduce import ReduceMixin
 from .functions.reduce_more import ReduceMoreMixin
+from .functions.sampling import SamplingMixin
 from .functions.scan import ScanMixin
 from .functions.softmax import SoftmaxMixin
 from .functions.sort import SortMixin
@@ -76,6 +77,7 @@ class Tensor(
     IndexWriteMixin,
     IndexReduceMixin,
     UniqueMixin,
+    SamplingMixin,
     SpecialMixin,
     StatsMixin,
 ):

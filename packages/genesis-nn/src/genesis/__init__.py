@@ -91,8 +91,10 @@ from . import _torch_shape
 from ._torch_shape import *  # noqa: F403  (shape, joining, splitting: names in _torch_shape.__all__)
 from . import _torch_indexing
 from ._torch_indexing import *  # noqa: F403  (indexing: names in _torch_indexing.__all__)
-from . import _torch_indexing
-from ._torch_indexing import *  # noqa: F403  (indexing: names in _torch_indexing.__all__)
+from . import _torch_sampling
+from ._torch_sampling import *  # noqa: F403  (sampling and creation: names in _torch_sampling.__all__)
+from . import _torch_tensor_misc
+from ._torch_tensor_misc import *  # noqa: F403  (Tensor queries: names in _torch_tensor_misc.__all__)
 from . import _torch_math, _torch_products, _torch_runtime
 from ._torch_math import *  # noqa: F403  (elementwise math, comparisons, top-level in-place forms: its __all__)
 from ._torch_products import *  # noqa: F403  (products and reductions: names in _torch_products.__all__)
@@ -206,7 +208,8 @@ __all__ += _torch_nn_ops_spatial.__all__
 __all__ += _torch_nn_losses.__all__
 __all__ += _torch_shape.__all__
 __all__ += _torch_indexing.__all__
-__all__ += _torch_indexing.__all__
+__all__ += _torch_sampling.__all__
+__all__ += _torch_tensor_misc.__all__
 __all__ += _torch_math.__all__
 __all__ += _torch_products.__all__
 __all__ += _torch_runtime.__all__
