@@ -76,6 +76,9 @@ _BITWISE_INPLACE = (
     "__ior__", "__ixor__", "__ilshift__", "__irshift__",
 )  # fmt: skip
 
+_SPECIAL_UNARY = ("erfc_", "erfinv_", "lgamma_", "digamma_", "i0_", "sinc_", "nan_to_num_")
+_SPECIAL_BINARY = ("xlogy_", "copysign_", "ldexp_", "nextafter_", "igamma_", "igammac_")
+
 # method -> how it writes (label -> Case).
 CASES: dict[str, dict[str, Case]] = {
     # arithmetic, integers
@@ -154,6 +157,17 @@ CASES: dict[str, dict[str, Case]] = {
     "baddbmm_": {"mats": _f(lambda t: t.baddbmm_(_floats((1, 5, 2)), _floats((1, 2, 5))), (1, 5, 5))},
     "addmv_": {"mat": _f(lambda t: t.addmv_(_floats((5, 2)), _floats((2,))))},
     "addr_": {"vecs": _f(lambda t: t.addr_(_floats((5,)), _floats((5,))), (5, 5))},
+    # special functions (functions/special.py, functions/stats.py)
+    **{name: {name[:-1]: _f(lambda t, name=name: getattr(t, name)())} for name in _SPECIAL_UNARY},
+    "polygamma_": {"n": _f(lambda t: t.polygamma_(1))},
+    "mvlgamma_": {"p": _f(lambda t: t.add_(2).mvlgamma_(2))},
+    "logit_": {"eps": _f(lambda t: t.logit_(0.1))},
+    **{name: {"tensor": _f(lambda t, name=name: getattr(t, name)(_floats().add_(0.5)))} for name in _SPECIAL_BINARY},
+    "heaviside_": {"tensor": _f(lambda t: t.heaviside_(_floats()))},
+    "float_power_": {"scalar": _f(lambda t: t.float_power_(2))},
+    "gcd_": {"tensor": Case(lambda t: t.gcd_(_t([12] * 5)))},
+    "lcm_": {"tensor": Case(lambda t: t.lcm_(_t([12] * 5)))},
+    "renorm_": {"rows": _f(lambda t: t.renorm_(2, 0, 0.1), (2, 5))},
 }
 
 # Methods that write no values: the range may stay, and must still be true (checked against the values).
