@@ -18,7 +18,7 @@ from genesis_ndarray import float32, float64, full, get_default_dtype, int32
 
 from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, is_tensor, meta, reduce_to, wrap
-from .elementwise import TWO_OVER_SQRT_PI, _torch_dtype_name, _unary, _unary_method
+from .elementwise import TWO_OVER_SQRT_PI, Unary, _torch_dtype_name, _unary, _unary_method
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
@@ -40,20 +40,22 @@ def _nonzero(x):
     return x.where(x != 0, 1.0)
 
 
-Erfc = _unary("Erfc", "erfc", "x", lambda g, x, y: g * ((-(x * x)).exp() * -TWO_OVER_SQRT_PI))
-Erfinv = _unary("Erfinv", "erfinv", "y", lambda g, x, y: g * ((y * y).exp() * SQRT_PI_OVER_2))
-Erfcx = _unary("Erfcx", "erfcx", "x", lambda g, x, y: g * (x * Erfcx.apply(x) * 2 - TWO_OVER_SQRT_PI))
-Lgamma = _unary("Lgamma", "lgamma", "x", lambda g, x, y: g * Digamma.apply(x))
-Digamma = _unary("Digamma", "digamma", "x", lambda g, x, y: g * Polygamma.apply(x, 1))
-Ndtri = _unary("Ndtri", "ndtri", "y", lambda g, x, y: g * ((y * y * 0.5).exp() * SQRT_2PI))
-LogNdtr = _unary(
+Erfc: type[Unary] = _unary("Erfc", "erfc", "x", lambda g, x, y: g * ((-(x * x)).exp() * -TWO_OVER_SQRT_PI))
+Erfinv: type[Unary] = _unary("Erfinv", "erfinv", "y", lambda g, x, y: g * ((y * y).exp() * SQRT_PI_OVER_2))
+Erfcx: type[Unary] = _unary("Erfcx", "erfcx", "x", lambda g, x, y: g * (x * Erfcx.apply(x) * 2 - TWO_OVER_SQRT_PI))
+Lgamma: type[Unary] = _unary("Lgamma", "lgamma", "x", lambda g, x, y: g * Digamma.apply(x))
+Digamma: type[Unary] = _unary("Digamma", "digamma", "x", lambda g, x, y: g * Polygamma.apply(x, 1))
+Ndtri: type[Unary] = _unary("Ndtri", "ndtri", "y", lambda g, x, y: g * ((y * y * 0.5).exp() * SQRT_2PI))
+LogNdtr: type[Unary] = _unary(
     "LogNdtr", "log_ndtr", "x", lambda g, x, y: g * ((x * x * -0.5 - LogNdtr.apply(x)).exp() * (1 / SQRT_2PI))
 )
-I0 = _unary("I0", "i0", "x", lambda g, x, y: g * I1.apply(x))
-I0e = _unary("I0e", "i0e", "x", lambda g, x, y: g * (I1e.apply(x) - x.sign() * I0e.apply(x)))
+I0: type[Unary] = _unary("I0", "i0", "x", lambda g, x, y: g * I1.apply(x))
+I0e: type[Unary] = _unary("I0e", "i0e", "x", lambda g, x, y: g * (I1e.apply(x) - x.sign() * I0e.apply(x)))
 # d/dx I1 = I0 - I1 / x, 1/2 at 0; d/dx I1e = I0e - I1e (sign(x) + 1/x), 1/2 at 0 (torch's formulas)
-I1 = _unary("I1", "i1", "x", lambda g, x, y: g * (I0.apply(x) - I1.apply(x) / _nonzero(x)).where(x != 0, 0.5))
-I1e = _unary(
+I1: type[Unary] = _unary(
+    "I1", "i1", "x", lambda g, x, y: g * (I0.apply(x) - I1.apply(x) / _nonzero(x)).where(x != 0, 0.5)
+)
+I1e: type[Unary] = _unary(
     "I1e",
     "i1e",
     "x",
@@ -182,31 +184,31 @@ class SpecialMixin(TensorBase):
     digamma = _unary_method(Digamma, "The logarithmic derivative of Gamma, psi(x), of each element.")
     i0 = _unary_method(I0, "The modified Bessel function of the first kind of order 0 of each element.")
 
-    def erfc_(self) -> Tensor:
+    def erfc_(self: Any) -> Tensor:
         return self._math_inplace("erfc")
 
-    def erfinv_(self) -> Tensor:
+    def erfinv_(self: Any) -> Tensor:
         return self._math_inplace("erfinv")
 
-    def lgamma_(self) -> Tensor:
+    def lgamma_(self: Any) -> Tensor:
         return self._math_inplace("lgamma")
 
-    def digamma_(self) -> Tensor:
+    def digamma_(self: Any) -> Tensor:
         return self._math_inplace("digamma")
 
-    def i0_(self) -> Tensor:
+    def i0_(self: Any) -> Tensor:
         return self._math_inplace("i0")
 
-    def polygamma(self, n: int) -> Tensor:
+    def polygamma(self: Any, n: int) -> Tensor:
         """The n-th derivative of digamma at each element (n >= 0)."""
         if n < 0:
             raise RuntimeError("polygamma(n, x) does not support negative n.")
         return Polygamma.apply(self, n)
 
-    def polygamma_(self, n: int) -> Tensor:
+    def polygamma_(self: Any, n: int) -> Tensor:
         return self._math_inplace("polygamma", n)
 
-    def mvlgamma(self, p: int) -> Tensor:
+    def mvlgamma(self: Any, p: int) -> Tensor:
         """The log of the multivariate gamma function of dimension ``p``:
         sum_i lgamma(x - i/2) + p (p-1)/4 log(pi)."""
         if p < 1:
@@ -217,37 +219,37 @@ class SpecialMixin(TensorBase):
             total = total + (x - i / 2).lgamma()
         return total + p * (p - 1) / 4 * math.log(math.pi)
 
-    def mvlgamma_(self, p: int) -> Tensor:
+    def mvlgamma_(self: Any, p: int) -> Tensor:
         return self._math_inplace("mvlgamma", p)
 
-    def sinc(self) -> Tensor:
+    def sinc(self: Any) -> Tensor:
         """sin(pi x) / (pi x) of each element, 1 at 0."""
         x = self if self.dtype.is_floating_point else self.to(get_default_dtype())
         px = _nonzero(x) * math.pi
         return (px.sin() / px).where(x != 0, 1.0)
 
-    def sinc_(self) -> Tensor:
+    def sinc_(self: Any) -> Tensor:
         return self._math_inplace("sinc")
 
-    def xlogy(self, other: Tensor | Scalar) -> Tensor:
+    def xlogy(self: Any, other: Tensor | Scalar) -> Tensor:
         """self * log(other), 0 where self is 0 (unless other is NaN)."""
         x, y = _tensor_pair(self, other)
         return (x * y.log()).where((x != 0) | y.isnan(), 0.0)
 
-    def xlogy_(self, other: Tensor | Scalar) -> Tensor:
+    def xlogy_(self: Any, other: Tensor | Scalar) -> Tensor:
         return self._math_inplace("xlogy", other)
 
-    def logit(self, eps: float | None = None) -> Tensor:
+    def logit(self: Any, eps: float | None = None) -> Tensor:
         """log(x / (1 - x)) of each element; with ``eps``, x clamped to [eps, 1 - eps] first."""
         x = self if self.dtype.is_floating_point else self.to(get_default_dtype())
         if eps is not None:
             x = x.clamp(eps, 1 - eps)
         return x.log() - (-x).log1p()
 
-    def logit_(self, eps: float | None = None) -> Tensor:
+    def logit_(self: Any, eps: float | None = None) -> Tensor:
         return self._math_inplace("logit", eps)
 
-    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    def nan_to_num(self: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
         """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the dtype's
         largest and lowest finite values)."""
         if not self.dtype.is_floating_point:
@@ -259,14 +261,14 @@ class SpecialMixin(TensorBase):
         out = out.where(self != math.inf, hi)
         return out.where(self != -math.inf, lo)
 
-    def nan_to_num_(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    def nan_to_num_(self: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
         return self._math_inplace("nan_to_num", nan, posinf, neginf)
 
-    def signbit(self) -> Tensor:
+    def signbit(self: Any) -> Tensor:
         """A bool tensor: whether each element's sign bit is set (True for -0.0)."""
         return self._result_type(self.data.unary("signbit"))
 
-    def copysign(self, other: Tensor | Scalar) -> Tensor:
+    def copysign(self: Any, other: Tensor | Scalar) -> Tensor:
         """|self| with the sign of ``other`` (its sign bit: -0.0 counts as negative), floating."""
         x = self if self.dtype.is_floating_point else self.to(get_default_dtype())
         if not is_tensor(other):
@@ -274,24 +276,24 @@ class SpecialMixin(TensorBase):
         ax = x.abs()
         return ax.where(~other.signbit(), -ax)
 
-    def copysign_(self, other: Tensor | Scalar) -> Tensor:
+    def copysign_(self: Any, other: Tensor | Scalar) -> Tensor:
         return self._math_inplace("copysign", other)
 
-    def heaviside(self, values: Tensor) -> Tensor:
+    def heaviside(self: Any, values: Tensor) -> Tensor:
         """The Heaviside step: 0 below 0, ``values`` at 0, 1 above (both of one dtype; no gradient, as torch)."""
         if values.dtype != self.dtype:
             raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
         return Heaviside.apply(self, values)
 
-    def heaviside_(self, values: Tensor) -> Tensor:
+    def heaviside_(self: Any, values: Tensor) -> Tensor:
         return self._math_inplace("heaviside", values)
 
-    def float_power(self, exponent: Tensor | Scalar) -> Tensor:
+    def float_power(self: Any, exponent: Tensor | Scalar) -> Tensor:
         """self ** exponent computed in float64."""
         e = exponent.to(float64) if is_tensor(exponent) else exponent
         return self.to(float64).pow(e)
 
-    def float_power_(self, exponent: Tensor | Scalar) -> Tensor:
+    def float_power_(self: Any, exponent: Tensor | Scalar) -> Tensor:
         if self.dtype is not float64:
             raise RuntimeError(
                 f"the base given to float_power_ has dtype {_torch_dtype_name(self.dtype)} but the operation's "
@@ -299,7 +301,7 @@ class SpecialMixin(TensorBase):
             )
         return self._math_inplace("float_power", exponent)
 
-    def frexp(self) -> Frexp:
+    def frexp(self: Any) -> Frexp:
         """(mantissa, exponent): self = mantissa * 2 ** exponent, 0.5 <= |mantissa| < 1 (int32 exponent)."""
         if not self.dtype.is_floating_point:
             raise RuntimeError("torch.frexp() only supports floating-point dtypes")
@@ -312,40 +314,40 @@ class SpecialMixin(TensorBase):
         e = e.where(finite, 0.0)
         return Frexp(_scale(self, e), e.to(int32))
 
-    def ldexp(self, other: Tensor) -> Tensor:
+    def ldexp(self: Any, other: Tensor) -> Tensor:
         """self * 2 ** other (floating)."""
         return self * (2.0 ** (other.to(get_default_dtype()) if not other.dtype.is_floating_point else other))
 
-    def ldexp_(self, other: Tensor) -> Tensor:
+    def ldexp_(self: Any, other: Tensor) -> Tensor:
         return self._math_inplace("ldexp", other)
 
-    def gcd(self, other: Tensor) -> Tensor:
+    def gcd(self: Any, other: Tensor) -> Tensor:
         """The non-negative greatest common divisor of each pair (integers only)."""
         _refuse_dtype("gcd", self, False)
         return self._result_type(self.data.binary("gcd", _tensor_pair(self, other)[1].data))
 
-    def gcd_(self, other: Tensor) -> Tensor:
+    def gcd_(self: Any, other: Tensor) -> Tensor:
         return self._math_inplace("gcd", other)
 
-    def lcm(self, other: Tensor) -> Tensor:
+    def lcm(self: Any, other: Tensor) -> Tensor:
         """The non-negative least common multiple of each pair (integers only)."""
         _refuse_dtype("lcm", self, False)
         return self._result_type(self.data.binary("lcm", _tensor_pair(self, other)[1].data))
 
-    def lcm_(self, other: Tensor) -> Tensor:
+    def lcm_(self: Any, other: Tensor) -> Tensor:
         return self._math_inplace("lcm", other)
 
-    def nextafter(self, other: Tensor) -> Tensor:
+    def nextafter(self: Any, other: Tensor) -> Tensor:
         """The next floating-point value after each element towards ``other`` (float32 / float64)."""
         _refuse_dtype("nextafter", self, True)
         if self.dtype.name in ("float16", "bfloat16"):
             raise NotImplementedError(f"nextafter is not implemented in genesis for {self.dtype.name}")
         return Nextafter.apply(*_tensor_pair(self, other))
 
-    def nextafter_(self, other: Tensor) -> Tensor:
+    def nextafter_(self: Any, other: Tensor) -> Tensor:
         return self._math_inplace("nextafter", other)
 
-    def logaddexp2(self, other: Tensor) -> Tensor:
+    def logaddexp2(self: Any, other: Tensor) -> Tensor:
         """log2(2 ** self + 2 ** other), without overflow."""
         a, b = _tensor_pair(self, other)
         m = a.maximum(b)
@@ -353,20 +355,20 @@ class SpecialMixin(TensorBase):
         d = d.where(a != b, 0.0)  # equal infinities: no NaN from inf - inf
         return m + (d.exp2().log1p() * (1 / LN2))
 
-    def igamma(self, other: Tensor) -> Tensor:
+    def igamma(self: Any, other: Tensor) -> Tensor:
         """The regularised lower incomplete gamma function P(self, other)."""
         _require_tensor("igamma", other)
         return Igamma.apply(self, other)
 
-    def igamma_(self, other: Tensor) -> Tensor:
+    def igamma_(self: Any, other: Tensor) -> Tensor:
         return self._math_inplace("igamma", other)
 
-    def igammac(self, other: Tensor) -> Tensor:
+    def igammac(self: Any, other: Tensor) -> Tensor:
         """The regularised upper incomplete gamma function Q(self, other) = 1 - P(self, other)."""
         _require_tensor("igammac", other)
         return Igammac.apply(self, other)
 
-    def igammac_(self, other: Tensor) -> Tensor:
+    def igammac_(self: Any, other: Tensor) -> Tensor:
         return self._math_inplace("igammac", other)
 
 

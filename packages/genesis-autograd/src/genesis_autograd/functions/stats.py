@@ -41,7 +41,7 @@ def _shift(x: Any, dim: int, s: int, fill: Any) -> Any:
     return cat([fill.narrow(dim, 0, s), x.narrow(dim, 0, n - s)], dim)
 
 
-def _doubling_scan(values: Sequence[Any], dim: int, combine: Callable[..., tuple], identity: Sequence[Any]) -> tuple:
+def _doubling_scan(values: Sequence[Any], dim: int, combine: Callable[..., Any], identity: Sequence[Any]) -> tuple:
     """The inclusive scan of ``combine(left, right)`` along dim, by doubling: after the pass with shift s
     every place holds the combination of the 2s places ending at it."""
     n = values[0].shape[dim]
@@ -154,34 +154,36 @@ def _quantile(self: Any, q: Any, dim: int | None, keepdim: bool, interpolation: 
 class StatsMixin(TensorBase):
     __slots__ = ()
 
-    def median(self, dim: int | None = None, keepdim: bool = False) -> Any:
+    def median(self: Any, dim: int | None = None, keepdim: bool = False) -> Any:
         """The lower median (of the flattened tensor, or (values, indices) along ``dim``); NaN if any is NaN."""
         picked = _pick(self, dim, keepdim, lambda nans, n: ((n - nans) * 0 + (n - 1) // 2).where(nans == 0, n - nans))
         return picked.values if dim is None else picked
 
-    def nanmedian(self, dim: int | None = None, keepdim: bool = False) -> Any:
+    def nanmedian(self: Any, dim: int | None = None, keepdim: bool = False) -> Any:
         """The lower median ignoring NaN (NaN only where every element is)."""
         picked = _pick(self, dim, keepdim, lambda nans, n: ((n - nans - 1) // 2).clamp(0, None))
         return picked.values if dim is None else picked
 
-    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+    def kthvalue(self: Any, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
         """The k-th smallest element along ``dim`` (k from 1): (values, indices)."""
         n = self.shape[dim] if self.ndim else 1
         _check_k(k, n, dim % max(self.ndim, 1))
         return _pick(self, dim, keepdim, lambda nans, n: nans * 0 + (k - 1))
 
-    def quantile(self, q: Any, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear") -> Any:
+    def quantile(
+        self: Any, q: Any, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear"
+    ) -> Any:
         """The ``q``-th quantiles (a number or a 1-D tensor in [0, 1]) along ``dim`` (flattened when None);
         NaN where a row has NaN."""
         return _quantile(self, q, dim, keepdim, interpolation, ignore_nan=False)
 
     def nanquantile(
-        self, q: Any, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear"
+        self: Any, q: Any, dim: int | None = None, keepdim: bool = False, *, interpolation: str = "linear"
     ) -> Any:
         """quantile ignoring NaN (NaN only where a whole row is)."""
         return _quantile(self, q, dim, keepdim, interpolation, ignore_nan=True)
 
-    def mode(self, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+    def mode(self: Any, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
         """The most frequent value along ``dim`` (the smallest of those tied) and an index of it."""
         x = self if self.ndim else self.reshape(1)
         d = dim % x.ndim
@@ -203,15 +205,15 @@ class StatsMixin(TensorBase):
             values, idx = values.reshape(()), idx.reshape(())
         return ValuesIndices(values, idx)
 
-    def cummax(self, dim: int) -> ValuesIndices:
+    def cummax(self: Any, dim: int) -> ValuesIndices:
         """(values, indices): the running maximum along ``dim`` and where it was (NaN propagates)."""
         return _running_extreme(self, dim, largest=True)
 
-    def cummin(self, dim: int) -> ValuesIndices:
+    def cummin(self: Any, dim: int) -> ValuesIndices:
         """(values, indices): the running minimum along ``dim`` and where it was (NaN propagates)."""
         return _running_extreme(self, dim, largest=False)
 
-    def logcumsumexp(self, dim: int) -> Tensor:
+    def logcumsumexp(self: Any, dim: int) -> Tensor:
         """log(cumsum(exp(x))) along ``dim``, without overflow."""
         x = self if self.dtype.is_floating_point else self.to(get_default_dtype())
         if x.ndim == 0:
@@ -223,14 +225,18 @@ class StatsMixin(TensorBase):
         (out,) = _doubling_scan([x], d, lambda left, right: [_logaddexp(left[0], right[0])], [neg_inf])
         return out
 
-    def nansum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def nansum(
+        self: Any, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None
+    ) -> Tensor:
         """The sum treating NaN as zero."""
         x = self.where(~self.isnan(), 0) if self.dtype.is_floating_point else self
         if dim is None:
             return x.sum(dtype=dtype) if dtype is not None else x.sum()
         return x.sum(dim, keepdim, dtype=dtype) if dtype is not None else x.sum(dim, keepdim)
 
-    def nanmean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def nanmean(
+        self: Any, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None
+    ) -> Tensor:
         """The mean of the non-NaN elements."""
         if not self.dtype.is_floating_point:
             raise RuntimeError(
@@ -240,7 +246,7 @@ class StatsMixin(TensorBase):
         count = (~x.isnan()).sum() if dim is None else (~x.isnan()).sum(dim, keepdim)
         return x.nansum(dim, keepdim) / count
 
-    def histc(self, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
+    def histc(self: Any, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
         """A histogram of ``bins`` equal bins over [min, max] (the data's range when min == max)."""
         if not self.dtype.is_floating_point:
             raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_name(self.dtype)}'")
@@ -257,7 +263,7 @@ class StatsMixin(TensorBase):
         return _bin_counts(x, None, lo, hi, bins).to(self.dtype)
 
     def histogram(
-        self,
+        self: Any,
         bins: int | Tensor,
         *,
         range: tuple[float, float] | None = None,
@@ -271,7 +277,7 @@ class StatsMixin(TensorBase):
         from ..factories import linspace, zeros
 
         x = self.detach().reshape(-1)
-        if hasattr(bins, "grad_fn"):
+        if not isinstance(bins, int):
             edges = bins.detach().to(self.dtype)
         else:
             if bins <= 0:
@@ -292,7 +298,7 @@ class StatsMixin(TensorBase):
             hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
         return Histogram(hist, edges)
 
-    def bincount(self, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    def bincount(self: Any, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
         """The count (or the summed ``weights``) of each value of a 1-D tensor of non-negative integers."""
         if self.dtype.is_floating_point:
             raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{_name(self.dtype)}'")
@@ -309,7 +315,7 @@ class StatsMixin(TensorBase):
         out_dtype = weights.dtype if weights.dtype.is_floating_point else float64
         return zeros(size, dtype=out_dtype, device=self.device).index_add(0, self.detach(), weights.to(out_dtype))
 
-    def renorm(self, p: float, dim: int, maxnorm: float) -> Tensor:
+    def renorm(self: Any, p: float, dim: int, maxnorm: float) -> Tensor:
         """Each slice along ``dim`` whose p-norm exceeds ``maxnorm`` scaled down to norm ``maxnorm``."""
         if self.ndim <= 1:
             raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {self.ndim} dimensions")
@@ -319,7 +325,7 @@ class StatsMixin(TensorBase):
         factor = (maxnorm / (norm + 1e-7)).where(norm > maxnorm, 1.0)  # the norm's gradient counts, as torch's
         return self * factor
 
-    def renorm_(self, p: float, dim: int, maxnorm: float) -> Tensor:
+    def renorm_(self: Any, p: float, dim: int, maxnorm: float) -> Tensor:
         return self._math_inplace("renorm", p, dim, maxnorm)
 
 
