@@ -168,12 +168,35 @@ CASES: dict[str, dict[str, Case]] = {
     "gcd_": {"tensor": Case(lambda t: t.gcd_(_t([12] * 5)))},
     "lcm_": {"tensor": Case(lambda t: t.lcm_(_t([12] * 5)))},
     "renorm_": {"rows": _f(lambda t: t.renorm_(2, 0, 0.1), (2, 5))},
+    # issue #30 part B: writes through indices (index_write.py, index_reduce.py), sampling fills, fill_diagonal_
+    "put_": {"source": Case(lambda t: t.put_(_t([1]), _t([42])))},
+    "index_copy_": {"source": Case(lambda t: t.index_copy_(0, _t([1]), _t([42])))},
+    "index_fill_": {"scalar": Case(lambda t: t.index_fill_(0, _t([1]), 42))},
+    "index_put_": {
+        "set": Case(lambda t: t.index_put_((_t([1]),), _t([42]))),
+        "accumulate": Case(lambda t: t.index_put_((_t([1, 1]),), _t([21, 21]), True)),
+    },
+    "masked_scatter_": {"source": Case(lambda t: t.masked_scatter_(_mask(), _t([42, 43, 44])))},
+    "scatter_reduce_": {
+        "sum": Case(lambda t: t.scatter_reduce_(0, _t([1]), _t([42]), "sum")),
+        "amax": Case(lambda t: t.scatter_reduce_(0, _t([1]), _t([42]), "amax")),
+    },
+    "index_reduce_": {"prod": Case(lambda t: t.index_reduce_(0, _t([1]), _t([42]), "prod"))},
+    "cauchy_": {"cauchy": _f(lambda t: t.cauchy_())},
+    "log_normal_": {"log_normal": _f(lambda t: t.log_normal_())},
+    "geometric_": {"int": Case(lambda t: t.geometric_(0.5)), "float": _f(lambda t: t.geometric_(0.5))},
+    "fill_diagonal_": {"scalar": Case(lambda t: t.fill_diagonal_(42), "int64", (5, 5))},
 }
 
 # Methods that write no values: the range may stay, and must still be true (checked against the values).
 KEEPS_VALUES: dict[str, Case] = {
     "requires_grad_": _f(lambda t: t.requires_grad_()),  # a flag on the Tensor
     "detach_": Case(lambda t: t.detach_()),  # leaves the graph; the memory is untouched
+    "share_memory_": Case(lambda t: t.share_memory_()),  # cuda memory is shareable as it is: nothing moves
+    # the Python callbacks run on cpu tensors only: a cuda target is refused before anything is written
+    "apply_": Case(lambda t: pytest.raises(TypeError, t.apply_, abs)),
+    "map_": Case(lambda t: pytest.raises(TypeError, t.map_, t, max)),
+    "map2_": Case(lambda t: pytest.raises(TypeError, t.map2_, t, t, max)),
 }
 
 # The in-place operators torch.Tensor has (genesis.Tensor defines some of them; every one it defines is a writer).

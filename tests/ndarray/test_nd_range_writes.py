@@ -248,6 +248,9 @@ READ_ONLY = frozenset(
         # the rnn family: its cells and sequence loops write only the arrays they allocate
         "gru_cell", "gru_cell_backward", "lstm_cell", "lstm_cell_backward", "rnn_sequence", "rnn_sequence_backward",
         "sort", "topk", "tril", "triu", "unary", "var", "vector_norm", "where",
+        # host-memory state: queries, a pinned copy, the allocator's stream bookkeeping, and moving a cpu
+        # tensor's memory to shared memory (the values unchanged; on cuda nothing happens)
+        "is_pinned", "is_shared", "pin_memory", "record_stream", "share_memory",
     }
 )  # fmt: skip
 

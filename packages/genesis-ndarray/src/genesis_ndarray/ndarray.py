@@ -1032,8 +1032,9 @@ class NDArray:
     def is_shared(self) -> bool:
         return bool(self._ops["is_shared"](self._data))
 
-    def share_memory_(self) -> NDArray:
-        self._ops["share_memory_"](self._data)
+    def share_memory(self) -> NDArray:
+        """Move the memory to shared memory where the device has such a thing (the values do not change)."""
+        self._ops["share_memory"](self._data)
         return self
 
     def record_stream(self, stream) -> None:

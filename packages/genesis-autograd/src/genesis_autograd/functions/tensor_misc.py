@@ -265,7 +265,7 @@ class TensorMiscMixin(TensorBase):
 
     def share_memory_(self) -> Tensor:
         """Move this cpu tensor's memory to shared memory, in place (a no-op on cuda); returns self."""
-        self.data.share_memory_()
+        self.data.share_memory()
         return self  # type: ignore[return-value]  # self is a Tensor: the mixins are only Tensor's bases
 
     def record_stream(self, stream: Any) -> None:

@@ -57,7 +57,7 @@ reg("fill_")(lambda input, value: input.fill_(value))
 reg("is_pinned")(lambda input: input.is_pinned())
 reg("pin_memory")(lambda input: input.pin_memory())
 reg("is_shared")(lambda input: input.is_shared())
-reg("share_memory_")(lambda input: input.share_memory_())
+reg("share_memory")(lambda input: input.share_memory_())
 
 
 @reg("record_stream")

@@ -170,7 +170,7 @@ def copy_(input: View, src: View) -> None:
 # for CUDA tensors, and share_memory_ leaves them as they are).
 reg("is_pinned")(lambda input: False)
 reg("is_shared")(lambda input: True)
-reg("share_memory_")(lambda input: None)
+reg("share_memory")(lambda input: None)
 
 
 @reg("pin_memory")
