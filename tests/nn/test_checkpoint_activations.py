@@ -143,8 +143,8 @@ def test_checkpoint_keeps_fewer_live_bytes_on_cuda(device, use_reentrant):
     if device != "cuda":
         pytest.skip("live device bytes are a cuda measure")
     genesis.manual_seed(0)
-    blocks = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.GELU()) for _ in range(8)]).to(device)
-    x = genesis.randn(256, 512, device=device, requires_grad=True)
+    blocks = nn.Sequential(*[nn.Sequential(nn.Linear(128, 128), nn.GELU()) for _ in range(8)]).to(device)
+    x = genesis.randn(64, 128, device=device, requires_grad=True)
 
     def live_after(run):
         genesis.cuda.synchronize()
