@@ -1,20 +1,21 @@
 """Multi-tensor optimizer steps on CUDA: one genesis_kernels.optimizer launch per dtype group.
 
 The launchers need their int64 pointer table on the device. ``_upload`` copies it (an async
-host -> device copy on the current stream: no synchronisation) and keeps the last few tables:
-while a training loop's parameters, gradients and states keep their addresses, the same bytes
-come back every step and the copy is skipped (the launcher names a table by a key that is cheaper
-to hash than the table).
+host -> device copy on the current stream: no synchronisation) into a slot kept per (device,
+stream, table layout): a training loop's launch finds its slot from the second step on, so device
+memory is flat from then (gradients freed by ``zero_grad(set_to_none=True)`` come back at other
+addresses, so a cache of whole tables by their bytes kept growing, one table per new address mix).
+A slot whose rows are unchanged is used as it is; changed rows are copied over it in stream order,
+after every launch already queued that reads the old rows.
 
 The kernels stream contiguous tensors. A strided one (a transposed parameter, a state loaded from
 a checkpoint as a view) makes the launcher raise ``NotDense`` before anything is launched; the step
 then runs on contiguous copies of the strided tensors and copies back what the kernel wrote.
 
-Under CUDA graph capture the launch reads its table at every replay, so the graph holds the table
-(``keep_alive``): a cached one (from warm-up) could otherwise be evicted here and its memory reused.
-A table made during capture (new gradients get new addresses) is uploaded from pinned memory the
-graph owns (genesis_storage stages a captured copy) and stays out of the cache: its device bytes
-exist only once the graph has replayed.
+Under CUDA graph capture the launch reads its table at every replay, so a captured launch gets a table
+of its own, held by the graph (``keep_alive``) and never a slot, which a later eager step would
+overwrite; it is uploaded from pinned memory the graph owns (genesis_storage stages a captured copy):
+its device bytes exist only once the graph has replayed.
 """
 
 from __future__ import annotations
@@ -28,31 +29,36 @@ import numpy as np
 import genesis_kernels as gk
 import genesis_storage as gs
 
-from .common import View, forget_ranges, reg, stream_of
+from .common import View, current_stream_handle, forget_ranges, reg, stream_of
 from .elementwise import binary_
 from .memory import contiguous, copy_, item
 
-_TABLES: OrderedDict[tuple[int, Hashable], View] = OrderedDict()
-_KEEP = 16  # tables kept per process (a few optimizers and clip calls, each with its own table)
+# (device, stream, chunk, row width, table length) -> the slot's device table and the rows it holds now
+_SLOTS: OrderedDict[tuple[int, int, int, int, int], tuple[View, bytes]] = OrderedDict()
+_KEEP = 32  # slots kept per process (a few optimizers and clip calls, each with a layout of its own)
 
 
 def _upload(device: int) -> Callable[[np.ndarray, Hashable], int]:
     def upload(table: np.ndarray, table_key: Hashable) -> int:
-        key = (device, table_key)
-        view = _TABLES.get(key)
         graph = gs.current_capture()
         if graph is not None:
-            if view is None:
-                view = gs.from_numpy(table, device)  # staged through pinned memory the graph owns
-            graph.keep_alive(view)  # the captured kernel reads it at every replay, long after eviction here
+            view = gs.from_numpy(table, device)  # staged through pinned memory the graph owns
+            graph.keep_alive(view)  # the captured kernel reads it at every replay
             return int(view.ptr)
-        if view is None:
-            # Dropping an old table is safe: the allocator reuses its block in stream order.
-            view = _TABLES[key] = gs.from_numpy(table, device)
-            while len(_TABLES) > _KEEP:
-                _TABLES.popitem(last=False)
-        else:
-            _TABLES.move_to_end(key)
+        chunk, width, rows = table_key  # genesis_kernels.optimizer.pack's key: the rows decide the rest
+        slot = (device, current_stream_handle(device), chunk, width, table.size)
+        held = _SLOTS.get(slot)
+        if held is None:
+            view = gs.from_numpy(table, device)
+            _SLOTS[slot] = (view, rows)
+            while len(_SLOTS) > _KEEP:  # safe: the allocator reuses a dropped table's block in stream order
+                _SLOTS.popitem(last=False)
+            return int(view.ptr)
+        view, current = held
+        if current != rows:  # stream-ordered: every launch queued before reads the rows it was given
+            view.storage.copy_from_host(table.reshape(-1).view(np.uint8))
+            _SLOTS[slot] = (view, rows)
+        _SLOTS.move_to_end(slot)
         return int(view.ptr)
 
     return upload
