@@ -1,0 +1,5 @@
+"""genesis.generation: autoregressive decoding helpers (a static KV cache; sampling helpers alongside)."""
+
+from .kv_cache import StaticKVCache
+
+__all__ = ["StaticKVCache"]
