@@ -31,7 +31,7 @@ _LANCZOS = (
 )
 
 
-def _native(name: str) -> Callable[[Tensor], Tensor] | None:
+def _native(name: str) -> Callable[..., Tensor] | None:
     return getattr(genesis, name, None)
 
 

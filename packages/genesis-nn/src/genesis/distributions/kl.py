@@ -107,7 +107,7 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
         raise NotImplementedError(
             f"No KL(p || q) is implemented for p type {p.__class__.__name__} and q type {q.__class__.__name__}"
         )
-    return fun(p, q)  # type: ignore[no-any-return]
+    return fun(p, q)
 
 
 def _inf_where(mask: Tensor, value: Tensor) -> Tensor:

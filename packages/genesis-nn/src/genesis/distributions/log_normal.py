@@ -33,12 +33,12 @@ class LogNormal(TransformedDistribution):
     @property
     def loc(self) -> Tensor:
         """The underlying normal's mean."""
-        return self.base_dist.loc  # type: ignore[attr-defined,no-any-return]
+        return self.base_dist.loc  # type: ignore[attr-defined]
 
     @property
     def scale(self) -> Tensor:
         """The underlying normal's standard deviation."""
-        return self.base_dist.scale  # type: ignore[attr-defined,no-any-return]
+        return self.base_dist.scale  # type: ignore[attr-defined]
 
     @property
     def mean(self) -> Tensor:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from numbers import Number
 from typing import Any
 
 import genesis
@@ -489,10 +488,10 @@ class AffineTransform(Transform):
         """log |scale|, summed over event_dim and broadcast to x's batch shape."""
         shape = tuple(x.shape)
         scale = self.scale
-        if isinstance(scale, Number):
-            result = genesis.full_like(x, math.log(abs(scale)))
-        else:
+        if isinstance(scale, Tensor):
             result = scale.abs().log()
+        else:
+            result = genesis.full_like(x, math.log(abs(scale)))
         if self._event_dim:
             result = result.reshape(*result.shape[: result.dim() - self._event_dim], -1).sum(-1)
             shape = shape[: len(shape) - self._event_dim]

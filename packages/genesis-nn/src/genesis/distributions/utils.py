@@ -36,7 +36,7 @@ def broadcast_shapes(*shapes: Sequence[int]) -> genesis.Size:
     return genesis.Size(out)
 
 
-def broadcast_all(*values: Tensor | Number) -> tuple[Tensor, ...]:
+def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
     """Tensors and numbers broadcast to one shape; numbers become tensors of the first tensor's dtype and
     device (the default dtype if all are numbers), as torch.distributions.utils.broadcast_all."""
     if not all(isinstance(v, Tensor | Number) for v in values):
