@@ -38,6 +38,7 @@ from .channelshuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .crossmaplrn import CrossMapLRN2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .flatten import Flatten, Unflatten
@@ -165,6 +166,7 @@ __all__ = [
     "LPPool2d",
     "LPPool3d",
     "LocalResponseNorm",
+    "CrossMapLRN2d",
     "MaxPool1d",
     "MaxPool3d",
     "MaxUnpool1d",

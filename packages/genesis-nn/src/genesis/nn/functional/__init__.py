@@ -54,6 +54,7 @@ from .fractional_max_pool import (
     fractional_max_pool3d,
     fractional_max_pool3d_with_indices,
 )
+from .grid import affine_grid, grid_sample
 from .gumbel import gumbel_softmax
 from .instance_norm import instance_norm
 from .linear import linear
@@ -114,6 +115,8 @@ __all__ = [
     "elu",
     "elu_",
     "feature_alpha_dropout",
+    "affine_grid",
+    "grid_sample",
     "gumbel_softmax",
     "hardshrink",
     "hardsigmoid",
