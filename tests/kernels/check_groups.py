@@ -111,6 +111,19 @@ def rnn(b) -> None:  # type: ignore[no-untyped-def]
             gk.rnn_cell_backward([m(H), m(H)], m(H), m(H), act)
 
 
+def rope(b) -> None:  # type: ignore[no-untyped-def]
+    for dt in ("float32", "bfloat16", "float16", "float64"):
+        tdt = "float64" if dt == "float64" else "float32"
+        for interleaved in (False, True):
+            for seq_dim, hd, half in ((1, 128, 64), (2, 128, 32), (1, 80, 40)):
+                shape = (2, 64, 32, hd) if seq_dim == 1 else (2, 32, 64, hd)
+                x, pos = b(shape, dt), b((2, 64), "int64")
+                gk.rope(x, b((8192, half), tdt), b((8192, half), tdt), pos, b(shape, dt), seq_dim=seq_dim,
+                        interleaved=interleaved)  # fmt: skip
+                gk.rope(x, b((8192, half), tdt), b((8192, half), tdt), b((2, 64), "int32"), x, seq_dim=seq_dim,
+                        interleaved=interleaved, backward=True)  # fmt: skip
+
+
 def normalization(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "bfloat16", "float16", "float64"):
         acc = "float64" if dt == "float64" else "float32"

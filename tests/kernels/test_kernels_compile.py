@@ -36,6 +36,7 @@ HERE = Path(__file__).parent
         "scan",
         "optimizer",
         "rnn",
+        "rope",
     ],
 )
 def test_compiles_for_sm90(group: str) -> None:

@@ -58,6 +58,7 @@ from .rnn import (
     rnn_cell,
     rnn_cell_backward,
 )
+from .rope import rope
 from .scan import cumprod, cumsum
 from .softmax import softmax, softmax_backward
 from .sort import argsort, sort, topk
@@ -136,6 +137,7 @@ __all__ = [
     "reduce",
     "rnn_cell",
     "rnn_cell_backward",
+    "rope",
     "scatter",
     "scatter_add",
     "softmax",
