@@ -140,3 +140,45 @@ def test_gcd_lcm(op, dtype):
     b = torch.randint(-500, 500, (40,), generator=g, dtype=dtype).to(DEVICE)
     a[:3], b[:3] = torch.tensor([0, 0, 7]), torch.tensor([0, 9, 0])
     assert torch.equal(_binary(op, a, b).cpu(), getattr(torch, op)(a, b).cpu())
+
+
+# torch's own float64 Bessel J / Y and Airy values are off by up to ~1e-6 (its float32-accurate tables):
+# these are checked against mpmath instead, over each method's range and across the switch points.
+_MP_BESSEL = {
+    "bessel_j0": lambda mp, v: mp.besselj(0, v),
+    "bessel_j1": lambda mp, v: mp.besselj(1, v),
+    "bessel_y0": lambda mp, v: mp.bessely(0, v),
+    "bessel_y1": lambda mp, v: mp.bessely(1, v),
+    "modified_bessel_k0": lambda mp, v: mp.besselk(0, v),
+    "modified_bessel_k1": lambda mp, v: mp.besselk(1, v),
+    "scaled_modified_bessel_k0": lambda mp, v: mp.besselk(0, v) * mp.exp(v),
+    "scaled_modified_bessel_k1": lambda mp, v: mp.besselk(1, v) * mp.exp(v),
+    "airy_ai": lambda mp, v: mp.airyai(v),
+}
+_SWITCHES = [1e-3, 0.7, 1.99, 2.01, 4.99, 5.01, 13.4, 24.99, 25.01, 80.0, 700.0]
+
+
+@pytest.mark.parametrize("op", sorted(_MP_BESSEL))
+def test_bessel_and_airy_against_mpmath(op):
+    mpmath = pytest.importorskip("mpmath")
+    signed = op in ("bessel_j0", "bessel_j1", "airy_ai")
+    x = torch.cat([_spread(-30 if signed else 0.05, 40, 16, 7), torch.tensor(_SWITCHES, dtype=torch.float64)])
+    if signed:
+        x = torch.cat([x, torch.tensor([-7.99, -8.01, -60.0, -4.99, -25.01], dtype=torch.float64)])
+    x = x.to(DEVICE)
+    # (Ai's Maclaurin series cancels to ~3e-12 absolute near -8, where the asymptotic series takes over)
+    _close(_unary(op, x), _mp_values(mpmath, op, x), rtol=1e-12, atol=4e-12)
+    # float32 inputs compute in float64 too: only the final rounding differs
+    x32 = x.float()
+    _close(_unary(op, x32), _mp_values(mpmath, op, x32.double()), rtol=1e-6, atol=1e-30)
+
+
+def _mp_values(mpmath, op: str, x: torch.Tensor) -> torch.Tensor:
+    with mpmath.workdps(30):
+        return torch.tensor([float(_MP_BESSEL[op](mpmath, mpmath.mpf(float(v)))) for v in x.cpu()], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("op", sorted(_MP_BESSEL))
+def test_bessel_and_airy_edges(op):
+    x = torch.tensor([0.0, -1.0, INF, -INF, NAN], dtype=torch.float64, device=DEVICE)
+    _close(_unary(op, x), getattr(torch.special, op)(x), rtol=1e-5)

@@ -77,6 +77,17 @@ from .functions.matmul import linear
 from .functions.normalization import layer_norm, rms_norm
 from .functions.rnn import fused_gru_cell, fused_lstm_cell, rnn_layer
 from .functions.special import erfcx, i0e, i1, i1e, log_ndtr, ndtri, zeta
+from .functions.special_bessel import (
+    airy_ai,
+    bessel_j0,
+    bessel_j1,
+    bessel_y0,
+    bessel_y1,
+    modified_bessel_k0,
+    modified_bessel_k1,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
+)
 from .functions.optimizer import (
     advance_counters_,
     multi_tensor_adam_,
@@ -213,4 +224,13 @@ __all__ = [
     "log_ndtr",
     "ndtri",
     "zeta",
+    "airy_ai",
+    "bessel_j0",
+    "bessel_j1",
+    "bessel_y0",
+    "bessel_y1",
+    "modified_bessel_k0",
+    "modified_bessel_k1",
+    "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1",
 ]

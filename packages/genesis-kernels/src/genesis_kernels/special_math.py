@@ -24,10 +24,26 @@ from fractions import Fraction
 import triton
 import triton.language as tl
 
+from . import special_bessel
 from .mathlib import lib
 
 # Elementwise op names this module adds (genesis_kernels.elementwise merges them into its tables).
-UNARY_OPS = frozenset({"erfinv", "erfcx", "ndtri", "log_ndtr", "digamma", "i0", "i0e", "i1", "i1e", "signbit"})
+BESSEL_OPS = frozenset(
+    {
+        "bessel_j0",
+        "bessel_j1",
+        "bessel_y0",
+        "bessel_y1",
+        "modified_bessel_k0",
+        "modified_bessel_k1",
+        "scaled_modified_bessel_k0",
+        "scaled_modified_bessel_k1",
+        "airy_ai",
+    }
+)
+UNARY_OPS = (
+    frozenset({"erfinv", "erfcx", "ndtri", "log_ndtr", "digamma", "i0", "i0e", "i1", "i1e", "signbit"}) | BESSEL_OPS
+)
 FLOAT_UNARY = UNARY_OPS - {"signbit"}
 BINARY_OPS = frozenset({"zeta", "igamma", "igammac", "nextafter", "gcd", "lcm"})
 FLOAT_BINARY = frozenset({"zeta", "igamma", "igammac"})
@@ -421,6 +437,24 @@ def special_unary(x, OP: tl.constexpr):
         return bessel_i(x, 1, True)
     elif OP == "signbit":
         return signbit(x)
+    elif OP == "bessel_j0":
+        return special_bessel.bessel_jy(x, "j0").to(x.dtype)
+    elif OP == "bessel_j1":
+        return special_bessel.bessel_jy(x, "j1").to(x.dtype)
+    elif OP == "bessel_y0":
+        return special_bessel.bessel_jy(x, "y0").to(x.dtype)
+    elif OP == "bessel_y1":
+        return special_bessel.bessel_jy(x, "y1").to(x.dtype)
+    elif OP == "modified_bessel_k0":
+        return special_bessel.bessel_k(x, 0, False).to(x.dtype)
+    elif OP == "modified_bessel_k1":
+        return special_bessel.bessel_k(x, 1, False).to(x.dtype)
+    elif OP == "scaled_modified_bessel_k0":
+        return special_bessel.bessel_k(x, 0, True).to(x.dtype)
+    elif OP == "scaled_modified_bessel_k1":
+        return special_bessel.bessel_k(x, 1, True).to(x.dtype)
+    elif OP == "airy_ai":
+        return special_bessel.airy_ai(x).to(x.dtype)
     else:
         tl.static_assert(False, "unknown unary op")
 

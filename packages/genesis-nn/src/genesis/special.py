@@ -2,7 +2,8 @@
 
 The kernels and derivatives are in genesis_autograd (functions/special.py, over genesis_kernels'
 special_math.py); the spellings torch.special adds (expit, gammaln, psi, ndtr, entr, xlog1py, ...) are
-compositions here; the orthogonal polynomials are in _special_polynomials.py.
+compositions here; the orthogonal polynomials are in _special_polynomials.py; the Bessel / Airy functions
+(no derivatives, as torch) come from genesis_autograd's functions/special_bessel.py.
 """
 
 from __future__ import annotations
@@ -12,12 +13,21 @@ import math
 from genesis_autograd import (
     DType,
     Tensor,
+    airy_ai,
+    bessel_j0,
+    bessel_j1,
+    bessel_y0,
+    bessel_y1,
     erfcx,
     i0e,
     i1,
     i1e,
     log_ndtr,
+    modified_bessel_k0,
+    modified_bessel_k1,
     ndtri,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
 )
 from genesis_autograd import (
     zeta as _zeta,
@@ -42,6 +52,15 @@ from ._torch_special import xlogy
 Number = int | float | bool
 
 __all__ = [
+    "airy_ai",
+    "bessel_j0",
+    "bessel_j1",
+    "bessel_y0",
+    "bessel_y1",
+    "modified_bessel_k0",
+    "modified_bessel_k1",
+    "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1",
     "chebyshev_polynomial_t",
     "chebyshev_polynomial_u",
     "chebyshev_polynomial_v",
@@ -253,7 +272,3 @@ def log_softmax(input: Tensor, dim: int, *, dtype: DType | None = None) -> Tenso
 def logsumexp(input: Tensor, dim: int | tuple[int, ...], keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over ``dim``, computed stably."""
     return input.logsumexp(dim, keepdim)
-
-
-# Not here yet (no kernels): airy_ai, bessel_j0 / j1 / y0 / y1, modified_bessel_k0 / k1,
-# scaled_modified_bessel_k0 / k1.

@@ -68,6 +68,9 @@ _UNARY: dict[str, Callable[..., torch.Tensor]] = {
     "i0e": torch.special.i0e,
     "i1": torch.special.i1,
     "i1e": torch.special.i1e,
+    **{name: getattr(torch.special, name) for name in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1")},
+    **{name: getattr(torch.special, name) for name in ("modified_bessel_k0", "modified_bessel_k1", "airy_ai")},
+    **{name: getattr(torch.special, name) for name in ("scaled_modified_bessel_k0", "scaled_modified_bessel_k1")},
 }
 
 

@@ -65,6 +65,7 @@ _FLOAT_RESULT_UNARY = frozenset(
 _BOOL_RESULT_UNARY = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not"})
 # The special functions (genesis_kernels/special_math.py): floating results; signbit is a predicate.
 _FLOAT_RESULT_UNARY |= {"lgamma", "erfinv", "erfcx", "ndtri", "log_ndtr", "digamma", "i0", "i0e", "i1", "i1e"}
+_FLOAT_RESULT_UNARY |= set(gk.special_math.BESSEL_OPS)
 _BOOL_RESULT_UNARY |= {"signbit"}
 _FLOAT_RESULT_BINARY |= {"zeta", "igamma", "igammac"}
 # Where genesis_kernels names an op differently from torch.
