@@ -26,7 +26,8 @@ corrupted file raises CorruptCheckpointError (a RuntimeError) and returns nothin
 A plain safetensors file written by another library loads as a dict of tensors. Files are
 written here by the format's few rules (8-byte little-endian header length, JSON header padded
 with spaces, the entries' bytes back to back) and read through the safetensors package.
-PyTorch's ``.pt`` files (zip archives of pickles) are not read: that needs unpickling.
+PyTorch's own files (torch.save's zip of pickles) are read by a weights-only reader and written
+with ``format="torch"`` or a ``.pt`` / ``.pth`` / ``.bin`` name: see serialization_torch.py.
 """
 
 from __future__ import annotations
@@ -169,11 +170,23 @@ def save(
     pickle_protocol: int = 2,
     _use_new_zipfile_serialization: bool = True,
     _disable_byteorder_record: bool = False,
+    *,
+    format: str | None = None,
 ) -> None:
     """Write ``obj`` (tensors, state dicts, optimizer / scheduler states, nested containers of plain data)
-    to ``f``, a path or a writable binary file. The pickle arguments are accepted and ignored: genesis
-    never pickles. A path is written through a temporary file and renamed, so an interrupted save
-    leaves any older checkpoint there intact."""
+    to ``f``, a path or a writable binary file. ``format``: "genesis" (a safetensors file, the default)
+    or "torch" (torch.save's zip, which ``torch.load(f, weights_only=True)`` reads); None picks "torch"
+    for a path ending in .pt, .pth or .bin. The pickle arguments are accepted and ignored. A path is
+    written through a temporary file and renamed, so an interrupted save leaves any older file intact."""
+    if format is None:
+        name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else ""
+        format = "torch" if str(name).endswith((".pt", ".pth", ".bin")) else "genesis"
+    if format not in ("genesis", "torch"):
+        raise ValueError(f"genesis.save: format must be 'genesis' or 'torch', not {format!r}")
+    if format == "torch":
+        from .serialization_torch_writer import torch_zip_bytes
+
+        return _write([torch_zip_bytes(obj)], f)
     encoder = _Encoder()
     root = encoder.encode(obj)
     structure = json.dumps({"root": root, "tensors": encoder.meta}, allow_nan=False, separators=(",", ":"))
@@ -190,7 +203,11 @@ def save(
         offset += len(data)
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)  # the format pads the header to 8-byte alignment with spaces
-    chunks = [struct.pack("<Q", len(head)), head, *(data for _, _, data in encoder.entries.values())]
+    _write([struct.pack("<Q", len(head)), head, *(data for _, _, data in encoder.entries.values())], f)
+
+
+def _write(chunks: list[bytes], f: str | os.PathLike | IO[bytes]) -> None:
+    """The chunks to a file object, or to a path through a temporary file renamed at the end."""
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         tmp = f"{path}.tmp{os.getpid()}"
@@ -218,9 +235,8 @@ def _read_header(data: bytes) -> dict:
         # (torch.save) or a pickle's protocol mark. (Only now: a safetensors header length can begin so too.)
         if data[:4] == b"PK\x03\x04" or (data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")):
             raise CorruptCheckpointError(
-                "not a genesis checkpoint: this looks like a PyTorch .pt file (a zip of "
-                "pickles), which genesis.load does not read (that would mean unpickling), "
-                "or a corrupt file"
+                "not a genesis checkpoint: this looks like a bare pickle (not torch.save's zip), "
+                "which genesis.load does not read (that would mean running its code), or a corrupt file"
             ) from None
         if n is None:
             raise CorruptCheckpointError(
@@ -353,9 +369,10 @@ def load(
 
     ``map_location``: None (each tensor to the device it was saved from), a device or its name, a dict
     {saved location: new location}, or a callable(tensor on the cpu, saved location) returning the tensor
-    to use (None: the default). Nothing is ever unpickled, whatever ``weights_only`` says; ``mmap`` is
-    accepted and ignored. Raises CorruptCheckpointError on a truncated or corrupted file, before any
-    object is built.
+    to use (None: the default). A PyTorch file (torch.save's zip) is read weights-only, whatever
+    ``weights_only`` says: tensors, containers and plain values, any other global raising
+    pickle.UnpicklingError; ``mmap`` is accepted and ignored. Raises CorruptCheckpointError on a
+    truncated or corrupted file, before any object is built.
     """
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as stream:
@@ -364,6 +381,10 @@ def load(
         data = bytes(f)
     else:
         data = f.read()
+    from .serialization_torch import is_torch_file, load_torch
+
+    if is_torch_file(data):
+        return load_torch(data, _placer(map_location))
     header = _read_header(data)
     metadata = header.get("__metadata__") or {}
     entries = _entries(data)
