@@ -76,7 +76,9 @@ from .functions.cross_entropy import cross_entropy
 from .functions.matmul import linear
 from .functions.normalization import layer_norm, rms_norm
 from .functions.rnn import fused_gru_cell, fused_lstm_cell, rnn_layer
+from .functions.rope import apply_rotary_emb
 from .functions.special import erfcx, i0e, i1, i1e, log_ndtr, ndtri, zeta
+from .functions.stats import searchsorted
 from .functions.special_bessel import (
     airy_ai,
     bessel_j0,
@@ -123,6 +125,7 @@ def _read_version() -> str:
 __version__ = _read_version()
 
 __all__ = [
+    "apply_rotary_emb",
     "Size",
     "autocast",
     "autocast_policy",
@@ -233,4 +236,5 @@ __all__ = [
     "modified_bessel_k1",
     "scaled_modified_bessel_k0",
     "scaled_modified_bessel_k1",
+    "searchsorted",
 ]

@@ -561,6 +561,31 @@ class NDArray:
         dgate, dup = self._ops["gated_backward"](grad_output._data, self._data, up._data, kind)
         return self._wrap(dgate), self._wrap(dup)
 
+    def rope(
+        self, cos: NDArray, sin: NDArray, positions: NDArray, seq_dim: int, interleaved: bool, inverse: bool
+    ) -> NDArray:
+        """Rotary position embeddings of this (batch, seq, heads, head_dim) array (``seq_dim`` 1) or
+        (batch, heads, seq, head_dim) one (``seq_dim`` 2): the first ``2 * cos.shape[1]`` features of each
+        head rotated pairwise by the angles of the token's position (``positions``, integer (batch, seq),
+        read on the device), half-split pairs (i, i + d/2) or ``interleaved`` ones (2i, 2i+1); ``inverse``
+        rotates by minus the angles (the gradient). ``cos`` / ``sin``: float tables (max_pos, d/2)."""
+        for other in (cos, sin, positions):
+            self._same_device(other)
+        if self.ndim != 4 or seq_dim not in (1, 2) or not self.dtype.is_floating_point:
+            raise RuntimeError(f"rope: expected a 4-D float array and seq_dim 1 or 2, got {list(self.shape)} "
+                               f"{self.dtype.name}, seq_dim {seq_dim}")  # fmt: skip
+        if cos.ndim != 2 or cos.shape != sin.shape or cos.dtype != sin.dtype or not cos.dtype.is_floating_point:
+            raise RuntimeError(f"rope: cos and sin must be float tables of one shape (max_pos, rotary_dim / 2), got "
+                               f"{list(cos.shape)} {cos.dtype.name} and {list(sin.shape)} {sin.dtype.name}")  # fmt: skip
+        if 2 * cos.shape[1] > self.shape[3]:
+            raise RuntimeError(f"rope: rotary_dim {2 * cos.shape[1]} exceeds head_dim {self.shape[3]}")
+        want = (self.shape[0], self.shape[seq_dim])
+        if positions.dtype.name not in ("int32", "int64") or positions.shape != want:
+            raise RuntimeError(f"rope: positions must be int32 / int64 {list(want)}, got {list(positions.shape)} "
+                               f"{positions.dtype.name}")  # fmt: skip
+        out = self._ops["rope"](self._data, cos._data, sin._data, positions._data, seq_dim, interleaved, inverse)
+        return self._like(out)
+
     def cross_entropy(
         self, target: NDArray, weight: NDArray | None, ignore_index: int, label_smoothing: float
     ) -> tuple[NDArray, NDArray, NDArray]:
@@ -800,6 +825,10 @@ class NDArray:
     def addcdiv(self, tensor1: NDArray, tensor2: NDArray, value=1) -> NDArray:
         """self + value * tensor1 / tensor2 (tensor1 and tensor2 may not both be integers)."""
         return self._wrap(self._ops["addcdiv"](*self._natives(self, tensor1, tensor2), value))
+
+    def searchsorted(self, values: NDArray, right: bool = False, out_int32: bool = False) -> NDArray:
+        """Insertion indices of ``values`` (R x M) in the sorted rows of self (R x N); backends/*/search.py."""
+        return self._wrap(self._ops["searchsorted"](*self._natives(self, values), right, out_int32))
 
     def cumsum(self, dim: int, dtype=None) -> NDArray:
         return self._wrap(self._ops["cumsum"](self._data, dim, None if dtype is None else as_dtype(dtype)))

@@ -10,6 +10,7 @@ softmax.py      softmax, log_softmax
 cross_entropy.py  fused cross-entropy over logits with class-index targets
 normalization.py  layer_norm, rms_norm (fused forward and backward)
 rnn.py          fused LSTM / GRU cells; one node per recurrent layer and direction over a whole sequence
+rope.py         rotary position embeddings of q and k, one node, fused both ways (apply_rotary_emb)
 attention.py    scaled_dot_product_attention (fused: flash attention on cuda)
 matmul.py       matmul / @
 index.py        gather, scatter(_add), index_select, index_add, masked_fill, masked_select, take_along_dim
@@ -79,6 +80,7 @@ from .memory import Cast, Clone, Contiguous, Copy, Fill, ToDevice
 from .normalization import LayerNorm, RMSNorm
 from .reduce import Amax, Amin, Logsumexp, MaxDim, Mean, MinDim, Prod, Sum, Var, VectorNorm
 from .rnn import FusedGRUCell, FusedLSTMCell, RNNLayer
+from .rope import Rotary
 from .scan import Cumprod, Cumsum
 from .softmax import LogSoftmax, Softmax
 from .sort import Sort, TopK
@@ -170,6 +172,8 @@ __all__ = [
     "CrossEntropy",
     "LayerNorm",
     "RMSNorm",
+    # rope.py
+    "Rotary",
     # rnn.py
     "FusedGRUCell",
     "FusedLSTMCell",

@@ -33,6 +33,7 @@ from .adaptive_pooling import (
     AdaptiveMaxPool3d,
 )
 from .attention import MultiheadAttention
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .bilinear import Bilinear
 from .channelshuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -75,7 +76,7 @@ from .loss_margin import (
 from .lp_pool import LPPool1d, LPPool2d, LPPool3d
 from .max_unpool import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
+from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .parallel import DistributedDataParallel
 from .padding import (
     CircularPad1d,
@@ -98,6 +99,7 @@ from .parameter import Buffer, Parameter
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .rope import RotaryEmbedding
 from .sampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .sparse import Embedding, EmbeddingBag
 from .sync_batchnorm import SyncBatchNorm
@@ -235,6 +237,7 @@ __all__ = [
     "RNNBase",
     "RNNCell",
     "RNNCellBase",
+    "RotaryEmbedding",
     "LSTM",
     "LSTMCell",
     "GRU",

@@ -99,11 +99,13 @@ from .pooling import (
     max_pool3d,
     max_pool3d_with_indices,
 )
+from .rope import apply_rotary_emb
 from .sampling import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .sparse import embedding, embedding_bag, one_hot
 
 __all__ = [
     "alpha_dropout",
+    "apply_rotary_emb",
     "bilinear",
     "celu",
     "celu_",
