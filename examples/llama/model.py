@@ -1,0 +1,265 @@
+"""A Llama / Qwen2-style decoder written with genesis.nn, with Hugging Face's parameter names.
+
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=96, hidden_size=128, ...))
+    logits = model(idx)                                    # training / full recompute: causal attention
+    logits = model(idx, cache=cache, positions=positions)  # prefill or decode against a StaticKVCache
+
+Pre-norm blocks of RMSNorm, grouped-query self-attention with rotary position embeddings (the half-split
+"rotate_half" form of HF's Llama), and a SwiGLU MLP; a final RMSNorm and a head tied to the embedding or
+not. The module tree is HF's LlamaForCausalLM / Qwen2ForCausalLM (``model.layers.N.self_attn.q_proj``,
+``model.norm``, ``lm_head``, ...), so an HF checkpoint's state dict loads by name. Qwen2 is Llama with
+biases on the q / k / v projections (``model_type="qwen2"``).
+
+With a cache, ``positions`` (int64 (batch,) on the model's device) is where each sequence's first new
+token goes; rotary angles and the cache's attention mask come from it on the device, so a decode step
+reads nothing back to the host and can be captured as a CUDA graph (see genesis.generation.StaticKVCache
+for the right-padding convention of a batch of prompts of different lengths).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+import genesis
+import genesis.nn as nn
+import genesis.nn.functional as F
+from genesis.generation import StaticKVCache
+
+
+@dataclass
+class LlamaConfig:
+    """The fields of HF's LlamaConfig / Qwen2Config that the architecture uses (same names, same defaults)."""
+
+    vocab_size: int = 32000
+    hidden_size: int = 4096
+    intermediate_size: int = 11008
+    num_hidden_layers: int = 32
+    num_attention_heads: int = 32
+    num_key_value_heads: int | None = None
+    head_dim: int | None = None
+    max_position_embeddings: int = 2048
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: dict | None = None
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    initializer_range: float = 0.02
+    model_type: str = "llama"
+
+    def __post_init__(self) -> None:
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"num_attention_heads ({self.num_attention_heads}) must be a multiple of num_key_value_heads "
+                f"({self.num_key_value_heads})"
+            )
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LlamaConfig:
+        """From an HF config.json's dict: the fields above are taken, the others ignored."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (config.json / checkpoint metadata)."""
+        return asdict(self)
+
+    @property
+    def qkv_bias(self) -> bool:
+        """Biases on q / k / v: Llama's attention_bias, always for Qwen2."""
+        return self.attention_bias or self.model_type == "qwen2"
+
+    def parameter_count(self) -> int:
+        """Parameters of the model (the tied head counted once)."""
+        h, d, layers = self.hidden_size, self.head_dim, self.num_hidden_layers
+        q, kv = self.num_attention_heads * d, self.num_key_value_heads * d
+        attention = h * (q + 2 * kv) + q * h + (q + 2 * kv) * self.qkv_bias + h * self.attention_bias
+        mlp = 3 * h * self.intermediate_size + (2 * self.intermediate_size + h) * self.mlp_bias
+        embed = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
+        return layers * (attention + mlp + 2 * h) + h + embed
+
+
+def rope_inv_freq(config: LlamaConfig) -> np.ndarray:
+    """Rotary inverse frequencies (head_dim / 2,), float64, with Llama 3's frequency-dependent scaling when
+    ``rope_scaling`` says ``rope_type: llama3`` (long wavelengths divided by ``factor``, short ones kept,
+    a smooth blend between)."""
+    dim = config.head_dim
+    inv_freq = 1.0 / config.rope_theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+    scaling = config.rope_scaling or {}
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind in (None, "default"):
+        return inv_freq
+    if kind != "llama3":
+        raise NotImplementedError(f"rope_scaling of type {kind!r} is not supported (default and llama3 are)")
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_context = scaling["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv_freq
+    scaled = np.where(wavelen > old_context / low, inv_freq / factor, inv_freq)
+    smooth = (old_context / wavelen - low) / (high - low)
+    blended = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = (wavelen >= old_context / high) & (wavelen <= old_context / low)
+    return np.where(medium, blended, scaled)
+
+
+def rotate_half(x):
+    """(x1, x2) -> (-x2, x1) over the two halves of the last dim (HF's Llama convention)."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return genesis.cat((-x2, x1), dim=-1)
+
+
+def apply_rope(x, cos, sin):
+    """x (B, heads, T, D) rotated by the angles whose cos / sin are (B or 1, 1, T, D)."""
+    return x * cos + rotate_half(x) * sin
+
+
+class LlamaAttention(nn.Module):
+    """Grouped-query self-attention: num_key_value_heads key / value heads shared by groups of query heads."""
+
+    def __init__(self, config: LlamaConfig, layer_idx: int) -> None:
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.heads, self.kv_heads, self.head_dim = (
+            config.num_attention_heads,
+            config.num_key_value_heads,
+            config.head_dim,
+        )
+        h, bias = config.hidden_size, config.qkv_bias
+        self.q_proj = nn.Linear(h, self.heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, h, bias=config.attention_bias)
+
+    def forward(self, x, cos, sin, cache: StaticKVCache | None = None, positions=None, mask=None):
+        batch, length, _ = x.shape
+        q = self.q_proj(x).view(batch, length, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if cache is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        else:  # against the whole cache; the mask hides slots past each sequence's position
+            keys, values = cache.update(self.layer_idx, k, v, positions)
+            y = F.scaled_dot_product_attention(q, keys.to(q.dtype), values.to(q.dtype), attn_mask=mask, enable_gqa=True)
+        return self.o_proj(y.transpose(1, 2).reshape(batch, length, self.heads * self.head_dim))
+
+
+class LlamaMLP(nn.Module):
+    """SwiGLU: down(silu(gate(x)) * up(x))."""
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        h, i, bias = config.hidden_size, config.intermediate_size, config.mlp_bias
+        self.gate_proj = nn.Linear(h, i, bias=bias)
+        self.up_proj = nn.Linear(h, i, bias=bias)
+        self.down_proj = nn.Linear(i, h, bias=bias)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaDecoderLayer(nn.Module):
+    """x + attention(norm(x)), then + mlp(norm(.))."""
+
+    def __init__(self, config: LlamaConfig, layer_idx: int) -> None:
+        super().__init__()
+        self.input_layernorm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        self.self_attn = LlamaAttention(config, layer_idx)
+        self.post_attention_layernorm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        self.mlp = LlamaMLP(config)
+
+    def forward(self, x, cos, sin, cache=None, positions=None, mask=None):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, positions, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(nn.Module):
+    """Embedding, decoder layers, final norm; rotary cos / sin tables as non-persistent buffers."""
+
+    def __init__(self, config: LlamaConfig, max_seq_len: int | None = None) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList([LlamaDecoderLayer(config, i) for i in range(config.num_hidden_layers)])
+        self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        table = max_seq_len or config.max_position_embeddings
+        angles = np.outer(np.arange(table, dtype=np.float64), rope_inv_freq(config))
+        angles = np.concatenate([angles, angles], axis=-1)  # (table, head_dim): both halves share an angle
+        self.register_buffer("rope_cos", genesis.tensor(np.cos(angles), dtype=genesis.float32), persistent=False)
+        self.register_buffer("rope_sin", genesis.tensor(np.sin(angles), dtype=genesis.float32), persistent=False)
+
+    def forward(self, idx, cache: StaticKVCache | None = None, positions=None):
+        batch, length = idx.shape
+        x = self.embed_tokens(idx)
+        offsets = genesis.arange(length, device=idx.device)
+        if cache is None:
+            position_ids, mask = offsets.view(1, length), None
+        else:
+            position_ids, mask = positions.view(batch, 1) + offsets, cache.attention_mask(positions, length)
+        # (B or 1, 1, T, head_dim), in the activations' dtype as HF does
+        cos = F.embedding(position_ids, self.rope_cos).unsqueeze(1).to(x.dtype)
+        sin = F.embedding(position_ids, self.rope_sin).unsqueeze(1).to(x.dtype)
+        for layer in self.layers:
+            x = layer(x, cos, sin, cache, positions, mask)
+        return self.norm(x)
+
+
+class LlamaForCausalLM(nn.Module):
+    """The decoder and its language-model head (tied to embed_tokens when config.tie_word_embeddings)."""
+
+    def __init__(self, config: LlamaConfig, max_seq_len: int | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.model = LlamaModel(config, max_seq_len)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight  # one Parameter, listed once
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=self.config.initializer_range)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def forward(self, idx, targets=None, cache: StaticKVCache | None = None, positions=None, logits_at=None):
+        """Logits (B, T, vocab), or (B, 1, vocab) at the int64 (B,) indices ``logits_at`` (each prompt's last
+        token after a right-padded prefill); with ``targets`` also the mean cross-entropy."""
+        hidden = self.model(idx, cache, positions)
+        if logits_at is not None:
+            index = logits_at.view(-1, 1, 1).expand(hidden.shape[0], 1, hidden.shape[2])
+            hidden = hidden.gather(1, index)
+        logits = self.lm_head(hidden)
+        if targets is None:
+            return logits
+        return logits, F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
+
+    def make_cache(self, batch_size: int, max_len: int, dtype=None, device=None) -> StaticKVCache:
+        """A StaticKVCache for this model (default: the weights' dtype and device)."""
+        weight = self.lm_head.weight
+        c = self.config
+        return StaticKVCache(
+            c.num_hidden_layers,
+            batch_size,
+            c.num_key_value_heads,
+            max_len,
+            c.head_dim,
+            dtype=dtype or weight.dtype,
+            device=device or weight.device,
+        )
+
+
+def estimate_memory(config: LlamaConfig, dtype, batch_size: int = 1, max_len: int = 0) -> dict[str, int]:
+    """Bytes of the weights in ``dtype`` and of a KV cache for ``batch_size`` x ``max_len`` tokens."""
+    itemsize = genesis.tensor([], dtype=dtype).element_size()
+    weights = config.parameter_count() * itemsize
+    cache = StaticKVCache.estimate_bytes(
+        config.num_hidden_layers, batch_size, config.num_key_value_heads, max(max_len, 1), config.head_dim, dtype
+    )
+    return {"weights": weights, "kv_cache": cache if max_len else 0}
