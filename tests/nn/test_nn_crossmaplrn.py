@@ -53,7 +53,7 @@ def test_crossmaplrn_float32_defaults(device):
 
 
 def test_crossmaplrn_wants_4d(device):
-    with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D instead."):
+    with pytest.raises(ValueError, match=r"CrossMapLRN2d: Expected input to be 4D, got 3D instead\."):
         nn.CrossMapLRN2d(3)(genesis.randn(2, 3, 4, device=device))
 
 

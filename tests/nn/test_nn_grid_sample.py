@@ -54,8 +54,8 @@ def test_grid_sample_float32_and_single_pixel(device):
     grid = _grid(1, 3, 3, 2).float()
     for padding_mode in PADDINGS:
         check_forward_backward(
-            lambda a, b: TF.grid_sample(a, b, "bilinear", padding_mode, False),
-            lambda a, b: F.grid_sample(a, b, "bilinear", padding_mode, False),
+            lambda a, b, p=padding_mode: TF.grid_sample(a, b, "bilinear", p, False),
+            lambda a, b, p=padding_mode: F.grid_sample(a, b, "bilinear", p, False),
             [x, grid],
             device,
         )
@@ -119,7 +119,7 @@ def test_grid_sample_errors(device):
             mode="bicubic",
             align_corners=False,
         )
-    with pytest.raises(RuntimeError, match="non-empty spatial dimensions.*dimension 2 being empty"):
+    with pytest.raises(RuntimeError, match=r"non-empty spatial dimensions.*dimension 2 being empty"):
         F.grid_sample(genesis.randn(2, 3, 0, 5, device=device), grid, align_corners=False)
 
 

@@ -8,12 +8,12 @@ import warnings
 from genesis_autograd import Tensor
 
 from . import functional as F
-from .normalization import _BatchNorm
+from .batchnorm import _NormBase
 
 
-class _InstanceNorm(_BatchNorm):
-    """The instance norms' shared forward: the parameters and buffers are BatchNorm's (same names and
-    extra_repr), but the statistics are each plane's own, and num_batches_tracked is never advanced."""
+class _InstanceNorm(_NormBase):
+    """The instance norms' shared forward: the parameters and buffers are _NormBase's (as BatchNorm's, same
+    names and extra_repr), but the statistics are each plane's own, and num_batches_tracked is never advanced."""
 
     _no_batch_dims = 0  # the input's ndim when unbatched
 

@@ -11,9 +11,8 @@ from typing import Any
 from genesis_autograd import Function, Tensor, cat, no_grad
 
 from .. import distributed as dist
-from .instancenorm import _InstanceNorm
+from .batchnorm import _BatchNorm
 from .module import Module
-from .normalization import _BatchNorm
 
 
 class _AllReduceSum(Function):
@@ -121,7 +120,7 @@ class SyncBatchNorm(_BatchNorm):
         """``module`` with every BatchNorm*d in it (itself included) replaced by a SyncBatchNorm holding the
         same parameters, buffers, requires_grad and training mode."""
         output = module
-        if isinstance(module, _BatchNorm) and not isinstance(module, (_InstanceNorm, SyncBatchNorm)):
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):  # instance norms are not
             output = cls(
                 module.num_features,
                 module.eps,

@@ -65,8 +65,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
         k = len(size) - 2
         if theta.ndim != 3 or tuple(theta.shape[-2:]) != (k, k + 1):
             raise ValueError(
-                f"Expected a batch of {k}D affine matrices of shape Nx{k}x{k + 1} for size {size}. "
-                f"Got {theta.shape}."
+                f"Expected a batch of {k}D affine matrices of shape Nx{k}x{k + 1} for size {size}. Got {theta.shape}."
             )
     else:
         raise NotImplementedError(

@@ -16,6 +16,5 @@ __getattr__, __dir__ = shim(
         "_BatchNorm",
         "_LazyNormBase",
     ],
-    sources=("genesis.nn.normalization", "genesis.nn.batchnorm"),
-    aliases={"_NormBase": "_BatchNorm"},
+    sources=("genesis.nn.batchnorm",),
 )

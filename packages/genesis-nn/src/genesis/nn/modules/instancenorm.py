@@ -13,5 +13,5 @@ __getattr__, __dir__ = shim(
         "LazyInstanceNorm3d",
         "_InstanceNorm",
     ],
-    sources=("genesis.nn.normalization", "genesis.nn.instancenorm"),
+    sources=("genesis.nn.instancenorm",),
 )
