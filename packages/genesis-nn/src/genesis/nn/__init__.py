@@ -2,7 +2,6 @@
 forms (nn.functional), with torch.nn's names, signatures and behaviour."""
 
 from . import functional, init, modules, parallel, utils
-from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .activation import (
     GELU,
     GLU,
@@ -24,6 +23,7 @@ from .activation import (
 from .activation_elu import CELU, ELU, SELU
 from .activation_piecewise import Hardshrink, Hardsigmoid, Hardswish, Hardtanh, ReLU6, Softshrink, Threshold
 from .activation_rectifier import PReLU, RReLU
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .adaptive_pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -77,7 +77,6 @@ from .lp_pool import LPPool1d, LPPool2d, LPPool3d
 from .max_unpool import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
-from .parallel import DistributedDataParallel
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -95,6 +94,7 @@ from .padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
+from .parallel import DistributedDataParallel
 from .parameter import Buffer, Parameter
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
@@ -103,7 +103,13 @@ from .rope import RotaryEmbedding
 from .sampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .sparse import Embedding, EmbeddingBag
 from .sync_batchnorm import SyncBatchNorm
-from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "AlphaDropout",
