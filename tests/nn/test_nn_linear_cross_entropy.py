@@ -1,9 +1,16 @@
-"""F.linear_cross_entropy and nn.LinearCrossEntropyLoss against torch 2.13 in float64: the reference path
+"""F.linear_cross_entropy and nn.LinearCrossEntropyLoss (torch 2.13's API) in float64: the reference path
 (class indices or probabilities, weight, ignore_index, label smoothing, bias, K-dimensional heads) and the
 chunked path (LinearCrossEntropyOptions: chunk sizes as torch's, values and the three gradients), the
-fallback warning, repeated backward, torch's errors."""
+fallback warning, repeated backward, torch's errors.
+
+The GPU machine's torch (2.11) has no linear_cross_entropy: the expected values come from the reference
+torch 2.13 documents (``cross_entropy(linear(input, linear_weight), target, **kwargs)``, the K-dimensional
+head reshaped to (N, C, d1, ..., dK) logits) written here in torch, and, where the installed torch has the
+function, torch's own result is checked against that reference as well."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
@@ -14,6 +21,7 @@ import genesis.nn as nn
 import genesis.nn.functional as F
 
 REDUCTIONS = ["mean", "sum", "none"]
+TORCH_HAS_LCE = hasattr(torch.nn.functional, "linear_cross_entropy")  # torch >= 2.13
 
 
 def rand(*shape):
@@ -27,23 +35,39 @@ def _targets(n, c, ignore=None):
     return t
 
 
-def _check(device, inputs, target, tweight=None, **kwargs):
-    """Inputs (input, linear_weight[, linear_bias]) get gradients; the target and class weight are fixed."""
+def reference_linear_cross_entropy(x, w, target, *, linear_bias=None, weight=None, ignore_index=None, **kwargs):
+    """torch 2.13's documented reference path: the head (C, *out_features, in_features) flattened into one
+    linear layer, its logits reshaped to (*batch, C, *out_features), then cross_entropy (ignore_index None
+    meaning cross_entropy's default, -100)."""
+    c, out_features = w.shape[0], tuple(w.shape[1:-1])
+    flat_w = w.reshape(math.prod(out_features, start=c), w.shape[-1])
+    flat_b = None if linear_bias is None else linear_bias.reshape(-1)
+    logits = torch.nn.functional.linear(x, flat_w, flat_b).reshape(*x.shape[:-1], c, *out_features)
+    ignore = -100 if ignore_index is None else ignore_index
+    return torch.nn.functional.cross_entropy(logits, target, weight=weight, ignore_index=ignore, **kwargs)
+
+
+def _check(device, inputs, target, tweight=None, chunk=None, **kwargs):
+    """Inputs (input, linear_weight[, linear_bias]) get gradients; the target and class weight are fixed.
+    ``chunk``: genesis computes in chunks of that many rows (torch's chunked path equals its reference)."""
     gt = g(target, device)
     gw = None if tweight is None else g(tweight, device)
-    gkwargs = dict(kwargs)
-    if "options" in gkwargs and gkwargs["options"] is not None:
-        gkwargs["options"] = nn.LinearCrossEntropyOptions(batch_chunk_size=gkwargs["options"].batch_chunk_size)
+    options = None if chunk is None else nn.LinearCrossEntropyOptions(batch_chunk_size=chunk)
 
     def tfn(x, w, *b):
-        return torch.nn.functional.linear_cross_entropy(
-            x, w, target, linear_bias=b[0] if b else None, weight=tweight, **kwargs
-        )
+        return reference_linear_cross_entropy(x, w, target, linear_bias=b[0] if b else None, weight=tweight, **kwargs)
 
     def gfn(x, w, *b):
-        return F.linear_cross_entropy(x, w, gt, linear_bias=b[0] if b else None, weight=gw, **gkwargs)
+        return F.linear_cross_entropy(x, w, gt, linear_bias=b[0] if b else None, weight=gw, options=options, **kwargs)
 
     check_forward_backward(tfn, gfn, inputs, device)
+    if TORCH_HAS_LCE:  # the reference is torch's own result (the chunked path too)
+        topts = None if chunk is None else torch.nn.LinearCrossEntropyOptions(batch_chunk_size=chunk)
+        bias = {"linear_bias": inputs[2]} if len(inputs) > 2 else {}
+        got = torch.nn.functional.linear_cross_entropy(
+            *inputs[:2], target, weight=tweight, options=topts, **bias, **kwargs
+        )
+        torch.testing.assert_close(got, tfn(*inputs))
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -52,24 +76,22 @@ def _check(device, inputs, target, tweight=None, **kwargs):
 def test_class_indices_match_torch(device, reduction, chunked, bias):
     n, d, c = 11, 4, 9
     inputs = [rand(n, d), rand(c, d)] + ([rand(c)] if bias else [])
-    options = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=4) if chunked else None
-    _check(device, inputs, _targets(n, c, ignore=-100), reduction=reduction, options=options)
+    _check(device, inputs, _targets(n, c, ignore=-100), reduction=reduction, chunk=4 if chunked else None)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("chunked", [False, True])
 def test_weight_and_ignore_index_match_torch(device, reduction, chunked):
     n, d, c = 10, 3, 7
-    options = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=3) if chunked else None
     weight = torch.rand(c, dtype=torch.float64) + 0.2
     _check(
         device,
         [rand(n, d), rand(c, d), rand(c)],
         _targets(n, c, ignore=2),
         weight,
+        chunk=3 if chunked else None,
         reduction=reduction,
         ignore_index=2,
-        options=options,
     )
 
 
@@ -85,25 +107,34 @@ def test_reference_path_smoothing_probabilities_and_k_dims_match_torch(device, r
 
 
 def test_unbatched_chunked_matches_torch(device):
-    options = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=1)
-    _check(device, [rand(4), rand(6, 4)], torch.tensor(2), reduction="none", options=options)
+    _check(device, [rand(4), rand(6, 4)], torch.tensor(2), reduction="none", chunk=1)
 
 
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        dict(),
-        dict(chunking_method="aspect_ratio"),
-        dict(chunking_method="aspect_ratio:4"),
-        dict(batch_chunk_size=5),
-        dict(chunking_method=None),
-    ],
-)
-@pytest.mark.parametrize("shape", [(100, 8, 64), (37, 16, 1000), (5, 32, 4)])
-def test_chunk_sizes_follow_torch(kwargs, shape):
-    rows, features, classes = shape
-    expected = torch.nn.LinearCrossEntropyOptions(**kwargs)._adjust(rows, features, classes, torch.float32)
-    assert nn.LinearCrossEntropyOptions(**kwargs).chunk_rows(rows, features, classes) == expected.batch_chunk_size
+# torch 2.13's LinearCrossEntropyOptions(**kwargs)._adjust(rows, features, classes, float32).batch_chunk_size,
+# by its documented rule: an explicit batch_chunk_size (capped at rows) wins over "auto"; "auto" (no device)
+# is "aspect_ratio:2"; "aspect_ratio[:N]" is next_pow2(ceil(rows / ceil(classes / features))) // N, at most
+# rows and at least 1; chunking_method=None without a size: one chunk of all rows.
+CHUNK_KWARGS = [
+    dict(),
+    dict(chunking_method="aspect_ratio"),
+    dict(chunking_method="aspect_ratio:4"),
+    dict(batch_chunk_size=5),
+    dict(chunking_method=None),
+]
+CHUNK_ROWS = {
+    (100, 8, 64): [8, 16, 4, 5, 100],  # ceil(64 / 8) = 8, ceil(100 / 8) = 13, next_pow2 = 16
+    (37, 16, 1000): [1, 1, 1, 5, 37],  # ceil(1000 / 16) = 63, ceil(37 / 63) = 1: 1 // N floored at 1
+    (5, 32, 4): [4, 5, 2, 5, 5],  # ceil(4 / 32) = 1, 5 rows, next_pow2 = 8, capped at 5 rows
+}
+
+
+@pytest.mark.parametrize("case", range(len(CHUNK_KWARGS)))
+@pytest.mark.parametrize("shape", list(CHUNK_ROWS))
+def test_chunk_sizes_follow_torch(case, shape):
+    kwargs, expected = CHUNK_KWARGS[case], CHUNK_ROWS[shape][case]
+    assert nn.LinearCrossEntropyOptions(**kwargs).chunk_rows(*shape) == expected
+    if TORCH_HAS_LCE:  # the table is torch's answer
+        assert torch.nn.LinearCrossEntropyOptions(**kwargs)._adjust(*shape, torch.float32).batch_chunk_size == expected
 
 
 def test_options_validation_matches_torch():
@@ -157,35 +188,65 @@ ERRORS = [
 
 @pytest.mark.parametrize("x,w,t,kwargs,match", ERRORS, ids=[e[4][:30] for e in ERRORS])
 def test_errors_match_torch(device, x, w, t, kwargs, match):
+    """torch 2.13's messages (checked against the installed torch where it has the function)."""
     tx, tw = rand(*x), rand(*w)
     tt = torch.rand(*t, dtype=torch.float64) if len(t) == 2 else torch.randint(0, 2, t)
     tkwargs = {k: rand(*v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
-    with pytest.raises(RuntimeError, match=match):
-        torch.nn.functional.linear_cross_entropy(tx, tw, tt, **tkwargs)
+    if TORCH_HAS_LCE:
+        with pytest.raises(RuntimeError, match=match):
+            torch.nn.functional.linear_cross_entropy(tx, tw, tt, **tkwargs)
     gkwargs = {k: g(v, device) if isinstance(v, torch.Tensor) else v for k, v in tkwargs.items()}
     with pytest.raises(RuntimeError, match=match):
         F.linear_cross_entropy(g(tx, device), g(tw, device), g(tt, device), **gkwargs)
 
 
+class ReferenceLinearCrossEntropyLoss(torch.nn.Module):
+    """torch 2.13's nn.LinearCrossEntropyLoss (its parameters, buffer, repr and reference forward) written
+    in torch, for torch versions without it: the head stored flat as a Linear of C * prod(out_features)
+    outputs, the class weight a buffer (as _WeightedLoss's)."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, dtype=None, weight=None,
+                 ignore_index=None, options=None):  # fmt: skip
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.num_classes, self.out_features, self.ignore_index, self.options = (
+            num_classes, out_features, ignore_index, options,
+        )  # fmt: skip
+        self.linear = torch.nn.Linear(in_features, math.prod(out_features, start=num_classes), bias=bias, dtype=dtype)
+
+    def forward(self, input, target):
+        w = self.linear.weight.reshape(self.num_classes, *self.out_features, self.linear.in_features)
+        b = None if self.linear.bias is None else self.linear.bias.reshape(self.num_classes, *self.out_features)
+        return reference_linear_cross_entropy(
+            input, w, target, linear_bias=b, weight=self.weight, ignore_index=self.ignore_index
+        )
+
+    def extra_repr(self):
+        return (
+            f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+            f"out_features={self.out_features}, bias={self.linear.bias is not None}, reduction=mean, "
+            f"ignore_index={self.ignore_index}, label_smoothing=0.0, options={self.options}"
+        )
+
+    def _get_name(self):
+        return "LinearCrossEntropyLoss"
+
+
 @pytest.mark.parametrize("out_features,bias", [((), False), ((), True), ((2,), True)])
 def test_module_matches_torch(device, out_features, bias):
     weight = torch.rand(6, dtype=torch.float64) + 0.5
-    tmod = torch.nn.LinearCrossEntropyLoss(
-        4, 6, out_features=out_features, bias=bias, weight=weight, ignore_index=1, dtype=torch.float64
-    )
-    gmod = nn.LinearCrossEntropyLoss(
-        4, 6, out_features=out_features, bias=bias, weight=g(weight, device), ignore_index=1,
-        dtype=genesis.float64, device=device,
-    )  # fmt: skip
+    kwargs = dict(out_features=out_features, bias=bias, ignore_index=1)
+    tmod = ReferenceLinearCrossEntropyLoss(4, 6, weight=weight, dtype=torch.float64, **kwargs)
+    gmod = nn.LinearCrossEntropyLoss(4, 6, weight=g(weight, device), dtype=genesis.float64, device=device, **kwargs)
     assert repr(gmod) == repr(tmod)
+    if TORCH_HAS_LCE:  # the reference prints as torch's module
+        assert repr(torch.nn.LinearCrossEntropyLoss(4, 6, weight=weight, **kwargs)) == repr(tmod)
     target = torch.randint(0, 6, (5, *out_features))
     check_module(tmod, gmod, [rand(5, 4), target], device)
 
 
 def test_module_chunked_matches_torch(device):
-    tmod = torch.nn.LinearCrossEntropyLoss(
-        4, 9, bias=True, dtype=torch.float64, options=torch.nn.LinearCrossEntropyOptions(batch_chunk_size=4)
-    )
+    tmod = ReferenceLinearCrossEntropyLoss(4, 9, bias=True, dtype=torch.float64)
     gmod = nn.LinearCrossEntropyLoss(
         4, 9, bias=True, dtype=genesis.float64, device=device, options=nn.LinearCrossEntropyOptions(batch_chunk_size=4)
     )
