@@ -71,6 +71,19 @@ from genesis_autograd import int64 as long
 from . import (
     _torch_composites,
     _torch_functions,
+    _torch_indexing,
+    _torch_math,
+    _torch_nn_losses,
+    _torch_nn_ops,
+    _torch_nn_ops_spatial,
+    _torch_products,
+    _torch_runtime,
+    _torch_sampling,
+    _torch_shape,
+    _torch_special,
+    _torch_stats,
+    _torch_tensor_misc,
+    _torch_windows,
     amp,
     autograd,
     cuda,
@@ -79,33 +92,24 @@ from . import (
     linalg,
     nn,
     optim,
+    special,
     utils,
 )
 from ._torch_composites import *  # noqa: F403  (torch.X functions composed of other ops)
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
-from . import _torch_nn_ops
-from ._torch_nn_ops import *  # noqa: F403  (torch's top-level activations, dropouts, distances: _torch_nn_ops.__all__)
-from . import _torch_nn_losses
-from ._torch_nn_losses import *  # noqa: F403  (torch's top-level losses: names in _torch_nn_losses.__all__)
-from . import _torch_shape
-from ._torch_shape import *  # noqa: F403  (shape, joining, splitting: names in _torch_shape.__all__)
-from . import _torch_indexing
 from ._torch_indexing import *  # noqa: F403  (indexing: names in _torch_indexing.__all__)
-from . import _torch_sampling
-from ._torch_sampling import *  # noqa: F403  (sampling and creation: names in _torch_sampling.__all__)
-from . import _torch_tensor_misc
-from ._torch_tensor_misc import *  # noqa: F403  (Tensor queries: names in _torch_tensor_misc.__all__)
-from . import _torch_math, _torch_products, _torch_runtime
 from ._torch_math import *  # noqa: F403  (elementwise math, comparisons, top-level in-place forms: its __all__)
-from ._torch_products import *  # noqa: F403  (products and reductions: names in _torch_products.__all__)
-from . import _torch_special, special
-from ._torch_special import *  # noqa: F403  (special functions and the math around them: its __all__)
-from . import _torch_stats, _torch_windows
-from ._torch_stats import *  # noqa: F403  (order statistics, binning, integrals: its __all__)
-from ._torch_windows import *  # noqa: F403  (window functions: its __all__)
-from ._torch_runtime import *  # noqa: F403  (constants, dtype info, layouts, predicates: _torch_runtime.__all__)
-from . import _torch_nn_ops_spatial
+from ._torch_nn_losses import *  # noqa: F403  (torch's top-level losses: names in _torch_nn_losses.__all__)
+from ._torch_nn_ops import *  # noqa: F403  (torch's top-level activations, dropouts, distances: _torch_nn_ops.__all__)
 from ._torch_nn_ops_spatial import *  # noqa: F403  (torch's top-level conv / pool / norm: names in its __all__)
+from ._torch_products import *  # noqa: F403  (products and reductions: names in _torch_products.__all__)
+from ._torch_runtime import *  # noqa: F403  (constants, dtype info, layouts, predicates: _torch_runtime.__all__)
+from ._torch_sampling import *  # noqa: F403  (sampling and creation: names in _torch_sampling.__all__)
+from ._torch_shape import *  # noqa: F403  (shape, joining, splitting: names in _torch_shape.__all__)
+from ._torch_special import *  # noqa: F403  (special functions and the math around them: its __all__)
+from ._torch_stats import *  # noqa: F403  (order statistics, binning, integrals: its __all__)
+from ._torch_tensor_misc import *  # noqa: F403  (Tensor queries: names in _torch_tensor_misc.__all__)
+from ._torch_windows import *  # noqa: F403  (window functions: its __all__)
 from .nn.functional.rnn import gru, gru_cell, lstm, lstm_cell, rnn_relu, rnn_relu_cell, rnn_tanh, rnn_tanh_cell
 from .random import normal, rand, randint, randn, randperm
 from .serialization import load, save
@@ -215,3 +219,4 @@ __all__ += _torch_products.__all__
 __all__ += _torch_runtime.__all__
 __all__ += _torch_special.__all__ + ["special"]
 __all__ += _torch_stats.__all__ + _torch_windows.__all__
+__all__ += ["gru", "gru_cell", "lstm", "lstm_cell", "rnn_relu", "rnn_relu_cell", "rnn_tanh", "rnn_tanh_cell"]
