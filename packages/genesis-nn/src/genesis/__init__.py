@@ -79,6 +79,7 @@ from . import (
     _torch_products,
     _torch_runtime,
     _torch_sampling,
+    _torch_settings,
     _torch_shape,
     _torch_special,
     _torch_stats,
@@ -89,6 +90,7 @@ from . import (
     cuda,
     distributed,
     distributions,
+    generation,
     linalg,
     nn,
     optim,
@@ -105,6 +107,7 @@ from ._torch_nn_ops_spatial import *  # noqa: F403  (torch's top-level conv / po
 from ._torch_products import *  # noqa: F403  (products and reductions: names in _torch_products.__all__)
 from ._torch_runtime import *  # noqa: F403  (constants, dtype info, layouts, predicates: _torch_runtime.__all__)
 from ._torch_sampling import *  # noqa: F403  (sampling and creation: names in _torch_sampling.__all__)
+from ._torch_settings import *  # noqa: F403  (autocast state, threads, determinism, print options: its __all__)
 from ._torch_shape import *  # noqa: F403  (shape, joining, splitting: names in _torch_shape.__all__)
 from ._torch_special import *  # noqa: F403  (special functions and the math around them: its __all__)
 from ._torch_stats import *  # noqa: F403  (order statistics, binning, integrals: its __all__)
@@ -113,6 +116,7 @@ from ._torch_windows import *  # noqa: F403  (window functions: its __all__)
 from .nn.functional.rnn import gru, gru_cell, lstm, lstm_cell, rnn_relu, rnn_relu_cell, rnn_tanh, rnn_tanh_cell
 from .random import normal, rand, randint, randn, randperm
 from .serialization import load, save
+from .serialization_hf import estimate_checkpoint_bytes, load_hf_checkpoint
 from .utils.data.generator import Generator
 
 
@@ -217,6 +221,7 @@ __all__ += _torch_tensor_misc.__all__
 __all__ += _torch_math.__all__
 __all__ += _torch_products.__all__
 __all__ += _torch_runtime.__all__
+__all__ += _torch_settings.__all__
 __all__ += _torch_special.__all__ + ["special"]
 __all__ += _torch_stats.__all__ + _torch_windows.__all__
 __all__ += ["gru", "gru_cell", "lstm", "lstm_cell", "rnn_relu", "rnn_relu_cell", "rnn_tanh", "rnn_tanh_cell"]
