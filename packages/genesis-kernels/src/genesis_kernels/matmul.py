@@ -433,6 +433,44 @@ class TmaConfig(NamedTuple):
     warp_specialize: bool = True
 
 
+class PointerConfig(NamedTuple):
+    """The pointer kernel's configuration for one product (``matmul_plan``'s ``config``): tile
+    (bm x bn, K step bk), warps, pipeline stages and ``split`` K slices (1: no split-K; more: each
+    slice's float32 partial is summed by a second kernel). Tile sizes are clamped to the product
+    (at least 16, at most the next power of two of its dimension) and ``split`` to whole K steps."""
+
+    bm: int
+    bn: int
+    bk: int
+    warps: int
+    stages: int
+    split: int = 1
+
+
+MatmulConfig = PointerConfig | TmaConfig
+
+
+def latency_config(dtype: str, M: int, N: int, K: int) -> PointerConfig:
+    """A pointer-kernel configuration for a small-M product launched in a chain of dependent steps
+    (a recurrent net's h @ W_hh^T, 64 rows), where each launch's latency, not the chip's throughput,
+    is what counts.
+
+    One row tile (M <= 64), the widest column tile (128, 64, 32) that still gives every SM a program,
+    and split-K only where even 32-column tiles leave SMs idle, in at most as many slices as fill one
+    wave (no second wave of programs, and no second launch where the tiles alone fill the chip). The
+    general choice (``_config`` / ``_split_k``) takes bigger tiles and splits K up to five ways, which
+    suits one product but not a chain of them. benchmarks/sweep_rnn_step.py measures both.
+    """
+    sms = sm_count()
+    bm = max(16, min(64, next_pow2(M)))
+    bk = 64 if dtype_info(dtype).itemsize == 2 else 32
+    rows = cdiv(M, bm)
+    bn = next((c for c in (128, 64) if rows * cdiv(N, c) >= sms), 32)
+    programs = rows * cdiv(N, bn)
+    split = max(1, min(sms // programs, K // (_MIN_SLICE_TILES * bk), 8))
+    return PointerConfig(bm, bn, bk, 4, 3, split)
+
+
 # Stream-K pays where a long-K product has too few output tiles to occupy half the SMs (a 768 x 768
 # weight gradient over 8192 rows: 36 tiles of 128 x 128 for 132 SMs, 1.21x cuBLAS against 0.95x
 # data-parallel on an H100). Above that, measured (benchmarks/sweep_matmul_wgrad.py), the partials'
@@ -544,11 +582,17 @@ def matmul_plan(
     bias: BufferLike | None = None,
     activation: str = "none",
     allow_tf32: bool = False,
+    config: MatmulConfig | None = None,
 ) -> MatmulPlan | None:
     """The launch of ``matmul(a, b, out, ...)`` for these buffers' layouts, resolved once and cached:
     ``plan(a.ptr, b.ptr, out.ptr, bias.ptr (out.ptr without a bias), stream)`` runs it on any buffers of
     the same dtypes, shapes and strides whose pointers have the same 16-byte alignment. None where the
     product is all zeros (K == 0, no bias, no activation): ``fill`` the output instead.
+
+    ``config`` overrides the automatic choice of kernel and configuration (for sweeps, tests, and callers
+    that know their product better, e.g. a recurrent step's :func:`latency_config`): a
+    :class:`PointerConfig` takes the pointer kernel, a :class:`TmaConfig` the TMA kernel (ValueError where
+    the operands' dtypes or layouts rule it out). None: chosen by shape.
     """
     key = (
         a.dtype,
@@ -566,10 +610,11 @@ def matmul_plan(
         None if bias is None else (bias.dtype, bias.shape, bias.strides),
         activation,
         allow_tf32,
+        config,
     )
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _plan(a, b, out, bias, activation, allow_tf32)
+        plan = _plan(a, b, out, bias, activation, allow_tf32, config)
         if plan is None:
             return None
         if len(_PLANS) >= _PLANS_MAX:
@@ -579,7 +624,13 @@ def matmul_plan(
 
 
 def _plan(
-    a: BufferLike, b: BufferLike, out: BufferLike, bias: BufferLike | None, activation: str, allow_tf32: bool
+    a: BufferLike,
+    b: BufferLike,
+    out: BufferLike,
+    bias: BufferLike | None,
+    activation: str,
+    allow_tf32: bool,
+    config: MatmulConfig | None = None,
 ) -> MatmulPlan | None:
     """Check the operands and choose the kernel, its configuration and its grid (see matmul_plan)."""
     if len(a.shape) != 3 or len(b.shape) != 3 or len(out.shape) != 3:
@@ -599,11 +650,20 @@ def _plan(
     if K == 0 and bias is None and activation == "none":
         return None
     tf32 = allow_tf32 and a.dtype == "float32"
-    if K > 0 and (a.dtype in ("float16", "bfloat16") or tf32) and a.dtype == out.dtype:
+    tensor_cores = K > 0 and (a.dtype in ("float16", "bfloat16") or tf32) and a.dtype == out.dtype
+    if isinstance(config, TmaConfig):
+        plan = _matmul_tma(a, b, out, bias, activation, tf32, config) if tensor_cores else None
+        if plan is None:
+            raise ValueError(
+                f"matmul: {config} needs the TMA kernel, which cannot read {a.dtype} {tuple(a.shape)} strides "
+                f"{tuple(a.strides)} @ {tuple(b.shape)} strides {tuple(b.strides)} (tf32={tf32})"
+            )
+        return plan
+    if tensor_cores and config is None:
         plan = _matmul_tma(a, b, out, bias, activation, tf32)
         if plan is not None:
             return plan
-    return _matmul_pointers(a, b, out, bias, activation, tf32)
+    return _matmul_pointers(a, b, out, bias, activation, tf32, config)
 
 
 def _bind(fn: LaunchFn, grid: tuple[int, int, int], tail: tuple) -> MatmulPlan:
@@ -616,12 +676,19 @@ def _bind(fn: LaunchFn, grid: tuple[int, int, int], tail: tuple) -> MatmulPlan:
 
 
 def _matmul_tma(
-    a: BufferLike, b: BufferLike, out: BufferLike, bias: BufferLike | None, act: str, tf32: bool
+    a: BufferLike,
+    b: BufferLike,
+    out: BufferLike,
+    bias: BufferLike | None,
+    act: str,
+    tf32: bool,
+    config: TmaConfig | None = None,
 ) -> MatmulPlan | None:
-    """The persistent TMA kernel's plan, when the operands' layouts allow it; None when they do not."""
+    """The persistent TMA kernel's plan (``config``, else chosen by shape), when the operands' layouts
+    allow it; None when they do not."""
     B, M, K = a.shape
     N = b.shape[2]
-    if M < 64 or N < 64 or K < 16:  # small products: the pointer kernel's small tiles waste less
+    if K < 16 or (config is None and (M < 64 or N < 64)):  # small products: the pointer kernel wastes less
         return None
     if max(B, M, N, K) >= INT32_LIMIT:  # descriptor coordinates are 32-bit
         return None
@@ -638,7 +705,7 @@ def _matmul_tma(
     if batched and b_batches == 1 and not la[0] and a.strides[0] == M * la[1] and out.strides[0] == M * lo[1]:
         # (B, M, K) rows contiguous across batches times one shared (K, N): one (B*M, K) product.
         M, B, batched, a_batches = M * B, 1, False, 1
-    cfg = _tma_config(item, M, N, K, batched, la[0])
+    cfg = _tma_config(item, M, N, K, batched, la[0]) if config is None else config
     has_bias = bias is not None
     precision = "tf32" if tf32 else "ieee"
     if cfg.stream_k and not batched:
@@ -833,14 +900,26 @@ def _build_stream_k(
 
 
 def _matmul_pointers(
-    a: BufferLike, b: BufferLike, out: BufferLike, bias: BufferLike | None, act: str, tf32: bool
+    a: BufferLike,
+    b: BufferLike,
+    out: BufferLike,
+    bias: BufferLike | None,
+    act: str,
+    tf32: bool,
+    config: PointerConfig | None = None,
 ) -> MatmulPlan:
-    """The tiled pointer kernel's plan: any strides, every float dtype, exact float32 / float64."""
+    """The tiled pointer kernel's plan (``config``, else chosen by shape): any strides, every float dtype,
+    exact float32 / float64."""
     B, M, K = a.shape
     N = b.shape[2]
     acc = "float64" if a.dtype == "float64" else "float32"
     precision = "tf32" if tf32 else "ieee"
-    bm, bn, bk, warps, stages = _config(a.dtype, tf32, M, N, max(K, 1))
+    if config is None:
+        bm, bn, bk, warps, stages = _config(a.dtype, tf32, M, N, max(K, 1))
+        split, k_per = _split_k(B, M, N, K, bm, bn, bk)
+    else:
+        bm, bn, bk, warps, stages = _clamped(config, M, N, max(K, 1))
+        split, k_per = _slices(B, M, N, K, bk, config.split)
     big = max(extent(tuple(t.shape), tuple(t.strides)) for t in (a, b, out)) >= INT32_LIMIT - 65536
     a_k = a.strides[2] == 1
     b_n = b.strides[2] == 1
@@ -856,8 +935,8 @@ def _matmul_pointers(
         + [n for n in ("sab", "sam", "sbb", "sbk", "sob", "som") if strides[n] % 16 == 0]
     )
     bias_dtype = bias.dtype if bias is not None else None
-    split, k_per = _split_k(B, M, N, K, bm, bn, bk)
-    key = (a.dtype, out.dtype, precision, big, a_k, b_n, o_n, bm, bn, bk, aligned, has_bias, act, bias_dtype, split)
+    key = (a.dtype, out.dtype, precision, big, a_k, b_n, o_n, bm, bn, bk, warps, stages, aligned, has_bias, act,
+           bias_dtype, split)  # fmt: skip
     fn = _MATMUL.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
@@ -910,6 +989,30 @@ def _split_k(B: int, M: int, N: int, K: int, bm: int, bn: int, bk: int) -> tuple
     if 2 * programs > sms or K < 2 * _MIN_SLICE_TILES * bk:
         return 1, K
     split = min(cdiv(sms, programs), K // (_MIN_SLICE_TILES * bk), _MAX_SPLIT)
+    if split < 2 or split * B * M * N >= INT32_LIMIT:
+        return 1, K
+    k_per = cdiv(cdiv(K, split), bk) * bk
+    return cdiv(K, k_per), k_per
+
+
+def _clamped(config: PointerConfig, M: int, N: int, K: int) -> tuple[int, int, int, int, int]:
+    """A requested pointer configuration's (bm, bn, bk, warps, stages), tiles clamped to the product as
+    ``_config`` clamps its own (tl.dot needs every tile dimension >= 16)."""
+    for name, v in (("bm", config.bm), ("bn", config.bn), ("bk", config.bk)):
+        if v < 16 or v & (v - 1):
+            raise ValueError(f"matmul: {name} must be a power of two >= 16, got {v} in {config}")
+    if config.warps not in (1, 2, 4, 8, 16) or config.stages < 1 or config.split < 1:
+        raise ValueError(f"matmul: bad warps, stages or split in {config}")
+    bm = max(16, min(config.bm, next_pow2(M)))
+    bn = max(16, min(config.bn, next_pow2(N)))
+    bk = max(16, min(config.bk, next_pow2(K)))
+    return bm, bn, bk, config.warps, config.stages
+
+
+def _slices(B: int, M: int, N: int, K: int, bk: int, split: int) -> tuple[int, int]:
+    """(K slices, K per slice) for a requested ``split``: whole K steps per slice, at most one slice per
+    step, and none where the partials would pass 32-bit offsets."""
+    split = min(split, max(1, K // bk))
     if split < 2 or split * B * M * N >= INT32_LIMIT:
         return 1, K
     k_per = cdiv(cdiv(K, split), bk) * bk

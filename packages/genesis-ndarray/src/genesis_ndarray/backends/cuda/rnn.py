@@ -20,13 +20,31 @@ from collections.abc import Sequence
 
 import genesis_kernels as gk
 import genesis_storage as gs
-from genesis_kernels.matmul import MatmulPlan
+from genesis_kernels.matmul import MatmulConfig, MatmulPlan, latency_config
 
 from ...precision import allow_tf32
 from .common import View, reg, stream_of
 from .memory import contiguous
 
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+
+# The recurrent products' kernel choice for a step of at most STEP_ROWS rows, by (precision, direction):
+# "auto" keeps matmul's own choice (made for one product's throughput), "latency" takes
+# gk.matmul.latency_config (one launch where the tiles fill the chip, split-K only up to one wave), and a
+# PointerConfig / TmaConfig is used as given. Each step waits for the previous one, so a step's latency is
+# what counts. benchmarks/sweep_rnn_step.py times the candidates on the GPU and prints the line to put here.
+# "tf32": float32 with TF32 allowed; "half": bfloat16 / float16; exact float32 and float64 always "auto".
+STEP_ROWS = 64
+STEP_CONFIG: dict[tuple[str, str], str | MatmulConfig] = {
+    ("tf32", "forward"): "latency",
+    ("tf32", "backward"): "latency",
+    ("half", "forward"): "auto",
+    ("half", "backward"): "auto",
+}
+# Whether the backward's dh = dgates @ W_hh reads a transposed copy of W_hh (made once per layer and
+# direction): B then lies K-major, which TF32's TMA kernel needs (without it the product takes the
+# pointer kernel). Only useful with a TmaConfig (or "auto") for ("tf32", "backward").
+BACKWARD_TRANSPOSED_WEIGHT = {"tf32": False, "half": False}
 
 
 def _rows(v: View) -> View:
@@ -96,11 +114,19 @@ def _bias(b: View | None) -> View | None:
 
 
 # ------------------------------------------------------------------ whole sequences
+def _precision(dtype: str, tf32: bool) -> str | None:
+    """The STEP_CONFIG class of a product in ``dtype``: "tf32", "half", or None (exact: matmul decides)."""
+    if dtype == "float32":
+        return "tf32" if tf32 else None
+    return "half" if dtype in ("bfloat16", "float16") else None
+
+
 class _Product:
     """``x (n, K) @ W^T`` (``transpose``) or ``x @ W`` into an (n, N) block, for any row count ``n``:
-    one matmul plan per (n, alignments), launched on raw pointers. Row strides are fixed per role."""
+    one matmul plan per (n, alignments), launched on raw pointers. Row strides are fixed per role;
+    ``direction`` ("forward" / "backward") picks the STEP_CONFIG entry used for n <= STEP_ROWS."""
 
-    def __init__(self, weight: View, transpose: bool, x_stride: int, out_stride: int) -> None:
+    def __init__(self, weight: View, transpose: bool, x_stride: int, out_stride: int, direction: str) -> None:
         rows, cols = weight.shape
         self.k, self.n_out = (cols, rows) if transpose else (rows, cols)
         st = weight.strides
@@ -108,6 +134,17 @@ class _Product:
         self.weight, self.x_stride, self.out_stride = weight, x_stride, out_stride
         self.plans: dict[tuple[int, int, int], MatmulPlan] = {}
         self.tf32 = allow_tf32()
+        precision = _precision(weight.dtype, self.tf32)
+        self.choice = "auto" if precision is None else STEP_CONFIG[precision, direction]
+
+    def _config(self, n: int) -> MatmulConfig | None:
+        """The configuration of an n-row step's product (None: matmul's own choice)."""
+        if n > STEP_ROWS or self.choice == "auto":
+            return None
+        if self.choice == "latency":
+            return latency_config(self.weight.dtype, n, self.n_out, self.k)
+        assert not isinstance(self.choice, str), f"unknown STEP_CONFIG entry {self.choice!r}"
+        return self.choice
 
     def __call__(self, n: int, x_ptr: int, out_ptr: int, stream: int) -> None:
         key = (n, x_ptr & 15, out_ptr & 15)
@@ -117,7 +154,7 @@ class _Product:
             a = gk.Buffer(x_ptr, (1, n, self.k), (0, self.x_stride, 1), dt)
             b = gk.Buffer(w.ptr, (1, self.k, self.n_out), self.w_strides, dt)
             out = gk.Buffer(out_ptr, (1, n, self.n_out), (0, self.out_stride, 1), dt)
-            plan = gk.matmul_plan(a, b, out, allow_tf32=self.tf32)
+            plan = gk.matmul_plan(a, b, out, allow_tf32=self.tf32, config=self._config(n))
             if plan is None:  # K == 0, which the layers' checks rule out
                 raise ValueError("recurrent product over an empty dimension")
             self.plans[key] = plan
@@ -168,8 +205,8 @@ def rnn_sequence(
     hraw = _empty((xg.shape[0], H), xg) if w_hr is not None else None
     hg = _empty((B, w_hh.shape[0]), xg)
     stream, isz = stream_of(xg), xg.itemsize
-    recurrent = _Product(w_hh, True, P, w_hh.shape[0])
-    project = _Product(w_hr, True, H, P) if w_hr is not None else None
+    recurrent = _Product(w_hh, True, P, w_hh.shape[0], "forward")
+    project = _Product(w_hr, True, H, P, "forward") if w_hr is not None else None
     bias = None if b_hh is None else contiguous(b_hh)
     flags: dict[str, object] = {"HAS_BI": False, "HAS_BH": bias is not None}
     if mode == "lstm":
@@ -229,8 +266,8 @@ def rnn_sequence_backward(
     dhraw = _empty((B, H), hs) if w_hr is not None else None
     go = None if grad_out is None else _rows(grad_out)
     go_stride = 0 if go is None else go.strides[0]
-    back = _Product(w_hh, False, G * H, P)
-    unproject = _Product(w_hr, False, P, H) if w_hr is not None else None
+    back = _backward_product(w_hh, G * H, P)
+    unproject = _Product(w_hr, False, P, H, "backward") if w_hr is not None else None
     # The incoming gradients of each step's output, summed by the cell kernel: the sequence output's (if
     # any), the recurrence's and, for a GRU, the direct part; projected, their sum goes through W_hr first.
     if dhraw is not None:
@@ -272,6 +309,17 @@ def rnn_sequence_backward(
     if dhz is not None:
         gk.binary("add", dh, dhz, dh, compute_dtype=dh.dtype, stream=stream)
     return dxg, dhg, dh, dc, dhtot
+
+
+def _backward_product(w_hh: View, x_stride: int, out_stride: int) -> _Product:
+    """dh = dgates @ W_hh, reading W_hh as stored or, where BACKWARD_TRANSPOSED_WEIGHT says so, a
+    transposed copy ((dgates @ (W_hh^T)^T): B K-major, as TF32's TMA kernel reads it)."""
+    precision = _precision(w_hh.dtype, allow_tf32())
+    if precision is None or not BACKWARD_TRANSPOSED_WEIGHT[precision]:
+        return _Product(w_hh, False, x_stride, out_stride, "backward")
+    rows, cols = w_hh.shape
+    w_t = contiguous(w_hh.as_strided((cols, rows), (w_hh.strides[1], w_hh.strides[0]), w_hh.offset))
+    return _Product(w_t, True, x_stride, out_stride, "backward")
 
 
 def _state(init: View | None, shape: tuple[int, int], like: View) -> View:
