@@ -16,6 +16,14 @@ Casts go through the differentiable cast, so gradients come back in each input's
 dtype. The state is per thread and nests; ``Function.apply`` reads one flag when no
 autocast region is open. Composite functions (nn.functional's layer_norm, say) take a
 policy with :func:`autocast_policy`.
+
+As torch's, the low-precision casts of float32 leaf tensors that require grad (the
+parameters) are cached for the outermost region, so a weight used by several ops is cast
+once: the cache is emptied when the outermost region exits (the nesting count returns to
+0) or by :func:`clear_autocast_cache`, and ``set_autocast_cache_enabled(False)`` (or
+``autocast(cache_enabled=False)``) turns it off. Unlike torch's, an entry is dropped when
+its tensor was changed in place since (an optimizer step inside the region) or when its
+graph was freed by a backward.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from genesis_ndarray import DType, as_dtype, bfloat16, float16, float32, promote_types
+
+from . import grad_mode
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,6 +83,10 @@ class _State(threading.local):
     def __init__(self) -> None:
         self.dtypes: dict[str, DType] = {}  # device type -> autocast dtype, for the enabled ones
         self.active = False  # any device type enabled: the one check Function.apply makes
+        self.configured: dict[str, DType] = {}  # device type -> dtype set while disabled (set_autocast_dtype)
+        self.nesting = 0  # open autocast regions (autocast_increment_nesting); 0 empties the cast cache
+        self.cache_enabled = True
+        self.cache: dict[tuple[int, DType], tuple[Any, int, Any]] = {}  # (id, dtype) -> (leaf, version, cast)
 
 
 _state = _State()
@@ -84,9 +98,56 @@ def is_autocast_enabled(device_type: str = "cuda") -> bool:
 
 
 def get_autocast_dtype(device_type: str = "cuda") -> DType:
-    """The dtype that ``autocast`` lowers to on ``device_type`` (its default outside a region)."""
-    found = _state.dtypes.get(device_type)
+    """The dtype that ``autocast`` lowers to on ``device_type`` (its default unless set)."""
+    found = _state.dtypes.get(device_type) or _state.configured.get(device_type)
     return found if found is not None else _supported(device_type)[0]
+
+
+def set_autocast_enabled(device_type: str, enabled: bool) -> None:
+    """Turn autocast on or off for ``device_type`` on this thread, outside any ``with autocast`` (which
+    restores the previous state when it exits)."""
+    _supported(device_type)
+    if enabled:
+        _state.dtypes[device_type] = get_autocast_dtype(device_type)
+    else:
+        _state.dtypes.pop(device_type, None)
+    _state.active = bool(_state.dtypes)
+
+
+def set_autocast_dtype(device_type: str, dtype: Any) -> None:
+    """Set the dtype autocast lowers to on ``device_type``, now if enabled and in later enablings."""
+    _supported(device_type)
+    dtype = as_dtype(dtype)
+    _state.configured[device_type] = dtype
+    if device_type in _state.dtypes:
+        _state.dtypes[device_type] = dtype
+
+
+def autocast_increment_nesting() -> int:
+    """Count one more open autocast region; returns the new count (autocast's __enter__ calls it)."""
+    _state.nesting += 1
+    return _state.nesting
+
+
+def autocast_decrement_nesting() -> int:
+    """Count one region fewer; returns the new count (at 0 autocast's __exit__ empties the cast cache)."""
+    _state.nesting -= 1
+    return _state.nesting
+
+
+def is_autocast_cache_enabled() -> bool:
+    """Whether the casts of parameters are cached inside autocast regions (True unless turned off)."""
+    return _state.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Turn the cast cache on or off for this thread."""
+    _state.cache_enabled = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    """Drop the cached casts (the outermost autocast region does it when it exits)."""
+    _state.cache.clear()
 
 
 def _supported(device_type: str) -> tuple[DType, ...]:
@@ -107,7 +168,7 @@ class autocast:
         dtype: the low-precision dtype, ``genesis.float16`` or ``genesis.bfloat16`` (default:
             float16 on cuda, bfloat16 on cpu, as torch).
         enabled: ``False`` turns autocast off inside the region (nested regions restore it).
-        cache_enabled: accepted for torch compatibility; genesis does not cache casts.
+        cache_enabled: cache the casts of parameters inside the region (default: is_autocast_cache_enabled()).
     """
 
     def __init__(
@@ -124,29 +185,40 @@ class autocast:
                 stacklevel=2,
             )
             self.enabled = False
-        self._previous: list[DType | None] = []
+        self.cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else bool(cache_enabled)
+        self._previous: list[tuple[DType | None, DType | None, bool]] = []
 
     def __enter__(self) -> autocast:
-        self._previous.append(_state.dtypes.get(self.device_type))
+        dt = self.device_type
+        self._previous.append((_state.dtypes.get(dt), _state.configured.get(dt), _state.cache_enabled))
+        _state.configured[dt] = self.fast_dtype  # as torch: the region's dtype even where it is disabled
         if self.enabled:
-            _state.dtypes[self.device_type] = self.fast_dtype
+            _state.dtypes[dt] = self.fast_dtype
         else:
-            _state.dtypes.pop(self.device_type, None)
+            _state.dtypes.pop(dt, None)
         _state.active = bool(_state.dtypes)
+        _state.cache_enabled = self.cache_enabled
+        autocast_increment_nesting()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        previous = self._previous.pop()
+        if autocast_decrement_nesting() == 0:
+            clear_autocast_cache()
+        previous, configured, _state.cache_enabled = self._previous.pop()
         if previous is None:
             _state.dtypes.pop(self.device_type, None)
         else:
             _state.dtypes[self.device_type] = previous
+        if configured is None:
+            _state.configured.pop(self.device_type, None)
+        else:
+            _state.configured[self.device_type] = configured
         _state.active = bool(_state.dtypes)
 
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with autocast(self.device_type, self.fast_dtype, self.enabled):
+            with autocast(self.device_type, self.fast_dtype, self.enabled, self.cache_enabled):
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]  # functools.wraps: the wrapper stands in for fn  # functools.wraps: the wrapper stands in for fn
@@ -187,8 +259,26 @@ def cast_inputs(policy: str, args: tuple) -> tuple:
                 # (torch leaves float64 alone under "lower")
                 if out is None:
                     out = list(args)
-                out[i] = a.to(target)  # the positional form: Tensor.to's shortest path to Cast
+                cacheable = lower and _state.cache_enabled and a.is_leaf and a.requires_grad and dtype is float32
+                # the positional form: Tensor.to's shortest path to Cast
+                out[i] = _cached_cast(a, target) if cacheable else a.to(target)
     return args if out is None else tuple(out)
+
+
+def _cached_cast(leaf: Any, target: DType) -> Any:
+    """``leaf.to(target)``, cast once per autocast region (torch's cast cache, for parameters)."""
+    if not grad_mode._state.enabled:  # a cast made without a graph must not serve a later op that needs one
+        return leaf.to(target)
+    key = (id(leaf), target)
+    hit = _state.cache.get(key)
+    if hit is not None:
+        cached_leaf, version, cast = hit
+        fresh = cached_leaf is leaf and version == leaf._version[0] and not cast.grad_fn._freed
+        if fresh:
+            return cast
+    cast = leaf.to(target)
+    _state.cache[key] = (leaf, leaf._version[0], cast)
+    return cast
 
 
 def policy_of(function_class: type) -> str | None:

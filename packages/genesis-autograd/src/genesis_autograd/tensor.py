@@ -38,6 +38,7 @@ from .functions.softmax import SoftmaxMixin
 from .functions.sort import SortMixin
 from .functions.special import SpecialMixin
 from .functions.stats import StatsMixin
+from .functions.tensor_legacy import LegacyTensorMixin
 from .functions.tensor_misc import TensorMiscMixin
 from .functions.unique import UniqueMixin
 from .functions.views import ViewsMixin
@@ -80,6 +81,7 @@ class Tensor(
     SamplingMixin,
     SpecialMixin,
     StatsMixin,
+    LegacyTensorMixin,
 ):
     """A multi-dimensional array of one dtype on one device that can record the operations applied to it.
 

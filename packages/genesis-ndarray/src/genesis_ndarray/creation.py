@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from . import device as _devices
 from . import registry
 from .device import Device, cpu, resolve_device
 from .dtypes import DType, as_dtype, get_default_dtype
@@ -14,8 +15,12 @@ from .ndarray import NDArray, _shape_args
 
 
 def _device(device) -> Device:
-    """The device a factory's argument names (default cpu; a bare "cuda" is the current CUDA device)."""
-    return cpu if device is None else resolve_device(device)
+    """The device a factory's argument names (default: the default device, cpu unless set; a bare "cuda" is
+    the current CUDA device)."""
+    if device is None:
+        device = _devices._default
+        return device if device is cpu else resolve_device(device)
+    return resolve_device(device)
 
 
 def _float_dtype(dtype) -> DType:
@@ -49,8 +54,9 @@ def ones(*shape, dtype=None, device=None) -> NDArray:
 
 
 def from_torch(t: torch.Tensor, device=None) -> NDArray:
-    """Wrap a torch CPU tensor (zero-copy on cpu; a copy onto another device)."""
-    device = _device(device)
+    """Wrap a torch CPU tensor (zero-copy on cpu; a copy onto another device). Default cpu, whatever the
+    default device (torch.from_numpy's)."""
+    device = cpu if device is None else resolve_device(device)
     dtype = as_dtype(t.dtype)
     return NDArray(registry.table(device.type)["from_cpu"](t, device, False), device, dtype)
 
@@ -90,7 +96,7 @@ def array(data, dtype=None, device=None) -> NDArray:
             t = t.to(get_default_dtype().torch)
     if dtype is not None:
         t = t.to(as_dtype(dtype).torch)
-    return from_torch(t, device)
+    return from_torch(t, _device(device))
 
 
 def arange(start, end=None, step=1, dtype=None, device=None) -> NDArray:

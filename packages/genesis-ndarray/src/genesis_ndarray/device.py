@@ -53,6 +53,17 @@ class Device:
     def __reduce__(self):
         return (Device, (self.type, self.index))
 
+    def __enter__(self) -> Device:
+        """``with device("cuda"):`` makes this the default device of factories called without device=."""
+        global _default
+        _default_stack.append(_default)
+        _default = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _default
+        _default = _default_stack.pop()
+
 
 _cache: dict = {}
 _objects: dict[tuple, Device] = {}  # (type, index) -> the one Device that as_device hands out for it
@@ -116,3 +127,24 @@ def resolve_device(value) -> Device:
         found = _cuda.get(index)
         return found if found is not None else cuda_device(index)
     return dev
+
+
+# The device factories use when called without device= (torch.set_default_device); cpu unless set.
+_default: Device = cpu
+_default_stack: list[Device] = []  # the defaults that enclosing ``with device(...)`` blocks replaced
+
+
+def default_device() -> Device:
+    """The factories' default device as set (a bare "cuda" is resolved when something is made there)."""
+    return _default
+
+
+def get_default_device() -> Device:
+    """The device factories use without device=, with its index (torch.get_default_device)."""
+    return resolve_device(_default)
+
+
+def set_default_device(device) -> None:
+    """Make ``device`` the default of factories called without device=; None restores cpu."""
+    global _default
+    _default = cpu if device is None else as_device(device)

@@ -41,14 +41,14 @@ def bernoulli(probs: NDArray, p=None) -> NDArray:
 
 def get_rng_state(device=None) -> NDArray:
     """The generator state of ``device`` (default cpu) as a uint8 array on the cpu."""
-    device = _device(device)
+    device = cpu if device is None else _device(device)  # cpu's, whatever the default device
     state = registry.table(device.type)["get_rng_state"](device)
     return NDArray(state, cpu, as_dtype("uint8"))
 
 
 def set_rng_state(state, device=None) -> None:
     """Restore a state returned by get_rng_state on the same device type."""
-    device = _device(device)
+    device = cpu if device is None else _device(device)  # cpu's, whatever the default device
     if isinstance(state, NDArray):
         state = state.to("cpu").native
     if not isinstance(state, torch.Tensor) or state.dtype != torch.uint8:
@@ -65,5 +65,5 @@ def seed() -> int:
 
 def initial_seed(device=None) -> int:
     """The seed the generator of ``device`` (default cpu) was last seeded with."""
-    device = _device(device)
+    device = cpu if device is None else _device(device)  # cpu's, whatever the default device
     return int(registry.table(device.type)["initial_seed"](device))

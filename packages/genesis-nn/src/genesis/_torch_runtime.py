@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from genesis_autograd import DType, Tensor, bool_, promote_types
+from genesis_autograd import DType, Tensor, bool_, int16, promote_types
 from genesis_autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from genesis_autograd.grad_mode import is_inference_mode_enabled
 
@@ -24,6 +24,7 @@ inf = math.inf
 nan = math.nan
 newaxis = None
 dtype = DType
+short = int16  # torch's C-style alias of int16
 # genesis.cuda star-imports its runtime names (out of the type checker's sight): read them off the module.
 Stream = _cuda.Stream  # type: ignore[attr-defined]
 Event = _cuda.Event  # type: ignore[attr-defined]
@@ -190,6 +191,7 @@ __all__ = [
     "nan",
     "newaxis",
     "dtype",
+    "short",
     "finfo",
     "iinfo",
     "can_cast",

@@ -17,8 +17,9 @@ class CUDAUnavailableError(RuntimeError):
     """No CUDA driver or no CUDA device in this process."""
 
 
-class OutOfMemoryError(MemoryError):
-    """The caching allocator could not satisfy a request even after releasing its cache."""
+class OutOfMemoryError(RuntimeError, MemoryError):
+    """The caching allocator could not satisfy a request even after releasing its cache. A RuntimeError, as
+    torch.cuda.OutOfMemoryError is (``except RuntimeError`` catches it), and a MemoryError."""
 
 
 class StorageClosedError(RuntimeError):

@@ -669,8 +669,11 @@ class ElementwiseMixin(TensorBase):
         """self * other, broadcast, in the promoted dtype."""
         return self * other
 
-    def div(self, other: Tensor | Scalar) -> Tensor:
-        """self / other, broadcast; true division (integer inputs give the default float dtype)."""
+    def div(self, other: Tensor | Scalar, *, rounding_mode: str | None = None) -> Tensor:
+        """self / other, broadcast; true division (integer inputs give the default float dtype), or rounded
+        as ``rounding_mode`` says ("trunc" / "floor": see divide)."""
+        if rounding_mode is not None:
+            return self.divide(other, rounding_mode=rounding_mode)  # type: ignore[attr-defined]  # MathMixin's
         return self / other
 
     def pow(self, exponent: Tensor | Scalar) -> Tensor:
@@ -949,7 +952,9 @@ class ElementwiseMixin(TensorBase):
     def mul_(self, other):
         return self._binary_inplace(Mul.apply, "mul", other)
 
-    def div_(self, other):
+    def div_(self, other, *, rounding_mode: str | None = None):
+        if rounding_mode is not None:
+            return self.divide_(other, rounding_mode=rounding_mode)  # type: ignore[attr-defined]  # MathMixin's
         return self._binary_inplace(Div.apply, "div", other)
 
     __iadd__ = add_

@@ -22,6 +22,7 @@ import numpy as np
 import genesis_kernels as gk
 import genesis_storage as gs
 
+from ...determinism import alert_not_deterministic
 from ...dtypes import int64
 from ...getitem import IndexKind, Layout, layout, normalize, parse
 from ...shape import basic_index, broadcast_shapes
@@ -195,6 +196,8 @@ def _advanced_setitem(v: View, index, value, accumulate: bool = False) -> None:
         else:
             fill_(base, value)
         return
+    if accumulate:  # atomics: repeated indices add up in a varying order
+        alert_not_deterministic("index_put_cuda_ with accumulate=True")
     dims, arrays = _resolve(base, plan.advanced)
     lay = layout(base.shape, dims, [a.shape for a in arrays])
     values = value

@@ -23,6 +23,7 @@ import torch
 import genesis_kernels as gk
 import genesis_storage as gs
 
+from ...determinism import alert_not_deterministic
 from ...dtypes import dtype_by_name, int32
 from ...shape import broadcast_shapes, normalize_dim
 from .common import View, expand_to, forget_range, reg, stream_of, value_range
@@ -150,6 +151,7 @@ def scatter_(input: View, dim: int, index: View, src) -> None:
 def scatter_add_(input: View, dim: int, index: View, src: View) -> None:
     """v[..., index[i], ...] += src[i] along dim (atomic: repeated indices add up)."""
     dim = _check_scatter(input, dim, index, src)
+    alert_not_deterministic("scatter_add_cuda_")  # atomics: the order of the additions varies
     forget_range(input)
     if not math.prod(index.shape):
         return
@@ -186,6 +188,7 @@ def index_select(input: View, dim: int, index: View) -> View:
 @reg("index_add_")
 def index_add_(input: View, dim: int, index: View, source: View, alpha) -> None:
     """v[..., index[j], ...] += alpha * src[..., j, ...] along dim (atomic: repeated indices add up)."""
+    alert_not_deterministic("index_add_cuda_")  # atomics: the order of the additions varies
     if index.dtype not in _INDEX_DTYPES:
         raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {_scalar_type(index.dtype)}")
     if len(index.shape) > 1:
@@ -306,6 +309,7 @@ def embedding(weight: View, indices: View) -> View:
 def embedding_backward(grad_output: View, indices: View, num_weights: int, padding_idx: int | None) -> View:
     """The (num_weights, D) gradient of the weight: grad_output's rows summed into their index's row
     (atomics; the order of the sum is not deterministic), the ``padding_idx`` row left at zero."""
+    alert_not_deterministic("embedding_dense_backward_cuda")
     _check_embedding_indices(indices)
     grad_weight = gs.empty((num_weights, grad_output.shape[-1]), grad_output.dtype, grad_output.device)
     fill_(grad_weight, 0)
