@@ -99,7 +99,7 @@ def generate(
     if min(lengths) == 0:
         raise ValueError("generate: every prompt needs at least one token")
     batch, width = len(prompts), max(lengths)
-    table = model.model.rope_cos.shape[0]
+    table = model.model.rotary_emb.cos_cached.shape[0]
     if width + max_new_tokens > table:
         raise ValueError(
             f"generate: {width} prompt + {max_new_tokens} new tokens exceed the model's {table} rotary positions "

@@ -18,11 +18,8 @@ for the right-padding convention of a batch of prompts of different lengths).
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
-
-import numpy as np
 
 import genesis
 import genesis.nn as nn
@@ -87,39 +84,6 @@ class LlamaConfig:
         return layers * (attention + mlp + 2 * h) + h + embed
 
 
-def rope_inv_freq(config: LlamaConfig) -> np.ndarray:
-    """Rotary inverse frequencies (head_dim / 2,), float64, with Llama 3's frequency-dependent scaling when
-    ``rope_scaling`` says ``rope_type: llama3`` (long wavelengths divided by ``factor``, short ones kept,
-    a smooth blend between)."""
-    dim = config.head_dim
-    inv_freq = 1.0 / config.rope_theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
-    scaling = config.rope_scaling or {}
-    kind = scaling.get("rope_type", scaling.get("type"))
-    if kind in (None, "default"):
-        return inv_freq
-    if kind != "llama3":
-        raise NotImplementedError(f"rope_scaling of type {kind!r} is not supported (default and llama3 are)")
-    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
-    old_context = scaling["original_max_position_embeddings"]
-    wavelen = 2 * math.pi / inv_freq
-    scaled = np.where(wavelen > old_context / low, inv_freq / factor, inv_freq)
-    smooth = (old_context / wavelen - low) / (high - low)
-    blended = (1 - smooth) * scaled / factor + smooth * scaled
-    medium = (wavelen >= old_context / high) & (wavelen <= old_context / low)
-    return np.where(medium, blended, scaled)
-
-
-def rotate_half(x):
-    """(x1, x2) -> (-x2, x1) over the two halves of the last dim (HF's Llama convention)."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return genesis.cat((-x2, x1), dim=-1)
-
-
-def apply_rope(x, cos, sin):
-    """x (B, heads, T, D) rotated by the angles whose cos / sin are (B or 1, 1, T, D)."""
-    return x * cos + rotate_half(x) * sin
-
-
 class LlamaAttention(nn.Module):
     """Grouped-query self-attention: num_key_value_heads key / value heads shared by groups of query heads."""
 
@@ -137,12 +101,12 @@ class LlamaAttention(nn.Module):
         self.v_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
         self.o_proj = nn.Linear(self.heads * self.head_dim, h, bias=config.attention_bias)
 
-    def forward(self, x, cos, sin, cache: StaticKVCache | None = None, positions=None, mask=None):
+    def forward(self, x, rotary, position_ids, cache: StaticKVCache | None = None, positions=None, mask=None):
         batch, length, _ = x.shape
         q = self.q_proj(x).view(batch, length, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k = rotary(q, k, position_ids)  # one fused node for both
         if cache is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         else:  # against the whole cache; the mask hides slots past each sequence's position
@@ -175,38 +139,38 @@ class LlamaDecoderLayer(nn.Module):
         self.post_attention_layernorm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
         self.mlp = LlamaMLP(config)
 
-    def forward(self, x, cos, sin, cache=None, positions=None, mask=None):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, positions, mask)
+    def forward(self, x, rotary, position_ids, cache=None, positions=None, mask=None):
+        x = x + self.self_attn(self.input_layernorm(x), rotary, position_ids, cache, positions, mask)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
 class LlamaModel(nn.Module):
-    """Embedding, decoder layers, final norm; rotary cos / sin tables as non-persistent buffers."""
+    """Embedding, decoder layers, final norm; the rotary tables (nn.RotaryEmbedding: HF's rope types, llama3
+    scaling included) cover ``max_seq_len`` positions (default: max_position_embeddings)."""
 
     def __init__(self, config: LlamaConfig, max_seq_len: int | None = None) -> None:
         super().__init__()
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         self.layers = nn.ModuleList([LlamaDecoderLayer(config, i) for i in range(config.num_hidden_layers)])
         self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
-        table = max_seq_len or config.max_position_embeddings
-        angles = np.outer(np.arange(table, dtype=np.float64), rope_inv_freq(config))
-        angles = np.concatenate([angles, angles], axis=-1)  # (table, head_dim): both halves share an angle
-        self.register_buffer("rope_cos", genesis.tensor(np.cos(angles), dtype=genesis.float32), persistent=False)
-        self.register_buffer("rope_sin", genesis.tensor(np.sin(angles), dtype=genesis.float32), persistent=False)
+        self.rotary_emb = nn.RotaryEmbedding(
+            config.head_dim,
+            max_seq_len or config.max_position_embeddings,
+            config.rope_theta,
+            config.rope_scaling,
+            seq_dim=2,  # (batch, heads, seq, head_dim), HF's layout
+        )
 
     def forward(self, idx, cache: StaticKVCache | None = None, positions=None):
         batch, length = idx.shape
         x = self.embed_tokens(idx)
-        offsets = genesis.arange(length, device=idx.device)
-        if cache is None:
-            position_ids, mask = offsets.view(1, length), None
-        else:
+        if cache is None:  # positions 0 .. length - 1
+            position_ids, mask = None, None
+        else:  # each sequence from its own position, on the device
+            offsets = genesis.arange(length, device=idx.device)
             position_ids, mask = positions.view(batch, 1) + offsets, cache.attention_mask(positions, length)
-        # (B or 1, 1, T, head_dim), in the activations' dtype as HF does
-        cos = F.embedding(position_ids, self.rope_cos).unsqueeze(1).to(x.dtype)
-        sin = F.embedding(position_ids, self.rope_sin).unsqueeze(1).to(x.dtype)
         for layer in self.layers:
-            x = layer(x, cos, sin, cache, positions, mask)
+            x = layer(x, self.rotary_emb, position_ids, cache, positions, mask)
         return self.norm(x)
 
 

@@ -51,6 +51,7 @@ class StaticKVCache:
         shape = (batch_size, num_kv_heads, max_len, head_dim)
         self.keys: list[Tensor] = [zeros(*shape, dtype=self.dtype, device=self.device) for _ in range(num_layers)]
         self.values: list[Tensor] = [zeros(*shape, dtype=self.dtype, device=self.device) for _ in range(num_layers)]
+        self.device = self.keys[0].device  # with its index: "cuda" means the current device, as in torch
         # Row of (b, h, position 0) in a cache viewed as (batch * kv_heads * max_len, head_dim).
         heads = arange(batch_size * num_kv_heads, dtype=int64, device=self.device)
         self._row_base = (heads * max_len).view(batch_size, num_kv_heads, 1)
