@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -45,7 +45,8 @@ def _upload(device: int) -> Callable[[np.ndarray, Hashable], int]:
             view = gs.from_numpy(table, device)  # staged through pinned memory the graph owns
             graph.keep_alive(view)  # the captured kernel reads it at every replay
             return int(view.ptr)
-        chunk, width, rows = table_key  # genesis_kernels.optimizer.pack's key: the rows decide the rest
+        # genesis_kernels.optimizer.pack's key: (chunk, row width, the rows' bytes); the rows decide the rest
+        chunk, width, rows = cast(tuple[int, int, bytes], table_key)
         slot = (device, current_stream_handle(device), chunk, width, table.size)
         held = _SLOTS.get(slot)
         if held is None:
