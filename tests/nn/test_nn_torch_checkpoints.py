@@ -351,3 +351,22 @@ def test_legacy_and_bare_pickle_formats_are_refused_by_name():
         genesis.load(io.BytesIO(legacy))
     with pytest.raises(CorruptCheckpointError, match=r"bare pickle"):
         genesis.load(io.BytesIO(pickle.dumps({"w": [1.0]}, protocol=2)))
+
+
+def test_build_opcodes_cannot_change_genesis_objects():
+    set_itemsize = b"}X\x08\x00\x00\x00itemsizeK\x01s"  # {"itemsize": 1}
+    pickles = {  # the pickle -> what the error says
+        b"\x80\x02ctorch\nfloat32\n" + set_itemsize + b"b.": "BUILD",  # a dtype's __dict__
+        b"\x80\x02ctorch\nfloat32\nN" + set_itemsize + b"\x86b.": "BUILD",  # its slots
+        b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\nN" + set_itemsize + b"\x86b.": "BUILD",  # a function's
+        b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n.": "bare global",  # a function as data
+    }
+    template = _torch_bytes({"w": torch.randn(2)})
+    for pkl, message in pickles.items():
+        with pytest.raises(pickle.UnpicklingError, match=message):
+            genesis.load(io.BytesIO(_rezip(template, {"archive/data.pkl": pkl})))
+    assert genesis.float32.itemsize == 4 and genesis.load(io.BytesIO(template))["w"].dtype is genesis.float32
+    # a BUILD on a fresh OrderedDict is how torch stores state_dict._metadata, and loads
+    state = torch.nn.Linear(2, 2).state_dict()
+    assert hasattr(state, "_metadata")
+    _same(genesis.load(io.BytesIO(_torch_bytes(state))), state)

@@ -67,7 +67,41 @@ _LEGACY_MAGIC = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "lit
 
 
 # ---------------------------------------------------------------------------------------------- records
-class _StorageType:
+# Every object the unpickler can hand out is a plain value, a fresh container or one of the records below. The
+# records have no __dict__ and refuse __setstate__, so a BUILD opcode cannot reach into them, and genesis' own
+# objects (dtype singletons, module functions) never reach the pickle machine: nothing outside the load is
+# changed whatever the file says. (BUILD on a fresh OrderedDict is allowed: it is how state_dict._metadata comes.)
+class _Record:
+    """Base of the unpickler's records: attributes set once, no __dict__, no BUILD."""
+
+    __slots__ = ()
+
+    def __setstate__(self, state: Any) -> None:
+        raise pickle.UnpicklingError(f"refusing to set the state of {type(self).__name__[1:]} (a BUILD opcode)")
+
+
+class _Allowed(_Record):
+    """An allowed global, handed out fresh at each use: calling it calls ``fn``."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
+class _Value(_Record):
+    """A dtype or a device, built from its name once the file has been read."""
+
+    __slots__ = ("make", "name")
+
+    def __init__(self, make: Callable[[str], Any], name: str) -> None:
+        self.make, self.name = make, name
+
+
+class _StorageType(_Record):
     """What ``find_class`` returns for a storage class: only its dtype matters."""
 
     __slots__ = ("dtype",)
@@ -76,7 +110,7 @@ class _StorageType:
         self.dtype = dtype
 
 
-class _StorageRecord:
+class _StorageRecord(_Record):
     """One storage of the file: ``data/<key>``, ``numel`` elements of ``dtype``, saved from ``location``."""
 
     __slots__ = ("dtype", "key", "location", "numel")
@@ -85,7 +119,7 @@ class _StorageRecord:
         self.key, self.dtype, self.location, self.numel = key, dtype, location, numel
 
 
-class _TensorRecord:
+class _TensorRecord(_Record):
     """A tensor to build later: a strided view of a storage, maybe an nn.Parameter."""
 
     __slots__ = ("offset", "parameter", "requires_grad", "size", "storage", "stride")
@@ -126,11 +160,11 @@ def _rebuild_parameter(data: Any, requires_grad: Any, backward_hooks: Any, state
     return out
 
 
-def _torch_device(kind: Any, index: Any = None) -> Any:
+def _torch_device(kind: Any, index: Any = None) -> _Value:
     """Stands for torch.device(type[, index])."""
     if not isinstance(kind, str) or not (index is None or type(index) is int):
         raise pickle.UnpicklingError(f"malformed device record: {kind!r}, {index!r}")
-    return as_device(kind if index is None else f"{kind}:{index}")
+    return _Value(as_device, kind if index is None else f"{kind}:{index}")
 
 
 def _codecs_encode(text: Any, encoding: Any = "utf-8") -> bytes:
@@ -167,11 +201,11 @@ class _WeightsOnlyUnpickler(pickle.Unpickler):
         module = "builtins" if module == "__builtin__" else module  # protocol 2 spells Python 2's name
         full = f"{module}.{name}"
         if full in _GLOBALS:
-            return _GLOBALS[full]
+            return _Allowed(_GLOBALS[full])
         if module in ("torch", "torch.storage") and name in STORAGE_DTYPES:
             return _StorageType(STORAGE_DTYPES[name])
         if module == "torch" and name in TORCH_DTYPES:
-            return as_dtype(TORCH_DTYPES[name])
+            return _Value(as_dtype, TORCH_DTYPES[name])
         raise pickle.UnpicklingError(
             f"refusing to load the global {full!r}: a weights-only checkpoint holds tensors, containers "
             "(dict, OrderedDict, list, tuple, set) and plain values only, and this file would run or "
@@ -232,6 +266,9 @@ def _records(obj: Any, seen: set[int], out: list[_TensorRecord]) -> None:
     seen.add(id(obj))
     if isinstance(obj, _TensorRecord):
         out.append(obj)
+    elif isinstance(obj, (_Allowed, _StorageType, _StorageRecord)):  # a global or storage where data belongs
+        what = "storage" if isinstance(obj, _StorageRecord) else "global (a function or class)"
+        raise pickle.UnpicklingError(f"malformed checkpoint: a bare {what} where data belongs")
     elif isinstance(obj, dict):
         for k, v in obj.items():
             _records(k, seen, out)
@@ -273,6 +310,8 @@ class _Builder:
             return self.made[key]
         if isinstance(obj, _TensorRecord):
             out: Any = self.tensor(obj)
+        elif isinstance(obj, _Value):
+            out = obj.make(obj.name)
         elif isinstance(obj, dict):  # made before it is filled: a dict that holds itself stays one object
             out = self.made[key] = type(obj)() if type(obj) in (dict, OrderedDict) else {}
             for k, v in obj.items():
