@@ -1,6 +1,7 @@
 """interpolate: resize the spatial dims of (N, C, *) by nearest, nearest-exact, linear (3D), bilinear (4D),
 trilinear (5D) or bicubic (4D) sampling, one axis at a time through index_select (whose gradient scatters back onto the
-sources), or by area (adaptive average pooling); and torch's deprecated upsample* wrappers of it.
+sources), by area (adaptive average pooling), or anti-aliased bilinear / bicubic / lanczos (4D: a product with a
+resampling matrix per axis); and torch's deprecated upsample* wrappers of it.
 
 Source positions are computed on the host as torch's CPU kernels do (float32 for nearest, and for
 linear modes in the input's precision), so that the same pixels are picked at the edges of rounding.
@@ -20,8 +21,8 @@ from .adaptive_pooling import averaging_matrix
 
 __all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
 
-_LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic", "area")
+_LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4, "lanczos": 4}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic", "lanczos", "area")
 _CUBIC_A = -0.75  # torch's cubic convolution coefficient
 
 
@@ -98,6 +99,57 @@ def _cubic_index(in_size: int, out_size: int, scale: float | None, align_corners
     return [(np.clip(base + k - 1, 0, in_size - 1).tolist(), w) for k, w in enumerate(weights)]
 
 
+def _aa_filter(mode: str):
+    """The anti-aliasing kernels of torch's _upsample_*_aa: a triangle (bilinear), Keys' cubic with a = -0.5
+    (bicubic) or the Lanczos-3 windowed sinc (lanczos), and the width in input pixels they cover at scale 1."""
+    if mode == "bilinear":
+        return 2, lambda x: np.maximum(1 - np.abs(x), 0)
+    if mode == "lanczos":
+        return 6, lambda x: np.where(np.abs(x) < 3, np.sinc(x) * np.sinc(x / 3), 0)
+
+    def cubic(x):
+        a, x = -0.5, np.abs(x)
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        return np.where(x < 1, near, np.where(x < 2, far, 0))
+
+    return 4, cubic
+
+
+def _antialias_matrix(in_size: int, out_size: int, scale: float | None, align_corners: bool, mode: str, precision):
+    """(out_size, in_size) resampling weights of torch's anti-aliased kernels: output pixel i averages the input
+    pixels within the filter's support around its centre, the filter stretched by the downscaling factor, and
+    the weights normalised to sum to 1 (torch's _compute_weights_aa, computed in the input's precision)."""
+    if align_corners:
+        ratio = precision(in_size - 1) / precision(out_size - 1) if out_size > 1 else precision(0)
+    else:
+        ratio = precision(1.0 / scale) if scale is not None and scale > 0 else precision(in_size) / precision(out_size)
+    width, kernel = _aa_filter(mode)
+    support = precision(width * 0.5) * ratio if ratio >= 1 else precision(width * 0.5)
+    invscale = precision(1) / ratio if ratio >= 1 else precision(1)
+    weights = np.zeros((out_size, in_size), dtype=precision)
+    for i in range(out_size):
+        center = ratio * precision(i + 0.5)
+        low = max(int(center - support + precision(0.5)), 0)
+        high = min(int(center + support + precision(0.5)), in_size)
+        taps = np.arange(low, high)
+        w = kernel((taps - center + precision(0.5)).astype(precision) * invscale).astype(precision)
+        total = w.sum(dtype=precision)
+        weights[i, low:high] = w / total if total != 0 else w
+    return weights
+
+
+def _antialias(input: Tensor, sizes: list[int], scales: list, align_corners: bool, mode: str) -> Tensor:
+    """Anti-aliased bilinear / bicubic / lanczos resizing, one spatial axis at a time as a product with its weights."""
+    precision = np.float64 if input.dtype.name == "float64" else np.float32
+    out = input
+    for k, (in_size, out_size, scale) in enumerate(zip(input.shape[2:], sizes, scales)):
+        weights = _antialias_matrix(in_size, out_size, scale, align_corners, mode, precision)
+        matrix = tensor(weights.T.astype(np.float64), dtype=input.dtype, device=input.device)
+        out = out.movedim(2 + k, -1).matmul(matrix).movedim(-1, 2 + k)
+    return out
+
+
 def _area(input: Tensor, sizes: list[int]) -> Tensor:
     """mode="area": the average over each output cell's input window (adaptive average pooling, with
     torch's window bounds), one spatial axis at a time as a product with an averaging matrix."""
@@ -132,24 +184,31 @@ def interpolate(
         size: the output spatial size (an int or one per dimension); or give ``scale_factor``.
         scale_factor: the multiplier for each spatial size (a number or one per dimension).
         mode: ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (3-D), ``"bilinear"`` (4-D), ``"trilinear"``
-            (5-D), ``"bicubic"`` (4-D) or ``"area"``.
+            (5-D), ``"bicubic"`` (4-D), ``"lanczos"`` (4-D, Lanczos-3, with antialias=True) or ``"area"``.
         align_corners: for the linear modes, map the corner pixels of input and output onto each
             other (torch's meaning).
         recompute_scale_factor: compute the sampling from the output size rather than from
             ``scale_factor``.
-        antialias: not supported (must be False).
+        antialias: for ``"bilinear"``, ``"bicubic"`` and ``"lanczos"`` (4-D), low-pass filter when downsampling (torch's
+            anti-aliased kernels: the filter widened by the downscaling factor, weights normalised).
     """
     if mode not in _MODES:
         raise NotImplementedError(
             f"interpolate mode {mode!r} is not supported (nearest, nearest-exact, linear, bilinear, trilinear, "
-            "bicubic, area are)"
+            "bicubic, lanczos, area are)"
         )
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError(
             "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear"
         )
-    if antialias:
-        raise NotImplementedError("anti-aliased interpolation is not supported")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor as input"
+        )
+    if mode == "lanczos" and align_corners:
+        raise ValueError("Lanczos mode does not support align_corners=True")
+    if mode == "lanczos" and not antialias:
+        raise ValueError("Lanczos mode requires antialias=True")
     if input.ndim < 3:
         raise ValueError(f"interpolate expects (N, C, d1, ...) input, got {input.ndim}D")
     if mode in _LINEAR_MODES and input.ndim != _LINEAR_MODES[mode]:
@@ -157,6 +216,8 @@ def interpolate(
     sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
     if mode == "area":
         return _area(input, sizes)
+    if antialias:
+        return _antialias(input, sizes, scales, bool(align_corners), mode)
     out = input
     for k, (in_size, out_size, scale) in enumerate(zip(input.shape[2:], sizes, scales)):
         axis = 2 + k
