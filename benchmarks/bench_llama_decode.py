@@ -170,7 +170,7 @@ def interleave(variants: dict, reps: int, warmup: int = 1) -> dict[str, float]:
         for name, (lib, fn) in list(alive.items()):
             try:
                 ms = timed(lib, fn)
-            except Exception:
+            except Exception:  # report the variant and go on with the others
                 print(
                     f"  {name}: FAILED\n" + "".join("    " + line for line in traceback.format_exc().splitlines(True))
                 )
@@ -285,7 +285,7 @@ def train_bench(config, length: int, reps: int, inv_freq) -> None:
 def section(fn, *args) -> None:
     try:
         fn(*args)
-    except Exception:
+    except Exception:  # one failing section must not hide the others
         print(f"{fn.__name__} FAILED:\n{traceback.format_exc()}")
     gc.collect()
     genesis.cuda.empty_cache()
