@@ -21,7 +21,7 @@ def rand(*shape):
 
 # Genesis extensions that torch.nn.functional does not have (documented as such in their docstrings and in
 # packages/genesis-nn/README.md): the fused gated units.
-GENESIS_ONLY = {"swiglu", "geglu"}
+GENESIS_ONLY = {"swiglu", "geglu", "apply_rotary_emb"}  # fused ops torch has no name for
 
 
 def test_namespace_exports_only_functions():
