@@ -75,6 +75,7 @@ from . import (
     _torch_math,
     _torch_nn_losses,
     _torch_nn_ops,
+    _torch_nn_ops_more,
     _torch_nn_ops_spatial,
     _torch_products,
     _torch_runtime,
@@ -103,6 +104,7 @@ from ._torch_indexing import *  # noqa: F403  (indexing: names in _torch_indexin
 from ._torch_math import *  # noqa: F403  (elementwise math, comparisons, top-level in-place forms: its __all__)
 from ._torch_nn_losses import *  # noqa: F403  (torch's top-level losses: names in _torch_nn_losses.__all__)
 from ._torch_nn_ops import *  # noqa: F403  (torch's top-level activations, dropouts, distances: _torch_nn_ops.__all__)
+from ._torch_nn_ops_more import *  # noqa: F403  (torch.embedding, convolution, grid_sampler, ...: its __all__)
 from ._torch_nn_ops_spatial import *  # noqa: F403  (torch's top-level conv / pool / norm: names in its __all__)
 from ._torch_products import *  # noqa: F403  (products and reductions: names in _torch_products.__all__)
 from ._torch_runtime import *  # noqa: F403  (constants, dtype info, layouts, predicates: _torch_runtime.__all__)
@@ -208,10 +210,14 @@ __all__ = [
     "set_rng_state",
     "load",
     "save",
+    "generation",
+    "load_hf_checkpoint",
+    "estimate_checkpoint_bytes",
     "Generator",
 ] + _torch_functions.__all__
 __all__ += _torch_composites.__all__
 __all__ += _torch_nn_ops.__all__
+__all__ += _torch_nn_ops_more.__all__
 __all__ += _torch_nn_ops_spatial.__all__
 __all__ += _torch_nn_losses.__all__
 __all__ += _torch_shape.__all__
