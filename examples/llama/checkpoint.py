@@ -16,8 +16,6 @@ from model import LlamaConfig, LlamaForCausalLM
 
 import genesis
 
-INDEX = "model.safetensors.index.json"
-
 
 def read_config(path: Path) -> LlamaConfig:
     """The model's config: an HF folder's config.json, or the config stored in a genesis checkpoint."""
@@ -28,18 +26,10 @@ def read_config(path: Path) -> LlamaConfig:
 
 
 def hf_state_dict(folder: Path) -> dict:
-    """Every tensor of an HF safetensors folder (sharded with an index, or one model.safetensors), on the cpu."""
-    folder = Path(folder)
-    if (folder / INDEX).exists():
-        shards = sorted(set(json.loads((folder / INDEX).read_text())["weight_map"].values()))
-    elif (folder / "model.safetensors").exists():
-        shards = ["model.safetensors"]
-    else:
-        raise FileNotFoundError(f"{folder} has neither {INDEX} nor model.safetensors")
-    state: dict = {}
-    for shard in shards:
-        state.update(genesis.load(folder / shard, map_location="cpu"))
-    return state
+    """Every tensor of an HF safetensors folder (sharded with an index, or one model.safetensors), on the cpu
+    (genesis.load_hf_checkpoint)."""
+    tensors, _ = genesis.load_hf_checkpoint(folder)
+    return tensors
 
 
 def load_model(path: Path, device: str = "cpu", dtype=None, max_seq_len: int | None = None) -> LlamaForCausalLM:

@@ -27,28 +27,24 @@ from checkpoint import load_model, read_config
 from model import LlamaForCausalLM, estimate_memory
 
 import genesis
-import genesis.nn.functional as F
+from genesis.generation import sample_next_token
 
 
 def sample_next(logits, seen, temperature: float, top_k: int, top_p: float, repetition_penalty: float):
     """Next token ids (B,) from last-position logits (B, V): HF's repetition penalty on the tokens marked in
-    ``seen`` (bool (B, V)), then greedy (temperature 0) or temperature / top-k / top-p sampling."""
+    ``seen`` (bool (B, V): a fixed shape, unlike a growing id history), then genesis.generation's
+    sample_next_token: greedy (temperature 0) or temperature / top-k / top-p sampling, no host sync."""
     logits = logits.float()
     if repetition_penalty != 1.0:
         penalised = genesis.where(logits < 0, logits * repetition_penalty, logits / repetition_penalty)
         logits = genesis.where(seen, penalised, logits)
-    if temperature <= 0:
-        return logits.argmax(-1)
-    logits = logits / temperature
-    if top_k > 0:
-        kth = genesis.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if 0.0 < top_p < 1.0:
-        ordered, order = logits.sort(dim=-1, descending=True)
-        probs = F.softmax(ordered, dim=-1)
-        drop = (probs.cumsum(-1) - probs) > top_p  # the most likely token always stays
-        logits = logits.scatter(-1, order, ordered.masked_fill(drop, float("-inf")))
-    return genesis.multinomial(F.softmax(logits, dim=-1), num_samples=1).view(-1)
+    return sample_next_token(
+        logits,
+        temperature=max(temperature, 1e-6),
+        top_k=top_k or None,
+        top_p=top_p,
+        greedy=temperature <= 0,
+    )
 
 
 class Decoder:
