@@ -60,6 +60,7 @@ from .rnn import (
 )
 from .rope import rope
 from .scan import cumprod, cumsum
+from .search import searchsorted
 from .softmax import softmax, softmax_backward
 from .sort import argsort, sort, topk
 
@@ -140,6 +141,7 @@ __all__ = [
     "rope",
     "scatter",
     "scatter_add",
+    "searchsorted",
     "softmax",
     "softmax_backward",
     "sort",

@@ -2,16 +2,16 @@
 quantile, nanquantile, mode, kthvalue, cummax, cummin, logcumsumexp, nansum, nanmean, trapezoid / trapz,
 cumulative_trapezoid, renorm, vander.
 
-The order statistics forward to their Tensor methods (genesis_autograd/functions/stats.py); searchsorted
-counts comparisons (one broadcast compare and a sum: no kernel of its own), the integrals are sums of
-differentiable ops.
+The order statistics forward to their Tensor methods (genesis_autograd/functions/stats.py); searchsorted is
+a binary-search kernel (genesis_kernels/search.py); the integrals are sums of differentiable ops.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from genesis_autograd import Tensor, arange, cat, float64, int32, int64, tensor
+from genesis_autograd import Tensor, arange, cat, float64, int64, tensor
+from genesis_autograd import searchsorted as _searchsorted
 
 Number = int | float
 
@@ -75,13 +75,7 @@ def searchsorted(
             f"tensor and input value tensor must match, but we got boundaries tensor {list(seq.shape)} and input "
             f"value tensor {list(values.shape)}"
         )
-    v = values.unsqueeze(-1)
-    s = seq if seq.ndim == 1 else seq.unsqueeze(-2)
-    below = (s <= v) if right else (s < v)
-    # NaN sorts last: it is past every number
-    below = below | v.isnan() if values.dtype.is_floating_point else below
-    out = below.sum(-1)
-    return out.to(int32) if out_int32 else out
+    return _searchsorted(seq, values, right, out_int32)
 
 
 def bucketize(input: Tensor | Number, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:

@@ -348,6 +348,19 @@ def _name(dtype: Any) -> str:
     return _torch_dtype_name(dtype)
 
 
+def searchsorted(sorted_sequence: Any, values: Any, right: bool = False, out_int32: bool = False) -> Any:
+    """Insertion indices of ``values`` in the innermost dim of ``sorted_sequence`` (1-D: shared by every value;
+    N-D: one row per leading index, matching ``values``' leading dims), by binary search (no gradient)."""
+    seq = sorted_sequence.detach()
+    vals = values.detach()
+    if seq.ndim <= 1:
+        seq2, vals2 = seq.reshape(1, -1), vals.reshape(1, -1)
+    else:
+        seq2, vals2 = seq.reshape(-1, seq.shape[-1]), vals.reshape(-1, vals.shape[-1])
+    out = seq2._result_type(seq2.data.searchsorted(vals2.data, right, out_int32))
+    return out.reshape(*vals.shape)
+
+
 def _bin_counts(x: Any, weight: Any, lo: float, hi: float, bins: int) -> Any:
     """Counts (or summed weights) of x over ``bins`` equal bins of [lo, hi]; the top edge in the last bin,
     elements outside ignored."""
