@@ -8,23 +8,19 @@ is only approximate, a Newton/Halley step on an accurate libdevice function fini
   asymptote solved by fixed-point iteration) as the start, then two Halley steps on erf / erfc;
 - ``erfcx``: exp(x^2) erfc(x) with exp(x^2) split so that no rounding of x^2 is amplified, and the
   asymptotic series past x = 8;
-- ``digamma``: reflection below 0, the recurrence up to 10, the asymptotic series there;
-- ``zeta`` (Hurwitz): a direct sum up to q + N >= 9, then Euler-Maclaurin with 12 Bernoulli terms;
-  polygamma(n >= 1, x) is (-1)^(n+1) n! zeta(n + 1, x);
+- the gamma family (digamma, zeta, igamma / igammac): special_gamma.py;
 - ``i0`` / ``i1`` (and the exponentially scaled forms): the power series below 30, the Hankel
   asymptotic series above;
-- ``igamma`` / ``igammac``: the power series for x < a + 1, Lentz's continued fraction otherwise;
-- ``nextafter``, ``signbit``, ``gcd``, ``lcm``: on the bits / integers.
+- ``nextafter``, ``signbit``, ``gcd``, ``lcm``: on the bits / integers;
+- the Bessel functions J / Y / K and Airy's Ai: special_bessel.py.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import triton
 import triton.language as tl
 
-from . import special_bessel
+from . import special_bessel, special_gamma
 from .mathlib import lib
 
 # Elementwise op names this module adds (genesis_kernels.elementwise merges them into its tables).
@@ -49,33 +45,6 @@ BINARY_OPS = frozenset({"zeta", "igamma", "igammac", "nextafter", "gcd", "lcm"})
 FLOAT_BINARY = frozenset({"zeta", "igamma", "igammac"})
 
 
-def _bernoulli(n: int) -> list[Fraction]:
-    """B_0 .. B_n (B_1 = -1/2), by the Akiyama-Tanigawa algorithm."""
-    out = []
-    a = [Fraction(0)] * (n + 1)
-    for m in range(n + 1):
-        a[m] = Fraction(1, m + 1)
-        for j in range(m, 0, -1):
-            a[j - 1] = j * (a[j - 1] - a[j])
-        out.append(a[0] if m != 1 else -a[0])
-    return out
-
-
-def _em_coefficients(count: int) -> list[float]:
-    """B_2k / (2k)! for k = 1 .. count: the Euler-Maclaurin correction factors."""
-    b = _bernoulli(2 * count)
-    fact = Fraction(1)
-    out = []
-    for k in range(1, 2 * count + 1):
-        fact *= k
-        if k % 2 == 0:
-            out.append(float(b[k] / fact))
-    return out
-
-
-(_C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12) = (tl.constexpr(c) for c in _em_coefficients(12))
-
-_PI = tl.constexpr(3.141592653589793)
 _SQRT_PI = tl.constexpr(1.7724538509055160)
 _TWO_OVER_SQRT_PI = tl.constexpr(1.1283791670955126)
 _SQRT2 = tl.constexpr(1.4142135623730951)
@@ -196,130 +165,6 @@ def log_ndtr(x):
     return tl.where(x < -1.0, lower, upper)
 
 
-# ------------------------------------------------------------------ gamma family
-@triton.jit
-def _psi_asymptotic(x):
-    """digamma for x >= 10: log x - 1/(2x) - sum B_2k / (2k x^2k), 7 terms (error < 1e-17)."""
-    z = 1.0 / (x * x)
-    s = z * (
-        1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z / 12)))))
-    )
-    return lib.log(x) - 0.5 / x - s
-
-
-@triton.jit
-def digamma(x):
-    """psi(x): reflection psi(x) = psi(1 - x) - pi / tan(pi x) below 0 (NaN at the poles, -inf / inf at
-    +0 / -0 as torch), the recurrence psi(x) = psi(x + 1) - 1/x up to 10, the asymptotic series there."""
-    neg = x < 0
-    v = tl.where(neg, 1.0 - x, x)
-    acc = tl.zeros_like(v)
-    for _ in range(10):
-        small = v < 10.0
-        acc = tl.where(small, acc - 1.0 / v, acc)
-        v = tl.where(small, v + 1.0, v)
-    r = acc + _psi_asymptotic(v)
-    frac = x - lib.rint(x)  # tan(pi x) has period 1: reduce first, so that large |x| stays accurate
-    r = tl.where(neg, r - (1.0 / lib.tan(frac * _PI)) * _PI, r)
-    r = tl.where(neg & (frac == 0.0), float("nan"), r)
-    return tl.where(x == float("-inf"), float("nan"), r)
-
-
-@triton.jit
-def _em_term(acc, fac, s, j, inv_a2, c):
-    """One Euler-Maclaurin correction: fac becomes s (s+1) ... (s+2j-2) a^(-s-2j+1)."""
-    fac = fac * (s + (2 * j - 3)) * (s + (2 * j - 2)) * inv_a2
-    return acc + fac * c, fac
-
-
-@triton.jit
-def zeta(s, q):
-    """The Hurwitz zeta function sum_k (k + q)^-s: inf at s = 1 and at q a non-positive integer, NaN for
-    s < 1 and for q < 0 with s not an integer (as torch)."""
-    # A direct sum until q + n >= 9 (more terms for negative q: the block's largest count).
-    shift = tl.maximum(9.0 - lib.floor(q), 9.0)
-    shift = tl.where(shift == shift, tl.minimum(shift, 1.0e6), 9.0)
-    n = tl.max(shift.to(tl.int32), axis=0)
-    acc = tl.zeros_like(s)
-    for k in range(0, n):
-        use = k < shift
-        acc = tl.where(use, acc + lib.pow(q + k, -s), acc)
-    a = q + shift
-    b = lib.pow(a, -s)
-    inv_a2 = 1.0 / (a * a)
-    acc = acc + a * b / (s - 1.0) + 0.5 * b
-    fac = s * b / a
-    acc = acc + fac * _C1
-    acc, fac = _em_term(acc, fac, s, 2, inv_a2, _C2)
-    acc, fac = _em_term(acc, fac, s, 3, inv_a2, _C3)
-    acc, fac = _em_term(acc, fac, s, 4, inv_a2, _C4)
-    acc, fac = _em_term(acc, fac, s, 5, inv_a2, _C5)
-    acc, fac = _em_term(acc, fac, s, 6, inv_a2, _C6)
-    acc, fac = _em_term(acc, fac, s, 7, inv_a2, _C7)
-    acc, fac = _em_term(acc, fac, s, 8, inv_a2, _C8)
-    acc, fac = _em_term(acc, fac, s, 9, inv_a2, _C9)
-    acc, fac = _em_term(acc, fac, s, 10, inv_a2, _C10)
-    acc, fac = _em_term(acc, fac, s, 11, inv_a2, _C11)
-    acc, fac = _em_term(acc, fac, s, 12, inv_a2, _C12)
-    q_int = q == lib.floor(q)
-    acc = tl.where((q <= 0) & ~q_int & (s != lib.floor(s)), float("nan"), acc)
-    acc = tl.where((q <= 0) & q_int, float("inf"), acc)
-    acc = tl.where(s < 1.0, float("nan"), acc)
-    return tl.where(s == 1.0, float("inf"), acc)
-
-
-@triton.jit
-def _igamma_parts(a, x):
-    """(P, Q) regularised incomplete gamma functions for a > 0, x > 0: the series for P when x < a + 1,
-    Lentz's continued fraction for Q otherwise (200 steps: accurate for a up to about 10^4)."""
-    series = x < a + 1.0
-    # P = x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a+1) ... (a+n))
-    term = tl.zeros_like(a) + 1.0
-    total = term
-    ap = a
-    for _ in range(200):
-        ap = ap + 1.0
-        term = term * x / ap
-        total = total + term
-    p_series = total * lib.exp(a * lib.log(x) - x - lib.lgamma(a + 1.0))
-    # Q = x^a e^-x / Gamma(a) * 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - ...)), modified Lentz.
-    tiny = 1.0e-300 if a.dtype == tl.float64 else 1.0e-30
-    b = x + 1.0 - a
-    c = tl.zeros_like(a) + 1.0 / tiny
-    d = 1.0 / b
-    h = d
-    for i in range(1, 200):
-        an = -i * (i - a)
-        b = b + 2.0
-        d = an * d + b
-        d = tl.where(tl.abs(d) < tiny, tiny, d)
-        c = b + an / c
-        c = tl.where(tl.abs(c) < tiny, tiny, c)
-        d = 1.0 / d
-        h = h * d * c
-    q_frac = h * lib.exp(a * lib.log(x) - x - lib.lgamma(a))
-    p = tl.where(series, p_series, 1.0 - q_frac)
-    q = tl.where(series, 1.0 - p_series, q_frac)
-    return p, q
-
-
-@triton.jit
-def _igamma(a, x, UPPER: tl.constexpr):
-    """P(a, x) (UPPER False) or Q(a, x), with torch's values at the edges of the domain."""
-    a_pos = tl.where(a > 0, a, 1.0)
-    x_pos = tl.where(x > 0, x, 1.0)
-    x_fin = tl.where(x == float("inf"), 1.0, x_pos)
-    p, q = _igamma_parts(a_pos, x_fin)
-    r = q if UPPER else p
-    one = 0.0 if UPPER else 1.0
-    zero = 1.0 if UPPER else 0.0
-    r = tl.where(x == float("inf"), one, r)
-    r = tl.where(x == 0, zero, r)
-    r = tl.where(a == 0, tl.where(x > 0, one, float("nan")), r)
-    r = tl.where((a == float("inf")) & (x < float("inf")), zero, r)
-    return tl.where((a < 0) | (x < 0) | (a != a) | (x != x), float("nan"), r)
-
-
 # ------------------------------------------------------------------ modified Bessel functions
 @triton.jit
 def _bessel_i(x, ORDER: tl.constexpr, SCALED: tl.constexpr):
@@ -426,7 +271,7 @@ def special_unary(x, OP: tl.constexpr):
     elif OP == "log_ndtr":
         return log_ndtr(x)
     elif OP == "digamma":
-        return digamma(x)
+        return special_gamma.digamma(x)
     elif OP == "i0":
         return bessel_i(x, 0, False)
     elif OP == "i0e":
@@ -463,11 +308,11 @@ def special_unary(x, OP: tl.constexpr):
 def special_binary(a, b, OP: tl.constexpr):
     """The binary ops of this module by name (``a`` and ``b`` are in the compute dtype)."""
     if OP == "zeta":
-        return zeta(a, b)
+        return special_gamma.zeta(a, b)
     elif OP == "igamma":
-        return _igamma(a, b, False)
+        return special_gamma.igamma(a, b, False)
     elif OP == "igammac":
-        return _igamma(a, b, True)
+        return special_gamma.igamma(a, b, True)
     elif OP == "nextafter":
         return nextafter(a, b)
     elif OP == "gcd":
