@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import genesis_ndarray as nd
 
 from . import functions as F
+from . import memory_format as mf
 from .functions.random import sample
 from .tensor import Tensor
 from .tensor_base import Scalar
@@ -115,7 +116,11 @@ def ones(
 
 
 def empty(
-    *shape: int | Sequence[int], dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
+    *shape: int | Sequence[int],
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+    memory_format: mf.memory_format = mf.contiguous_format,
 ) -> Tensor:
     """A tensor of the given shape whose values are whatever the memory held.
 
@@ -124,8 +129,18 @@ def empty(
         dtype: the dtype (default: the default dtype, ``genesis.get_default_dtype()``).
         device: the device (default: cpu).
         requires_grad: make the result a leaf that requires grad.
+        memory_format: the layout: row-major, or ``genesis.channels_last`` (4-D) / ``channels_last_3d`` (5-D).
     """
-    return _leaf(nd.empty(*_sizes(shape), dtype=dtype, device=device), requires_grad)
+    sizes = _sizes(shape)
+    if memory_format is mf.contiguous_format:
+        return _leaf(nd.empty(*sizes, dtype=dtype, device=device), requires_grad)
+    if memory_format is mf.preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    first = sizes[0] if sizes else ()
+    flat = tuple(int(n) for n in first) if len(sizes) == 1 and isinstance(first, Sequence) else tuple(map(int, sizes))  # type: ignore[arg-type]
+    row_major = mf.strides_for(flat, tuple(range(len(flat))))
+    array = mf.new_in_layout(lambda s: nd.empty(*s, dtype=dtype, device=device), flat, row_major, memory_format)
+    return _leaf(array, requires_grad)
 
 
 def full(
@@ -302,36 +317,99 @@ def initial_seed() -> int:
     return nd.initial_seed()
 
 
-def zeros_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
-    """A tensor of zeros shaped like ``t``, with its dtype and device unless given."""
-    return zeros(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+def _like(
+    t: Tensor,
+    make: Callable[..., nd.NDArray],
+    dtype: DTypeLike,
+    device: DeviceLike,
+    requires_grad: bool,
+    memory_format: mf.memory_format,
+) -> Tensor:
+    """A new leaf shaped like ``t`` (its dtype and device unless given), laid out as ``memory_format``
+    asks of ``t`` (preserve: ``t``'s own strides when it is dense); ``make(shape, dtype, device)`` builds
+    the NDArray from its physical shape."""
+    dt, dev = dtype or t.dtype, device or t.device
+    if memory_format is mf.preserve_format and t.is_contiguous():  # the common call: row-major
+        return _leaf(make(tuple(t.shape), dt, dev), requires_grad)
+    array = mf.new_in_layout(lambda shape: make(shape, dt, dev), tuple(t.shape), tuple(t.data.stride()), memory_format)
+    return _leaf(array, requires_grad)
 
 
-def ones_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
-    """A tensor of ones shaped like ``t``, with its dtype and device unless given."""
-    return ones(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+def zeros_like(
+    t: Tensor,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+    memory_format: mf.memory_format = mf.preserve_format,
+) -> Tensor:
+    """A tensor of zeros shaped like ``t``, with its dtype and device unless given (``memory_format``:
+    the layout; by default ``t``'s own when it is dense)."""
+    return _like(t, lambda s, dt, dev: nd.zeros(*s, dtype=dt, device=dev), dtype, device, requires_grad, memory_format)
 
 
-def empty_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
-    """A tensor of uninitialised values shaped like ``t``, with its dtype and device unless given."""
-    return empty(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+def ones_like(
+    t: Tensor,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+    memory_format: mf.memory_format = mf.preserve_format,
+) -> Tensor:
+    """A tensor of ones shaped like ``t``, with its dtype and device unless given (``memory_format`` as
+    :func:`zeros_like`)."""
+    return _like(t, lambda s, dt, dev: nd.ones(*s, dtype=dt, device=dev), dtype, device, requires_grad, memory_format)
+
+
+def empty_like(
+    t: Tensor,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+    memory_format: mf.memory_format = mf.preserve_format,
+) -> Tensor:
+    """A tensor of uninitialised values shaped like ``t``, with its dtype and device unless given
+    (``memory_format`` as :func:`zeros_like`)."""
+    return _like(t, lambda s, dt, dev: nd.empty(*s, dtype=dt, device=dev), dtype, device, requires_grad, memory_format)
 
 
 def full_like(
-    t: Tensor, fill_value: Scalar, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False
+    t: Tensor,
+    fill_value: Scalar,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+    memory_format: mf.memory_format = mf.preserve_format,
 ) -> Tensor:
-    """A tensor filled with ``fill_value`` with ``t``'s shape, and its dtype and device unless given."""
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+    """A tensor filled with ``fill_value`` with ``t``'s shape, and its dtype and device unless given
+    (``memory_format`` as :func:`zeros_like`)."""
+
+    def make(shape: tuple[int, ...], dt: Any, dev: Any) -> nd.NDArray:
+        return nd.full(shape, fill_value, dtype=dt, device=dev)
+
+    return _like(t, make, dtype, device, requires_grad, memory_format)
 
 
-def rand_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
-    """Uniform draws from [0, 1) shaped like ``t``, with its dtype and device unless given."""
-    return rand(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+def rand_like(
+    t: Tensor,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+    memory_format: mf.memory_format = mf.preserve_format,
+) -> Tensor:
+    """Uniform draws from [0, 1) shaped like ``t``, with its dtype and device unless given
+    (``memory_format`` as :func:`zeros_like`)."""
+    return _like(t, lambda s, dt, dev: nd.rand(*s, dtype=dt, device=dev), dtype, device, requires_grad, memory_format)
 
 
-def randn_like(t: Tensor, dtype: DTypeLike = None, device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal draws shaped like ``t``, with its dtype and device unless given."""
-    return randn(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+def randn_like(
+    t: Tensor,
+    dtype: DTypeLike = None,
+    device: DeviceLike = None,
+    requires_grad: bool = False,
+    memory_format: mf.memory_format = mf.preserve_format,
+) -> Tensor:
+    """Standard normal draws shaped like ``t``, with its dtype and device unless given
+    (``memory_format`` as :func:`zeros_like`)."""
+    return _like(t, lambda s, dt, dev: nd.randn(*s, dtype=dt, device=dev), dtype, device, requires_grad, memory_format)
 
 
 def manual_seed(seed: int) -> None:

@@ -17,6 +17,7 @@ from genesis_ndarray import NDArray
 from . import grad_mode
 from .engine import run_backward
 from .function import AccumulateGrad, Node
+from .functions.activation_methods import ActivationMethodsMixin
 from .functions.comparison import ComparisonMixin
 from .functions.creation import CreationMixin
 from .functions.elementwise import ElementwiseMixin, refuse_narrowing
@@ -80,6 +81,7 @@ class Tensor(
     UniqueMixin,
     SamplingMixin,
     SpecialMixin,
+    ActivationMethodsMixin,
     StatsMixin,
     LegacyTensorMixin,
 ):

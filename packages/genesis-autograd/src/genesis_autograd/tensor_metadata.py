@@ -10,6 +10,7 @@ from typing import overload
 
 from genesis_ndarray import Device, DType
 
+from .memory_format import is_in_format
 from .printing import tensor_repr
 from .size import Size
 from .tensor_base import TensorBase
@@ -80,9 +81,12 @@ class MetadataMixin(TensorBase):
         """The index, in elements, of this tensor's first element in its storage."""
         return self.data.storage_offset()
 
-    def is_contiguous(self) -> bool:
-        """Whether the elements lie in memory in row-major (C) order without gaps."""
-        return self.data.is_contiguous()
+    def is_contiguous(self, memory_format: object = None) -> bool:
+        """Whether the elements lie in memory in row-major (C) order without gaps; with ``memory_format``
+        (``genesis.channels_last``, ...) whether they lie densely in that format's order."""
+        if memory_format is None:  # the common call, straight to the NDArray
+            return self.data.is_contiguous()
+        return is_in_format(tuple(self.shape), tuple(self.data.stride()), memory_format)
 
     def data_ptr(self) -> int:
         """The address of the first element (a host address on cpu, a device address on cuda)."""

@@ -14,6 +14,14 @@ import numpy as np
 from genesis_autograd import DType, Tensor, bool_, int16, promote_types
 from genesis_autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from genesis_autograd.grad_mode import is_inference_mode_enabled
+from genesis_autograd.memory_format import (  # the formats Tensor.clone / contiguous / to and the *_like lay out
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    legacy_contiguous_format,
+    memory_format,
+    preserve_format,
+)
 
 from . import cuda as _cuda
 from .amp import GradScaler
@@ -41,22 +49,7 @@ class layout:
         return f"genesis.{self._name}"
 
 
-class memory_format:
-    """A dense tensor's order of dims in memory (torch.memory_format); genesis tensors are row-major."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return f"genesis.{self._name}"
-
-
 strided = layout("strided")
-contiguous_format = memory_format("contiguous_format")
-preserve_format = memory_format("preserve_format")
-channels_last = memory_format("channels_last")
-channels_last_3d = memory_format("channels_last_3d")
-legacy_contiguous_format = memory_format("legacy_contiguous_format")
 
 # bfloat16 has no numpy type: its limits, as torch.finfo(torch.bfloat16) gives them.
 _BF16 = dict(bits=16, eps=0.0078125, max=3.3895313892515355e38, tiny=1.1754943508222875e-38, resolution=0.01)

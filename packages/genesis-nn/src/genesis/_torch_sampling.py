@@ -20,6 +20,7 @@ import genesis_autograd as _ag
 from genesis_autograd import Tensor, as_dtype, as_tensor, empty, from_numpy, get_default_dtype, tensor
 from genesis_autograd.functions.sampling import binomial as _binomial
 from genesis_autograd.functions.sampling import poisson as _poisson
+from genesis_autograd.memory_format import preserve_format
 
 from .utils.data.generator import Generator
 
@@ -130,19 +131,24 @@ def empty_permuted(
 
 
 def randint_like(
-    input: Tensor, low: int = 0, high: int | None = None, *, dtype: Any = None, device: Any = None
+    input: Tensor,
+    low: int = 0,
+    high: int | None = None,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    memory_format: _ag.memory_format.memory_format = preserve_format,
 ) -> Tensor:
     """Integers uniform on [low, high) (``randint_like(x, high)`` draws from [0, high)) in ``input``'s shape,
-    dtype and device unless given."""
+    dtype and device unless given; laid out as ``memory_format`` (by default ``input``'s layout when dense)."""
     if high is None:
         low, high = 0, low
-    return _ag.randint(
-        low,
-        high,
-        tuple(input.shape),
-        dtype=input.dtype if dtype is None else dtype,
-        device=input.device if device is None else device,
-    )
+    dtype = input.dtype if dtype is None else dtype
+    device = input.device if device is None else device
+    draws = _ag.randint(low, high, tuple(input.shape), dtype=dtype, device=device)
+    if memory_format is preserve_format and input.is_contiguous():
+        return draws
+    return _ag.empty_like(input, dtype=dtype, device=device, memory_format=memory_format).copy_(draws)
 
 
 def asarray(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from genesis_ndarray import Device, DType, NDArray, as_dtype, resolve_device
 
+from .. import memory_format as mf
 from ..tensor_base import Scalar, TensorBase
 from ._util import Primitive, backward_recorded, meta, reduce_to, wrap
 
@@ -115,6 +116,7 @@ class MemoryMixin(TensorBase):
         device: Device | str | builtins.int | None = None,
         non_blocking: builtins.bool = False,
         copy: builtins.bool = False,
+        memory_format: mf.memory_format = mf.preserve_format,
     ) -> Tensor:
         """This tensor in another dtype and/or on another device; self itself when it already matches.
 
@@ -126,7 +128,15 @@ class MemoryMixin(TensorBase):
             device: the device to move to (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``genesis.device``).
             non_blocking: let a copy between pinned host memory and the GPU run asynchronously.
             copy: return a new tensor even when dtype and device already match.
+            memory_format: the layout of the result (``genesis.channels_last``, ...); by default the
+                conversion's own.
         """
+        if memory_format is not mf.preserve_format:
+            moved = self.to(*args, dtype=dtype, device=device, non_blocking=non_blocking)
+            shape, strides = tuple(self.shape), tuple(self.data.stride())
+            if moved is self and not copy and mf.suggest_memory_format(shape, strides) is memory_format:
+                return moved  # torch's to() aliases a tensor already of that format
+            return mf.laid_out(moved, memory_format, copy and moved is self)
         if len(args) == 1 and args[0].__class__ is DType and dtype is None and device is None and not copy:
             # to(dtype), the common call (gradients cast back in backward): nothing else to parse
             if args[0] is self.data.dtype:
@@ -253,12 +263,29 @@ class MemoryMixin(TensorBase):
         return self.data.__cuda_array_interface__
 
     # ------------------------------------------------------------- copies and writes
-    def clone(self) -> Tensor:
-        """A copy in new memory; gradients flow back to self."""
-        return Clone.apply(self)
+    def clone(self, *, memory_format: mf.memory_format = mf.preserve_format) -> Tensor:
+        """A copy in new memory; gradients flow back to self.
 
-    def contiguous(self) -> Tensor:
-        """A tensor with the same values in row-major order without gaps: self if it is already."""
+        Args:
+            memory_format: the copy's layout: by default a dense tensor's own strides (row-major for any
+                other), or ``genesis.contiguous_format`` / ``channels_last`` / ``channels_last_3d``.
+        """
+        out = Clone.apply(self)
+        if memory_format is mf.preserve_format and out.stride() == self.stride():
+            return out  # the usual case: the backend's copy kept the layout
+        # the order of dims in memory asked for: preserve reads self's (the backend's copy may be row-major)
+        order = mf.memory_order(memory_format, tuple(self.shape), tuple(self.stride()))
+        if out.stride() == mf.strides_for(tuple(self.shape), order):
+            return out
+        return mf.in_order(out, order)
+
+    def contiguous(self, memory_format: mf.memory_format = mf.contiguous_format) -> Tensor:
+        """A tensor with the same values laid out densely in ``memory_format`` (row-major by default,
+        or ``genesis.channels_last`` / ``channels_last_3d``): self if it is already."""
+        if memory_format is not mf.contiguous_format:
+            if memory_format is mf.preserve_format:
+                raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+            return mf.laid_out(self, memory_format, False)  # type: ignore[arg-type]  # self is a Tensor
         if self.is_contiguous():
             return self  # type: ignore[return-value]  # self is a Tensor: the mixins are only Tensor's bases
         return Contiguous.apply(self)
