@@ -270,14 +270,11 @@ class MemoryMixin(TensorBase):
             memory_format: the copy's layout: by default a dense tensor's own strides (row-major for any
                 other), or ``genesis.contiguous_format`` / ``channels_last`` / ``channels_last_3d``.
         """
-        out = Clone.apply(self)
-        if memory_format is mf.preserve_format and out.stride() == self.stride():
-            return out  # the usual case: the backend's copy kept the layout
-        # the order of dims in memory asked for: preserve reads self's (the backend's copy may be row-major)
-        order = mf.memory_order(memory_format, tuple(self.shape), tuple(self.stride()))
-        if out.stride() == mf.strides_for(tuple(self.shape), order):
-            return out
-        return mf.in_order(out, order)
+        if memory_format is mf.preserve_format and self.is_contiguous():
+            return Clone.apply(self)  # the usual case
+        # one copy, dense in the order asked for (preserve: self's own when self is dense)
+        order = mf.memory_order(memory_format, tuple(self.shape), tuple(self.data.stride()))
+        return mf.in_order(self, order, copy=True)  # type: ignore[arg-type]  # self is a Tensor
 
     def contiguous(self, memory_format: mf.memory_format = mf.contiguous_format) -> Tensor:
         """A tensor with the same values laid out densely in ``memory_format`` (row-major by default,
