@@ -7,7 +7,7 @@ recurrent product (a matmul plan resolved once per row count and alignment, laun
 and one cell kernel (``gk.cell_plan``), both writing straight into the sequence's buffers, so a step
 costs two launches of host time. ``rnn_sequence_backward`` walks the steps back the same way and
 returns the gate gradients of every step, from which the caller forms the weight gradients as single
-products over the whole sequence.
+products over the whole sequence. The step products' kernel configuration: STEP_CONFIG below.
 
 Layout (see genesis_autograd/functions/rnn.py): rows of the input projection ``xg`` are packed by time
 step (``batch_sizes[t]`` rows from ``offsets[t]``); hidden and cell states live in ``T + 1`` slots of
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import genesis_kernels as gk
 import genesis_storage as gs
-from genesis_kernels.matmul import MatmulConfig, MatmulPlan, latency_config
+from genesis_kernels.matmul import MatmulConfig, MatmulPlan, PointerConfig, TmaConfig, latency_config
 
 from ...precision import allow_tf32
 from .common import View, reg, stream_of
@@ -35,7 +35,7 @@ GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 # what counts. benchmarks/sweep_rnn_step.py times the candidates on the GPU and prints the line to put here.
 # "tf32": float32 with TF32 allowed; "half": bfloat16 / float16; exact float32 and float64 always "auto".
 STEP_ROWS = 64
-STEP_CONFIG: dict[tuple[str, str], str | MatmulConfig] = {
+STEP_CONFIG: dict[tuple[str, str], str | PointerConfig | TmaConfig] = {
     ("tf32", "forward"): "latency",
     ("tf32", "backward"): "latency",
     ("half", "forward"): "auto",
@@ -132,6 +132,7 @@ class _Product:
         st = weight.strides
         self.w_strides = (0, st[1], st[0]) if transpose else (0, st[0], st[1])
         self.weight, self.x_stride, self.out_stride = weight, x_stride, out_stride
+        self.w_ptr = weight.ptr
         self.plans: dict[tuple[int, int, int], MatmulPlan] = {}
         self.tf32 = allow_tf32()
         precision = _precision(weight.dtype, self.tf32)
@@ -147,8 +148,7 @@ class _Product:
         return self.choice
 
     def __call__(self, n: int, x_ptr: int, out_ptr: int, stream: int) -> None:
-        key = (n, x_ptr & 15, out_ptr & 15)
-        plan = self.plans.get(key)
+        plan = self.plans.get((n, x_ptr & 15, out_ptr & 15))
         if plan is None:
             w, dt = self.weight, self.weight.dtype
             a = gk.Buffer(x_ptr, (1, n, self.k), (0, self.x_stride, 1), dt)
@@ -157,8 +157,8 @@ class _Product:
             plan = gk.matmul_plan(a, b, out, allow_tf32=self.tf32, config=self._config(n))
             if plan is None:  # K == 0, which the layers' checks rule out
                 raise ValueError("recurrent product over an empty dimension")
-            self.plans[key] = plan
-        plan(x_ptr, self.weight.ptr, out_ptr, out_ptr, stream)
+            self.plans[n, x_ptr & 15, out_ptr & 15] = plan
+        plan(x_ptr, self.w_ptr, out_ptr, out_ptr, stream)
 
 
 def _steps(batch_sizes: Sequence[int], reverse: bool) -> list[tuple[int, int, int, int]]:
@@ -216,22 +216,23 @@ def rnn_sequence(
         cell = gk.cell_plan("gru", xg.dtype, H, (xg.strides[0], 3 * H, H, H, 4 * H), flags)
     else:
         cell = gk.cell_plan("rnn", xg.dtype, H, (xg.strides[0], H, H), {**flags, "ACT": mode[4:]})
+    # Per step only address arithmetic and two launches: every base address and row size is read here once.
     x0, hg0, b0 = xg.ptr, hg.ptr, bias.ptr if bias is not None else hg.ptr
-    slot_h, slot_c = B * P * isz, B * H * isz
+    h_base, c_base, ws_base = hs.ptr, cs.ptr if cs is not None else 0, ws.ptr if ws is not None else 0
+    raw_base = hraw.ptr if hraw is not None else 0
+    slot_h, slot_c, x_row, ws_row, raw_row = B * P * isz, B * H * isz, xg.strides[0] * isz, 4 * H * isz, H * isz
     for n, off, src, dst in _steps(batch_sizes, reverse):
-        h_src, h_dst = hs.ptr + src * slot_h, hs.ptr + dst * slot_h
+        h_src, h_dst = h_base + src * slot_h, h_base + dst * slot_h
         recurrent(n, h_src, hg0, stream)
-        x = x0 + off * xg.strides[0] * isz
+        x = x0 + off * x_row
         if mode == "lstm":
-            assert cs is not None and ws is not None
-            out = h_dst if hraw is None else hraw.ptr + off * H * isz
-            cell(n, (x, hg0, b0, b0, cs.ptr + src * slot_c, out, cs.ptr + dst * slot_c, ws.ptr + off * 4 * H * isz),
-                 stream)  # fmt: skip
+            out = h_dst if hraw is None else raw_base + off * raw_row
+            c_src, c_dst = c_base + src * slot_c, c_base + dst * slot_c
+            cell(n, (x, hg0, b0, b0, c_src, out, c_dst, ws_base + off * ws_row), stream)
             if project is not None:
                 project(n, out, h_dst, stream)
         elif mode == "gru":
-            assert ws is not None
-            cell(n, (x, hg0, b0, b0, h_src, h_dst, ws.ptr + off * 4 * H * isz), stream)
+            cell(n, (x, hg0, b0, b0, h_src, h_dst, ws_base + off * ws_row), stream)
         else:
             cell(n, (x, hg0, b0, b0, h_dst), stream)
     return hs, cs, ws, hraw
@@ -283,29 +284,34 @@ def rnn_sequence_backward(
         cell = gk.cell_plan("gru_backward", hs.dtype, H, (*g_strides, P, 4 * H, 3 * H, 3 * H, H), {"NDH": ndh})
     else:
         cell = gk.cell_plan("rnn_backward", hs.dtype, H, (*g_strides, P, H), {"NDH": ndh, "ACT": mode[4:]})
-    slot_h, slot_c = B * P * isz, B * H * isz
+    # Per step only address arithmetic and the launches: every base address and row size is read here once.
+    # The cell's gradient pointers: the output's row of the step (if any), then the fixed ones, padded to three.
+    fixed = (dh.ptr, dhz.ptr, dh.ptr) if dhz is not None else (dh.ptr, dh.ptr, dh.ptr)
+    go_base, go_row = (go.ptr, go_stride * isz) if go is not None else (0, 0)
+    h_base, c_base, ws_base = hs.ptr, cs.ptr if cs is not None else 0, ws.ptr if ws is not None else 0
+    dc_ptr, dhz_ptr = dc.ptr if dc is not None else 0, dhz.ptr if dhz is not None else 0
+    dx_base, dhg_base, dh_ptr = dxg.ptr, dhg.ptr, dh.ptr
+    slot_h, slot_c, g_row, ws_row = B * P * isz, B * H * isz, G * H * isz, 4 * H * isz
     for n, off, src, dst in _steps(batch_sizes, reverse)[::-1]:
-        if dhraw is not None and dhtot is not None and unproject is not None:
+        if unproject is not None:
+            assert dhtot is not None and dhraw is not None
             _sum_rows(go, off, n, dh, dhtot, stream)
             unproject(n, dhtot.ptr + off * P * isz, dhraw.ptr, stream)
-            grads = [dhraw.ptr]
+            grads: tuple[int, ...] = (dhraw.ptr, dh_ptr, dh_ptr)
+        elif go is not None:
+            grads = (go_base + off * go_row, *fixed[:2])
         else:
-            grads = ([go.ptr + off * go_stride * isz] if go is not None else []) + [dh.ptr]
-            if dhz is not None:
-                grads.append(dhz.ptr)
-        grads = (grads + [dh.ptr, dh.ptr])[:3]
+            grads = fixed
         if mode == "lstm":
-            assert cs is not None and ws is not None and dc is not None
-            ptrs = (*grads, dc.ptr, cs.ptr + src * slot_c, cs.ptr + dst * slot_c, ws.ptr + off * 4 * H * isz,
-                    dxg.ptr + off * 4 * H * isz, dc.ptr)  # fmt: skip
+            c_src, c_dst = c_base + src * slot_c, c_base + dst * slot_c
+            ptrs = (*grads, dc_ptr, c_src, c_dst, ws_base + off * ws_row, dx_base + off * g_row, dc_ptr)
         elif mode == "gru":
-            assert ws is not None and dhz is not None
-            ptrs = (*grads, hs.ptr + src * slot_h, ws.ptr + off * 4 * H * isz, dxg.ptr + off * 3 * H * isz,
-                    dhg.ptr + off * 3 * H * isz, dhz.ptr)  # fmt: skip
+            ptrs = (*grads, h_base + src * slot_h, ws_base + off * ws_row, dx_base + off * g_row,
+                    dhg_base + off * g_row, dhz_ptr)  # fmt: skip
         else:
-            ptrs = (*grads, hs.ptr + dst * slot_h, dxg.ptr + off * H * isz)
+            ptrs = (*grads, h_base + dst * slot_h, dx_base + off * g_row)
         cell(n, ptrs, stream)
-        back(n, dhg.ptr + off * G * H * isz, dh.ptr, stream)
+        back(n, dhg_base + off * g_row, dh_ptr, stream)
     if dhz is not None:
         gk.binary("add", dh, dhz, dh, compute_dtype=dh.dtype, stream=stream)
     return dxg, dhg, dh, dc, dhtot
