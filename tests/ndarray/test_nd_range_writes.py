@@ -248,6 +248,7 @@ READ_ONLY = frozenset(
         # the rnn family: its cells and sequence loops write only the arrays they allocate
         "gru_cell", "gru_cell_backward", "lstm_cell", "lstm_cell_backward", "rnn_sequence", "rnn_sequence_backward",
         "rope",  # rotary embeddings: a new array each way
+        "searchsorted",  # insertion indices: a new array
         "sort", "topk", "tril", "triu", "unary", "var", "vector_norm", "where",
         # host-memory state: queries, a pinned copy, the allocator's stream bookkeeping, and moving a cpu
         # tensor's memory to shared memory (the values unchanged; on cuda nothing happens)
