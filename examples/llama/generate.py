@@ -108,8 +108,8 @@ def generate(
         seen[b, genesis.tensor(p)] = True
     seen = seen.to(device)
     lengths_t = genesis.tensor(lengths, device=device)
-    start = genesis.zeros(batch, dtype=genesis.int64, device=device)
-    logits = model(genesis.tensor(padded, device=device), cache=cache, positions=start, logits_at=lengths_t - 1)
+    # the prefill from position 0 (positions None): causal attention over the prompts, the fused path
+    logits = model(genesis.tensor(padded, device=device), cache=cache, logits_at=lengths_t - 1)
     positions = lengths_t.clone()  # where each sequence's next token goes
     decode = Decoder(model, cache, cuda_graph)
     out = []

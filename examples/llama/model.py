@@ -11,7 +11,8 @@ not. The module tree is HF's LlamaForCausalLM / Qwen2ForCausalLM (``model.layers
 biases on the q / k / v projections (``model_type="qwen2"``).
 
 With a cache, ``positions`` (int64 (batch,) on the model's device) is where each sequence's first new
-token goes; rotary angles and the cache's attention mask come from it on the device, so a decode step
+token goes (None: a prefill from position 0 of every sequence, which attends causally over the new tokens
+alone: the fused flash-attention path with no mask, as a prompt of right-padded sequences needs); rotary angles and the cache's attention mask come from it on the device, so a decode step
 reads nothing back to the host and can be captured as a CUDA graph (see genesis.generation.StaticKVCache
 for the right-padding convention of a batch of prompts of different lengths).
 """
@@ -107,10 +108,11 @@ class LlamaAttention(nn.Module):
         k = self.k_proj(x).view(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = rotary(q, k, position_ids)  # one fused node for both
-        if cache is None:
+        if cache is not None:
+            keys, values = cache.update(self.layer_idx, k, v, positions)
+        if mask is None:  # no cache, or a prefill from position 0: causal over the new tokens, the fused path
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         else:  # against the whole cache; the mask hides slots past each sequence's position
-            keys, values = cache.update(self.layer_idx, k, v, positions)
             y = F.scaled_dot_product_attention(q, keys.to(q.dtype), values.to(q.dtype), attn_mask=mask, enable_gqa=True)
         return self.o_proj(y.transpose(1, 2).reshape(batch, length, self.heads * self.head_dim))
 
@@ -164,8 +166,10 @@ class LlamaModel(nn.Module):
     def forward(self, idx, cache: StaticKVCache | None = None, positions=None):
         batch, length = idx.shape
         x = self.embed_tokens(idx)
-        if cache is None:  # positions 0 .. length - 1
+        if positions is None:  # positions 0 .. length - 1 (with a cache: the prefill, written from slot 0)
             position_ids, mask = None, None
+            if cache is not None:
+                positions = cache.zero_positions()
         else:  # each sequence from its own position, on the device
             offsets = genesis.arange(length, device=idx.device)
             position_ids, mask = positions.view(batch, 1) + offsets, cache.attention_mask(positions, length)
@@ -197,7 +201,9 @@ class LlamaForCausalLM(nn.Module):
         token after a right-padded prefill); with ``targets`` also the mean cross-entropy."""
         hidden = self.model(idx, cache, positions)
         if logits_at is not None:
-            index = logits_at.view(-1, 1, 1).expand(hidden.shape[0], 1, hidden.shape[2])
+            # clamped into range: the gather's bounds are known on the host, so it waits for nothing
+            last = logits_at.clamp(0, hidden.shape[1] - 1)
+            index = last.view(-1, 1, 1).expand(hidden.shape[0], 1, hidden.shape[2])
             hidden = hidden.gather(1, index)
         logits = self.lm_head(hidden)
         if targets is None:

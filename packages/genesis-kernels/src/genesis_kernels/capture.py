@@ -26,6 +26,7 @@ import numpy as np
 from genesis_storage import graphs
 
 from . import runtime as rt
+from . import sync_debug
 
 T = TypeVar("T")
 
@@ -39,6 +40,7 @@ def forbid_readback(op: str, why: str) -> None:
     """Raise RuntimeError if a capture is under way: ``op`` needs a host read-back (``why``)."""
     if graphs.is_current_stream_capturing():
         raise RuntimeError(f"{op} cannot be captured: it needs a host read-back ({why})")
+    sync_debug.check(op)  # eager: the read-back waits for the stream (warn / raise in sync debug mode)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from . import capture, indexed
+from . import capture, indexed, sync_debug
 from . import runtime as rt
 from .buffer import (
     INT32_LIMIT,
@@ -451,6 +451,7 @@ def _check_targets(target: BufferLike, rows: int, n: int, ignore_index: int, str
         where = " (in a replay of a CUDA graph that captured cross_entropy)"
         err, host = capture.graph_error_flag(indexed._ERR_SLOTS, lambda raw: _target_error(raw, where)), 0
     else:
+        sync_debug.check("cross_entropy (bounds check of targets of unknown range)")
         err, host = indexed._error_block(stream)
     key = (target.dtype,)
     fn = _CHECK.cache.get(key)

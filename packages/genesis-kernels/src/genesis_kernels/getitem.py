@@ -6,7 +6,7 @@ indices wrapping, as torch's ``index_put_``; reads (``x[indices]``) are a ``gath
 from __future__ import annotations
 
 from .buffer import BufferLike
-from .indexed import MAX_INDICES, launch
+from .indexed import MAX_INDICES, KnownRange, launch
 
 
 def index_put(
@@ -15,9 +15,11 @@ def index_put(
     values: BufferLike | float | int | bool,
     *,
     accumulate: bool = False,
+    ranges: list[KnownRange | None] | None = None,
     stream: int = 0,
 ) -> None:
     """In place: ``out[indices] = values`` (or ``+=`` with ``accumulate``), torch ``index_put_``.
+    ``ranges``: host-known bounds of each index buffer's values (indexed.launch: in range, no stream wait).
 
     ``indices``: 1 to 4 int64/int32 buffers, already broadcast to one shape ``B``, indexing the leading
     ``len(indices)`` dims of ``out`` (permute ``out`` for other dims); negative indices count from the end.
@@ -42,6 +44,6 @@ def index_put(
     idx = [(ib, tuple(ib.strides) + (0,) * len(tail), j, out.shape[j], out.strides[j]) for j, ib in enumerate(indices)]
     dst_dims = (-1,) * nb + tuple(range(k, len(out.shape)))
     if accumulate:
-        launch("add", out, values, idx, shape, dst_dims, vst, neg=True, op="index_put", stream=stream)
+        launch("add", out, values, idx, shape, dst_dims, vst, neg=True, op="index_put", ranges=ranges, stream=stream)
     else:
-        launch("put", out, values, idx, shape, dst_dims, vst, neg=True, op="index_put", stream=stream)
+        launch("put", out, values, idx, shape, dst_dims, vst, neg=True, op="index_put", ranges=ranges, stream=stream)

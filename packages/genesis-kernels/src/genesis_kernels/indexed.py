@@ -40,7 +40,7 @@ import triton.language as tl
 
 from genesis_storage.device import current_device
 
-from . import capture
+from . import capture, sync_debug
 from . import runtime as rt
 from .buffer import MAX_RANK, Buffer, BufferLike, dtype_info, numel
 from .elementwise import cast_to, copy
@@ -439,6 +439,8 @@ def launch(
     if known:
         err, err_host = _sink_block(stream), 0
     else:
+        if not captured:  # the eager check below waits for the stream
+            sync_debug.check(f"{op} (bounds check of an index of unknown range)")
         err, err_host = (_captured_error_block(op, dims), 0) if captured else _error_block(stream)
     value = conv(src) if src_scalar else 0  # type: ignore[arg-type]
     fn(

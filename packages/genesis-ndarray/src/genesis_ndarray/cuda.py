@@ -35,6 +35,22 @@ from genesis_storage import (
 )
 from genesis_storage import device as device_guard
 
+
+def set_sync_debug_mode(debug_mode: int | str) -> None:
+    """torch.cuda.set_sync_debug_mode: 0 / "default" nothing, 1 / "warn" warns and 2 / "error" raises
+    RuntimeError on every op that makes the host wait for a cuda stream (item(), tolist(), copies to the
+    cpu, nonzero / masked_select, bounds checks of indices whose range the host does not know)."""
+    from genesis_kernels import sync_debug  # the launchers own the mode: they are where the waits happen
+
+    sync_debug.set_sync_debug_mode(debug_mode)
+
+
+def get_sync_debug_mode() -> int:
+    """The sync debug mode: 0 (default), 1 (warn) or 2 (error)."""
+    from genesis_kernels import sync_debug
+
+    return sync_debug.get_sync_debug_mode()
+
 __all__ = [
     "CUDAGraph",
     "Event",
@@ -49,6 +65,7 @@ __all__ = [
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
+    "get_sync_debug_mode",
     "graph",
     "graph_pool_handle",
     "is_available",
@@ -63,6 +80,7 @@ __all__ = [
     "reset_peak_memory_stats",
     "set_device",
     "set_per_process_memory_fraction",
+    "set_sync_debug_mode",
     "stream",
     "synchronize",
 ]

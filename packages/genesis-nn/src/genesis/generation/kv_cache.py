@@ -52,11 +52,13 @@ class StaticKVCache:
         self.keys: list[Tensor] = [zeros(*shape, dtype=self.dtype, device=self.device) for _ in range(num_layers)]
         self.values: list[Tensor] = [zeros(*shape, dtype=self.dtype, device=self.device) for _ in range(num_layers)]
         self.device = self.keys[0].device  # with its index: "cuda" means the current device, as in torch
-        # Row of (b, h, position 0) in a cache viewed as (batch * kv_heads * max_len, head_dim).
-        heads = arange(batch_size * num_kv_heads, dtype=int64, device=self.device)
-        self._row_base = (heads * max_len).view(batch_size, num_kv_heads, 1)
+        # Index arrays of the cache write keys[b, h, slot] = k_new[b, h, t]: aranges (bounds the host knows)
+        # broadcast against the clamped slots (B, 1, T), so the write needs no bounds check's stream wait.
+        self._batch_ids = arange(batch_size, dtype=int64, device=self.device).view(batch_size, 1, 1)
+        self._head_ids = arange(num_kv_heads, dtype=int64, device=self.device).view(1, num_kv_heads, 1)
         self._offsets: dict[int, Tensor] = {}  # arange(T) per query length T, made once (graph-safe)
         self._key_positions = arange(max_len, dtype=int64, device=self.device)
+        self._zeros: Tensor | None = None
 
     @staticmethod
     def estimate_bytes(
@@ -81,6 +83,12 @@ class StaticKVCache:
         for t in (*self.keys, *self.values):
             t.zero_()
 
+    def zero_positions(self) -> Tensor:
+        """int64 zeros (batch,) on the cache's device, made once: the positions of a prefill from slot 0."""
+        if self._zeros is None:
+            self._zeros = zeros(self.batch_size, dtype=int64, device=self.device)
+        return self._zeros
+
     def _offset(self, length: int) -> Tensor:
         if length not in self._offsets:
             self._offsets[length] = arange(length, dtype=int64, device=self.device)
@@ -89,8 +97,8 @@ class StaticKVCache:
     def update(self, layer: int, k_new: Tensor, v_new: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
         """Write ``k_new`` / ``v_new`` (batch, kv_heads, T, head_dim) of every sequence b at positions
         ``positions[b] .. positions[b] + T - 1`` (``positions``: int64 (batch,) on the cache's device) and
-        return the layer's whole keys and values. Positions past ``max_len - 1`` are clamped to the last
-        slot (on the device, without a host check: the caller keeps within max_len)."""
+        return the layer's whole keys and values. Positions outside [0, max_len) are clamped to the first /
+        last slot (on the device, without a host check: the caller keeps within max_len)."""
         expected = (self.batch_size, self.num_kv_heads)
         if tuple(k_new.shape[:2]) != expected or k_new.shape[-1] != self.head_dim or k_new.shape != v_new.shape:
             raise RuntimeError(
@@ -103,12 +111,12 @@ class StaticKVCache:
                 f"{tuple(positions.shape)} on {positions.device}"
             )
         length = k_new.shape[2]
-        slots = (positions.view(-1, 1) + self._offset(length)).clamp(max=self.max_len - 1)  # (B, T)
-        rows = (self._row_base + slots.view(self.batch_size, 1, length)).reshape(-1)
+        # clamp with both bounds: the slots' range is known on the host (no wait, capturable)
+        slots = (positions.view(-1, 1) + self._offset(length)).clamp(0, self.max_len - 1)
+        index = (self._batch_ids, self._head_ids, slots.view(self.batch_size, 1, length))
         keys, values = self.keys[layer], self.values[layer]
-        width = self.head_dim
-        keys.view(-1, width).index_copy_(0, rows, k_new.to(dtype=self.dtype).reshape(-1, width))
-        values.view(-1, width).index_copy_(0, rows, v_new.to(dtype=self.dtype).reshape(-1, width))
+        keys[index] = k_new.to(dtype=self.dtype)  # one indexed write in place, no copy of the cache
+        values[index] = v_new.to(dtype=self.dtype)
         return keys, values
 
     def attention_mask(self, positions: Tensor, query_len: int) -> Tensor:

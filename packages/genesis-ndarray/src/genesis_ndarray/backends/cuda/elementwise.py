@@ -22,6 +22,7 @@ from .common import (
     reg,
     resolver,
     result_type,
+    set_range,
     stream_of,
 )
 from .memory import cast
@@ -365,6 +366,8 @@ def clamp(input: View, min, max) -> View:
     out = gs.empty(shape, dtype.name, input.device)
     if math.prod(shape):
         gk.clamp(expand_to(src, shape), expand_to(min, shape), expand_to(max, shape), out, stream=stream_of(input))
+        if isinstance(min, int) and isinstance(max, int) and not isinstance(min, bool | float) and min <= max:
+            set_range(out, min, max, False)  # integer bounds: an index clamped into range needs no device check
     return out
 
 

@@ -26,7 +26,7 @@ from ...determinism import alert_not_deterministic
 from ...dtypes import int64
 from ...getitem import IndexKind, Layout, layout, normalize, parse
 from ...shape import basic_index, broadcast_shapes
-from .common import View, expand_to, forget_range, reg, stream_of
+from .common import View, expand_to, forget_range, reg, stream_of, value_range
 from .elementwise import binary, binary_
 from .memory import cast, copy_, fill_
 
@@ -220,7 +220,8 @@ def _advanced_setitem(v: View, index, value, accumulate: bool = False) -> None:
     if len(arrays) <= _MAX_PUT:
         target = _permuted(base, lay.dims + lay.rest)
         idx = tuple(expand_to(a, lay.bshape) for a in arrays)
-        gk.index_put(target, idx, values, accumulate=accumulate, stream=stream_of(base))
+        ranges = [value_range(a) for a in arrays]  # host-known index bounds (arange, clamp, ...): no wait
+        gk.index_put(target, idx, values, accumulate=accumulate, ranges=ranges, stream=stream_of(base))
         return
     # More index arrays than index_put takes: one offset per position over a flat, element-stepping dim.
     if accumulate and base.dtype not in ("float32", "float64", "int32", "int64"):

@@ -9,7 +9,7 @@ import genesis_storage as gs
 
 from ...dtypes import DType, bool_, int64
 from ...shape import normalize_dim, normalize_dims
-from .common import View, dtype_of, reg, resolver, stream_of
+from .common import View, dtype_of, reg, resolver, set_range, stream_of
 from .memory import cast, fill_
 
 
@@ -88,6 +88,9 @@ def _arg(op: str, input: View, dim: int, keepdim: bool) -> tuple[View, View]:
     indices = gs.empty(out_shape, "int64", input.device)
     if math.prod(src.shape):
         gk.arg_reduce(op, src, values, indices, dim, stream=stream_of(input))
+        # Positions along dim: bounds the host knows, so an embedding / index op that reads them (a decode
+        # loop's next token) skips its bounds check's stream wait.
+        set_range(indices, 0, src.shape[dim] - 1, False)
     if keepdim and len(input.shape):
         return _keep(values, input.shape, (dim,)), _keep(indices, input.shape, (dim,))
     return values, indices

@@ -1,0 +1,98 @@
+"""genesis.cuda.set_sync_debug_mode / get_sync_debug_mode: torch.cuda's names and values; on cuda every
+implicit host wait (item(), tolist(), a copy to the cpu, nonzero, an index of unknown range) warns in
+"warn" mode and raises RuntimeError in "error" mode, while ops that wait for nothing run; on the cpu it
+changes nothing."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import pytest
+import torch
+
+import genesis
+
+
+@pytest.fixture(autouse=True)
+def _restore_mode():
+    yield
+    genesis.cuda.set_sync_debug_mode(0)
+
+
+def test_names_values_and_bad_modes_as_torch() -> None:
+    for name in ("set_sync_debug_mode", "get_sync_debug_mode"):
+        assert name in genesis.cuda.__all__
+        ours = inspect.signature(getattr(genesis.cuda, name)).parameters
+        assert list(ours) == list(inspect.signature(getattr(torch.cuda, name)).parameters)
+    for mode, value in (("warn", 1), ("error", 2), ("default", 0), (1, 1), (2, 2), (0, 0)):
+        genesis.cuda.set_sync_debug_mode(mode)
+        assert genesis.cuda.get_sync_debug_mode() == value
+    with pytest.raises(RuntimeError, match="invalid value of debug_mode, expected one of `default`, `warn`, `error`"):
+        genesis.cuda.set_sync_debug_mode("loud")
+
+
+def test_cpu_reads_are_not_synchronising() -> None:
+    genesis.cuda.set_sync_debug_mode("error")
+    x = genesis.randn(4, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert x.sum().item() == pytest.approx(float(x.numpy().sum()), rel=1e-5)
+        assert len(x.tolist()) == 4
+        assert x.nonzero().shape[1] == 2
+
+
+def _cuda_only(device: str) -> None:
+    if device != "cuda":
+        pytest.skip("the sync debug mode reports cuda waits only")
+
+
+def test_error_mode_refuses_each_host_read(device) -> None:
+    _cuda_only(device)
+    x = genesis.randn(4, 3, device=device)
+    genesis.cuda.set_sync_debug_mode("error")
+    for read in (lambda: x.sum().item(), x.tolist, x.cpu, lambda: x.nonzero(), lambda: x[x > 0]):
+        with pytest.raises(RuntimeError, match="called a synchronizing CUDA operation"):
+            read()
+    unknown = (x[:, 0] > 0).long()  # values the host does not know: the bounds check must wait
+    with pytest.raises(RuntimeError, match="called a synchronizing CUDA operation: index_select"):
+        x.index_select(0, unknown)
+    genesis.cuda.set_sync_debug_mode("default")
+    assert x.index_select(0, unknown).shape == (4, 3)
+
+
+def test_warn_mode_warns_and_goes_on(device) -> None:
+    _cuda_only(device)
+    x = genesis.randn(5, device=device)
+    genesis.cuda.set_sync_debug_mode("warn")
+    with pytest.warns(UserWarning, match="called a synchronizing CUDA operation: item"):
+        value = x.max().item()
+    genesis.cuda.set_sync_debug_mode(0)
+    assert value == pytest.approx(float(x.cpu().numpy().max()))
+
+
+def test_ops_with_known_index_ranges_wait_for_nothing(device) -> None:
+    """argmax positions, integer clamps and aranges carry bounds the host knows: embedding, gather and an
+    indexed write through them run in "error" mode, with torch's values."""
+    _cuda_only(device)
+    weight = genesis.randn(7, 3, device=device)
+    logits = genesis.randn(4, 7, device=device)
+    target = genesis.zeros(2, 5, 3, device=device)
+    rows = genesis.randn(2, 4, 3, device=device)
+    position = genesis.tensor([3, 9], device=device)
+    expected_target = target.cpu().numpy().copy()
+    genesis.cuda.set_sync_debug_mode("error")
+    token = logits.argmax(-1)
+    embedded = genesis.nn.functional.embedding(token, weight)
+    slots = (position.view(2, 1) + genesis.arange(4, device=device)).clamp(0, 4)  # (2, 4) in [0, 4]
+    batch = genesis.arange(2, device=device).view(2, 1)
+    target[batch, slots] = rows
+    picked = logits.gather(1, slots)
+    genesis.cuda.set_sync_debug_mode("default")
+    t_logits, t_weight = torch.from_numpy(logits.cpu().numpy()), torch.from_numpy(weight.cpu().numpy())
+    t_slots = (torch.tensor([3, 9]).view(2, 1) + torch.arange(4)).clamp(0, 4)
+    assert torch.equal(torch.from_numpy(embedded.cpu().numpy()), t_weight[t_logits.argmax(-1)])
+    assert torch.equal(torch.from_numpy(picked.cpu().numpy()), t_logits.gather(1, t_slots))
+    t_target = torch.from_numpy(expected_target)
+    t_target[torch.arange(2).view(2, 1), t_slots] = torch.from_numpy(rows.cpu().numpy())
+    assert torch.equal(torch.from_numpy(target.cpu().numpy()), t_target)
