@@ -794,7 +794,8 @@ def reduce(
     """Reduce ``x`` over ``dims`` into ``out`` (``x.shape`` without ``dims``; the caller handles keepdim).
 
     Ops: sum mean prod max min amax amin all any (logsumexp, var and std: reduce_online.py). Half types
-    accumulate in float32, integers in int64; max/min propagate NaN as torch. (For max/min with indices use ``arg_reduce``.)
+    accumulate in float32, integers in int64; max/min propagate NaN as torch. (For max/min with indices
+    use ``arg_reduce``.)
     """
     dims = _dims_key(dims)
     key = ("reduce", op, x.dtype, x.shape, x.strides, x.ptr & 15 == 0, out.dtype, out.shape, out.strides, dims)
