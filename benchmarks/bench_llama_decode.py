@@ -11,7 +11,8 @@ depend on the values). Measured, in one process, the variants alternating:
 
 * decode tokens/s at batch 1 and 16: 128 prompt tokens, 256 greedy new tokens (the prefill not timed):
   torch eager, genesis eager, genesis with the decode step replayed as a CUDA graph;
-* prefill of 2,048 tokens (batch 1) into the cache: time;
+* prefill of 2,048 tokens (batch 1) into the cache: time; both sides as a generate's prefill: written from
+  position 0, causal attention over the new tokens (no mask: the flash path), logits of the last position only;
 * one training step, batch 1 x 2,048 (fp32 weights, bf16 autocast, fwd + bwd + fused AdamW).
 
 Times are medians of each framework's own CUDA events; ratios are torch_time / genesis_time (> 1: genesis
@@ -110,11 +111,12 @@ class TorchLayer(tnn.Module):
         k = self.k(y).view(b, t, self.kv, self.d).transpose(1, 2)
         v = self.v(y).view(b, t, self.kv, self.d).transpose(1, 2)
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-        if cache is None:
+        if cache is not None:
+            k_all, v_all = cache.update(layer, k, v, positions)
+        if mask is None:  # no cache, or a prefill from position 0: causal over the new tokens (flash)
             a = TF.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         else:
-            k, v = cache.update(layer, k, v, positions)
-            a = TF.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+            a = TF.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask, enable_gqa=True)
         x = x + self.o(a.transpose(1, 2).reshape(b, t, -1))
         y = self.norm2(x)
         return x + self.down(TF.silu(self.gate(y)) * self.up(y))
@@ -139,8 +141,10 @@ class TorchLlama(tnn.Module):
     def forward(self, idx, cache=None, positions=None, last_only=False):
         b, t = idx.shape
         x = self.embed(idx)
-        if cache is None:
+        if positions is None:  # with a cache: the prefill, written from slot 0 (as the genesis model)
             ids, mask = torch.arange(t, device=idx.device).view(1, t), None
+            if cache is not None:
+                positions = torch.zeros(b, dtype=torch.int64, device=idx.device)
         else:
             ids, mask = positions.view(b, 1) + torch.arange(t, device=idx.device), cache.mask(positions, t)
         cos, sin = self.cos[ids].unsqueeze(1).to(x.dtype), self.sin[ids].unsqueeze(1).to(x.dtype)
@@ -198,9 +202,9 @@ def decode_bench(config, gmodel, tmodel, batch: int, prompt: int, new: int, reps
     tcache = TorchCache(config, batch, max_len)
     gstart = genesis.full((batch,), prompt, dtype=genesis.int64, device="cuda")
     tstart = torch.full((batch,), prompt, dtype=torch.int64, device="cuda")
-    with genesis.inference_mode(), torch.inference_mode():
-        gmodel(g_ids, cache=gcache, positions=genesis.zeros(batch, dtype=genesis.int64, device="cuda"))
-        tmodel(ids, cache=tcache, positions=torch.zeros(batch, dtype=torch.int64, device="cuda"))
+    with genesis.inference_mode(), torch.inference_mode():  # the prefills, from position 0
+        gmodel(g_ids, cache=gcache)
+        tmodel(ids, cache=tcache)
     graph_decoder = Decoder(gmodel, gcache, cuda_graph=True)
     eager_decoder = Decoder(gmodel, gcache, cuda_graph=False)
 
@@ -234,16 +238,15 @@ def prefill_bench(config, gmodel, tmodel, length: int, reps: int) -> None:
     ids = torch.randint(0, config.vocab_size, (1, length), device="cuda")
     g_ids = genesis.tensor(ids.cpu().numpy(), device="cuda")
     gcache, tcache = gmodel.make_cache(1, length), TorchCache(config, 1, length)
-    g0, t0 = genesis.zeros(1, dtype=genesis.int64, device="cuda"), torch.zeros(1, dtype=torch.int64, device="cuda")
     last = genesis.full((1,), length - 1, dtype=genesis.int64, device="cuda")
 
     def ours():
         with genesis.inference_mode():
-            gmodel(g_ids, cache=gcache, positions=g0, logits_at=last)
+            gmodel(g_ids, cache=gcache, logits_at=last)
 
     def theirs():
         with torch.inference_mode():
-            tmodel(ids, cache=tcache, positions=t0, last_only=True)
+            tmodel(ids, cache=tcache, last_only=True)
 
     ms = interleave({"torch": (torch, theirs), "genesis": (genesis, ours)}, reps)
     ratio_line(f"prefill, 1 x {length} tokens into the cache", ms, length, "tokens/s")

@@ -12,9 +12,10 @@ biases on the q / k / v projections (``model_type="qwen2"``).
 
 With a cache, ``positions`` (int64 (batch,) on the model's device) is where each sequence's first new
 token goes (None: a prefill from position 0 of every sequence, which attends causally over the new tokens
-alone: the fused flash-attention path with no mask, as a prompt of right-padded sequences needs); rotary angles and the cache's attention mask come from it on the device, so a decode step
-reads nothing back to the host and can be captured as a CUDA graph (see genesis.generation.StaticKVCache
-for the right-padding convention of a batch of prompts of different lengths).
+alone: the fused flash-attention path with no mask, as a prompt of right-padded sequences needs); rotary
+angles, the cache's write index and its attention mask come from it on the device, so a decode step reads
+nothing back to the host and can be captured as a CUDA graph (see genesis.generation.StaticKVCache for the
+right-padding convention of a batch of prompts of different lengths).
 """
 
 from __future__ import annotations
@@ -102,14 +103,16 @@ class LlamaAttention(nn.Module):
         self.v_proj = nn.Linear(h, self.kv_heads * self.head_dim, bias=bias)
         self.o_proj = nn.Linear(self.heads * self.head_dim, h, bias=config.attention_bias)
 
-    def forward(self, x, rotary, position_ids, cache: StaticKVCache | None = None, positions=None, mask=None):
+    def forward(
+        self, x, rotary, position_ids, cache: StaticKVCache | None = None, positions=None, mask=None, index=None
+    ):
         batch, length, _ = x.shape
         q = self.q_proj(x).view(batch, length, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = rotary(q, k, position_ids)  # one fused node for both
         if cache is not None:
-            keys, values = cache.update(self.layer_idx, k, v, positions)
+            keys, values = cache.update(self.layer_idx, k, v, positions, index)
         if mask is None:  # no cache, or a prefill from position 0: causal over the new tokens, the fused path
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         else:  # against the whole cache; the mask hides slots past each sequence's position
@@ -128,7 +131,7 @@ class LlamaMLP(nn.Module):
         self.down_proj = nn.Linear(i, h, bias=bias)
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(F.swiglu(self.gate_proj(x), self.up_proj(x)))  # silu(gate) * up, one fused op
 
 
 class LlamaDecoderLayer(nn.Module):
@@ -141,8 +144,8 @@ class LlamaDecoderLayer(nn.Module):
         self.post_attention_layernorm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
         self.mlp = LlamaMLP(config)
 
-    def forward(self, x, rotary, position_ids, cache=None, positions=None, mask=None):
-        x = x + self.self_attn(self.input_layernorm(x), rotary, position_ids, cache, positions, mask)
+    def forward(self, x, rotary, position_ids, cache=None, positions=None, mask=None, index=None):
+        x = x + self.self_attn(self.input_layernorm(x), rotary, position_ids, cache, positions, mask, index)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -167,14 +170,16 @@ class LlamaModel(nn.Module):
         batch, length = idx.shape
         x = self.embed_tokens(idx)
         if positions is None:  # positions 0 .. length - 1 (with a cache: the prefill, written from slot 0)
-            position_ids, mask = None, None
+            position_ids, mask, index = None, None, None
             if cache is not None:
                 positions = cache.zero_positions()
+                index = cache.write_index(positions, length)
         else:  # each sequence from its own position, on the device
-            offsets = genesis.arange(length, device=idx.device)
-            position_ids, mask = positions.view(batch, 1) + offsets, cache.attention_mask(positions, length)
+            index = cache.write_index(positions, length)  # once per step, shared by every layer's cache write
+            # the slots written are the tokens' positions (clamped into the cache, as the writes are)
+            position_ids, mask = index[2].view(batch, length), cache.attention_mask(positions, length)
         for layer in self.layers:
-            x = layer(x, self.rotary_emb, position_ids, cache, positions, mask)
+            x = layer(x, self.rotary_emb, position_ids, cache, positions, mask, index)
         return self.norm(x)
 
 

@@ -242,3 +242,38 @@ def test_cuda_graph_decode_gives_eager_tokens(_) -> None:
     eager = llama_generate.generate(model, prompts, max_new_tokens=12)
     graphed = llama_generate.generate(model, prompts, max_new_tokens=12, cuda_graph=True)
     assert graphed == eager
+
+
+def test_decode_step_and_prefill_wait_for_nothing(device) -> None:
+    """Under genesis.cuda.set_sync_debug_mode("error") (which raises on every implicit host wait on cuda) a
+    prefill of right-padded prompts into a StaticKVCache, greedy picks and eager decode steps complete, with
+    the logits of the same steps run in the default mode."""
+    if device != "cuda":
+        pytest.skip("the sync debug mode reports cuda waits only")
+    model = _tiny_model(device)
+    rng = np.random.default_rng(5)
+    prompts = genesis.tensor(rng.integers(0, 41, size=(2, 6)), device=device)
+    last = genesis.tensor([3, 5], device=device)  # each prompt's last token (right padding)
+
+    def run() -> list:
+        cache = model.make_cache(2, 12)
+        logits = model(prompts, cache=cache, logits_at=last)
+        positions = last + 1
+        out = [logits]
+        for _ in range(3):
+            token = logits[:, -1].argmax(-1, keepdim=True)
+            logits = model(token, cache=cache, positions=positions)
+            positions.add_(1)
+            out.append(logits)
+        return out
+
+    with genesis.inference_mode():
+        genesis.cuda.set_sync_debug_mode("error")
+        try:
+            quiet = run()
+        finally:
+            genesis.cuda.set_sync_debug_mode("default")
+        loud = run()
+    for a, b in zip(quiet, loud):
+        np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+    assert quiet[-1].shape == (2, 1, 41)

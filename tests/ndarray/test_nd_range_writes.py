@@ -238,7 +238,7 @@ READ_ONLY = frozenset(
         "unfold", "unsqueeze", "view", "getitem", "dtype_of", "strides", "storage_offset", "is_contiguous",
         "exclusive", "dlpack_device", "attention_supported",
         # reads to the host
-        "item", "to_cpu", "to_numpy", "tolist",
+        "item", "to_cpu", "to_numpy", "tolist", "value_range",
         # computations into new arrays
         "activation_backward", "addcdiv", "addcmul", "argmax", "argmin", "attention", "binary", "cast", "clamp",
         "clone", "contiguous", "cross_entropy", "cumprod", "cumsum", "dropout", "dropout_backward", "embedding",

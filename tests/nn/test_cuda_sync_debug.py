@@ -96,3 +96,23 @@ def test_ops_with_known_index_ranges_wait_for_nothing(device) -> None:
     t_target = torch.from_numpy(expected_target)
     t_target[torch.arange(2).view(2, 1), t_slots] = torch.from_numpy(rows.cpu().numpy())
     assert torch.equal(torch.from_numpy(target.cpu().numpy()), t_target)
+
+
+def test_index_copy_checks_bounds_on_the_host_only_when_unknown(device) -> None:
+    """index_copy_ keeps torch's IndexError for a bad index; an index of known range needs no device read."""
+    _cuda_only(device)
+    x = genesis.zeros(5, 2, device=device)
+    src = genesis.randn(3, 2, device=device)
+    genesis.cuda.set_sync_debug_mode("error")
+    x.index_copy_(0, genesis.arange(1, 4, device=device), src)  # an arange: bounds known
+    with pytest.raises(IndexError, match="index_copy_\\(\\): index 7 is out of bounds for dimension 0 with size 5"):
+        x.index_copy_(0, genesis.tensor([0, 7, 2], device=device), src)  # uploaded: exact bounds, no read
+    unknown = genesis.arange(3, device=device) * 2  # arithmetic: bounds unknown to the host
+    with pytest.raises(RuntimeError, match="called a synchronizing CUDA operation"):
+        x.index_copy_(0, unknown, src)
+    genesis.cuda.set_sync_debug_mode("default")
+    expected = torch.zeros(5, 2)
+    expected[1:4] = torch.from_numpy(src.cpu().numpy())
+    assert torch.equal(torch.from_numpy(x.cpu().numpy()), expected)
+    with pytest.raises(IndexError, match="index 6 is out of bounds for dimension 0 with size 5"):
+        x.index_copy_(0, unknown + 2, src)

@@ -250,6 +250,11 @@ class NDArray:
         device without one, so that ``hasattr(array, "__cuda_array_interface__")`` answers False there."""
         return self._ops["cuda_array_interface"](self._data)
 
+    def known_range(self) -> tuple[int, int, bool] | None:
+        """Bounds (lowest, highest, exact: both held) of an integer array's values that the host knows without
+        reading the device (uploads, arange, randint, argmax, integer clamps, ...), else None."""
+        return self._ops["value_range"](self._data)
+
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")

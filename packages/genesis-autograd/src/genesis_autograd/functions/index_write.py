@@ -5,7 +5,8 @@ Each out-of-place form is a fresh copy with one ``x[index] = v`` write (SetItem:
 overwritten slots is zero, the values get the gradient of their slots), or, for index_put with
 ``accumulate=True``, IndexPutAccumulate (repeated indices add up; each value gets its slot's gradient).
 In-place forms write that result back through Tensor._math_inplace. Arguments are checked first with
-torch's error classes and messages; bounds are checked on the host (one read of the index's min and max).
+torch's error classes and messages; bounds are checked on the host (one read of the index's min and max,
+none where the host knows the index's range).
 """
 
 from __future__ import annotations
@@ -43,10 +44,15 @@ def check_long_index(op: str, index: Any) -> None:
 
 
 def check_bounds(op: str, index: Any, size: int, dim: int, error: type[Exception] = IndexError) -> None:
-    """Every index in [-size, size): else torch's error naming the first offending value."""
+    """Every index in [-size, size): else torch's error naming the first offending value. Bounds the host
+    knows (an uploaded, arange, argmax or clamped index) decide without reading the device: no stream wait."""
     if index.numel() == 0:
         return
-    low, high = int(index.data.min().item()), int(index.data.max().item())
+    known = index.data.known_range()
+    if known is not None and (known[2] or (-size <= known[0] and known[1] < size)):
+        low, high = known[0], known[1]  # inside: nothing to check; exact: the values the device would read
+    else:
+        low, high = int(index.data.min().item()), int(index.data.max().item())
     if high >= size or low < -size:
         bad = high if high >= size else low
         raise error(f"{op}index {bad} is out of bounds for dimension {dim} with size {size}")

@@ -94,11 +94,27 @@ class StaticKVCache:
             self._offsets[length] = arange(length, dtype=int64, device=self.device)
         return self._offsets[length]
 
-    def update(self, layer: int, k_new: Tensor, v_new: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+    def write_index(self, positions: Tensor, length: int) -> tuple[Tensor, Tensor, Tensor]:
+        """The advanced index (batch ids, head ids, slots) that ``update`` writes ``length`` new tokens of every
+        sequence through, from ``positions``; compute it once per forward and pass it to every layer's update.
+        Slots outside [0, max_len) are clamped (on the device): the clamp's bounds are known to the host, so the
+        write waits for no bounds check."""
+        slots = (positions.view(-1, 1) + self._offset(length)).clamp(0, self.max_len - 1)
+        return self._batch_ids, self._head_ids, slots.view(self.batch_size, 1, length)
+
+    def update(
+        self,
+        layer: int,
+        k_new: Tensor,
+        v_new: Tensor,
+        positions: Tensor,
+        index: tuple[Tensor, Tensor, Tensor] | None = None,
+    ) -> tuple[Tensor, Tensor]:
         """Write ``k_new`` / ``v_new`` (batch, kv_heads, T, head_dim) of every sequence b at positions
         ``positions[b] .. positions[b] + T - 1`` (``positions``: int64 (batch,) on the cache's device) and
         return the layer's whole keys and values. Positions outside [0, max_len) are clamped to the first /
-        last slot (on the device, without a host check: the caller keeps within max_len)."""
+        last slot (on the device, without a host check: the caller keeps within max_len). ``index``: this
+        step's ``write_index(positions, T)``, shared by the layers (else computed here)."""
         expected = (self.batch_size, self.num_kv_heads)
         if tuple(k_new.shape[:2]) != expected or k_new.shape[-1] != self.head_dim or k_new.shape != v_new.shape:
             raise RuntimeError(
@@ -110,10 +126,8 @@ class StaticKVCache:
                 f"StaticKVCache.update: positions must be a ({self.batch_size},) tensor on {self.device}, got "
                 f"{tuple(positions.shape)} on {positions.device}"
             )
-        length = k_new.shape[2]
-        # clamp with both bounds: the slots' range is known on the host (no wait, capturable)
-        slots = (positions.view(-1, 1) + self._offset(length)).clamp(0, self.max_len - 1)
-        index = (self._batch_ids, self._head_ids, slots.view(self.batch_size, 1, length))
+        if index is None:
+            index = self.write_index(positions, k_new.shape[2])
         keys, values = self.keys[layer], self.values[layer]
         keys[index] = k_new.to(dtype=self.dtype)  # one indexed write in place, no copy of the cache
         values[index] = v_new.to(dtype=self.dtype)

@@ -20,6 +20,7 @@ reg("data_ptr")(lambda input: input.data_ptr())
 # owners in ways Python references do not show, so cpu never claims it (autograd copies instead).
 reg("exclusive")(lambda input: False)
 reg("item")(lambda input: input.item())
+reg("value_range")(lambda input: None)  # reading a cpu tensor costs no wait: nothing is tracked
 reg("tolist")(lambda input: input.tolist())
 reg("to_numpy")(lambda input: input.numpy())
 reg("to_cpu")(lambda input, non_blocking=False: input)

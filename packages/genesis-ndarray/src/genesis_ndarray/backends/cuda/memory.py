@@ -106,6 +106,11 @@ def from_cpu(input: torch.Tensor, device: Device, non_blocking: bool = False) ->
 @reg("to_cpu")
 def to_cpu(input: View, non_blocking: bool = False) -> torch.Tensor:
     _forbid_readback("copying a cuda tensor to the cpu")
+    return _read(input)
+
+
+def _read(input: View) -> torch.Tensor:
+    """``input``'s values as a cpu tensor (waits for the stream: callers have called _forbid_readback)."""
     host = gs.to_numpy(input)
     t = torch.from_numpy(np.ascontiguousarray(host))
     if input.dtype == "bfloat16":
@@ -119,16 +124,22 @@ def to_numpy(input: View) -> np.ndarray:
     return np.ascontiguousarray(gs.to_numpy(input)).reshape(input.shape)
 
 
+@reg("value_range")
+def known_value_range(input: View) -> tuple[int, int, bool] | None:
+    """Host-known (lowest, highest, exact) bounds of an integer array's values, or None (common.value_range)."""
+    return value_range(input)
+
+
 @reg("item")
 def item(input: View):
     _forbid_readback("item()")
-    return to_cpu(input).item()
+    return _read(input).item()
 
 
 @reg("tolist")
 def tolist(input: View):
     _forbid_readback("tolist()")
-    return to_cpu(input).tolist()
+    return _read(input).tolist()
 
 
 @reg("cast")
