@@ -116,3 +116,22 @@ def test_index_copy_checks_bounds_on_the_host_only_when_unknown(device) -> None:
     assert torch.equal(torch.from_numpy(x.cpu().numpy()), expected)
     with pytest.raises(IndexError, match="index 6 is out of bounds for dimension 0 with size 5"):
         x.index_copy_(0, unknown + 2, src)
+
+
+def test_sampling_waits_for_nothing(device) -> None:
+    """genesis.generation.sample_next_token with top-k and top-p (topk / sort positions scattered back) and
+    a scatter of the drawn tokens into a seen-mask run in "error" mode; the tokens lie in each row's top k."""
+    _cuda_only(device)
+    from genesis.generation import sample_next_token
+
+    logits = genesis.randn(3, 11, device=device)
+    seen = genesis.zeros(3, 11, dtype=genesis.bool, device=device)
+    genesis.cuda.set_sync_debug_mode("error")
+    token = sample_next_token(logits, temperature=0.7, top_k=4, top_p=0.9)
+    seen.scatter_(1, token.view(-1, 1), True)
+    genesis.cuda.set_sync_debug_mode("default")
+    t_logits, t_token = torch.from_numpy(logits.cpu().numpy()), torch.from_numpy(token.cpu().numpy())
+    allowed = t_logits.topk(4, dim=-1).indices
+    assert all(int(t_token[b]) in allowed[b].tolist() for b in range(3))
+    expected = torch.zeros(3, 11, dtype=torch.bool).scatter(1, t_token.view(-1, 1), True)
+    assert torch.equal(torch.from_numpy(seen.cpu().numpy()), expected)

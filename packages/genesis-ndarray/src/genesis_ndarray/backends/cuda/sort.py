@@ -9,7 +9,7 @@ import genesis_storage as gs
 
 from ...dtypes import uint8
 from ...shape import normalize_dim
-from .common import View, reg, stream_of
+from .common import View, reg, set_range, stream_of
 from .memory import cast, clone, copy_, fill_
 
 
@@ -28,6 +28,8 @@ def sort(input: View, dim: int, descending: bool, stable: bool) -> tuple[View, V
             copy_(values, sorted_wide)
         else:
             gk.sort(input, values, indices, dim, descending=descending, stream=stream_of(input))
+        # positions along dim: a scatter by them (a sampler's top-p) waits for no bounds check
+        set_range(indices, 0, (input.shape[dim] if input.shape else 1) - 1, False)
     return values, indices
 
 
@@ -49,4 +51,5 @@ def topk(input: View, k: int, dim: int, largest: bool, sorted: bool) -> tuple[Vi
     indices = gs.empty(shape, "int64", input.device)
     if math.prod(shape):
         gk.topk(input, k, values, indices, dim, largest=largest, stream=stream_of(input))
+        set_range(indices, 0, size - 1, False)  # positions along dim (a sampler's scatter by them: no wait)
     return values, indices
