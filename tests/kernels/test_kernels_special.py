@@ -162,10 +162,13 @@ _SWITCHES = [1e-3, 0.7, 1.99, 2.01, 4.99, 5.01, 13.4, 24.99, 25.01, 80.0, 700.0]
 def test_bessel_and_airy_against_mpmath(op):
     mpmath = pytest.importorskip("mpmath")
     signed = op in ("bessel_j0", "bessel_j1", "airy_ai")
-    x = torch.cat([_spread(-30 if signed else 0.05, 40, 16, 7), torch.tensor(_SWITCHES, dtype=torch.float64)])
+    x = torch.cat(
+        [_spread(-30 if signed else 0.05, 40, 16, 7), torch.tensor(_SWITCHES, dtype=torch.float64, device=DEVICE)]
+    )
     if signed:
-        x = torch.cat([x, torch.tensor([-7.99, -8.01, -60.0, -4.99, -25.01], dtype=torch.float64)])
-    x = x.to(DEVICE)
+        x = torch.cat([x, torch.tensor([-7.99, -8.01, -60.0, -4.99, -25.01], dtype=torch.float64, device=DEVICE)])
+    if "_k" in op:  # the quadrature's range for huge x (1 + 45/x rounds to 1 past 1e17)
+        x = torch.cat([x, torch.tensor([1e20, 1e30], dtype=torch.float64, device=DEVICE)])
     # (Ai's Maclaurin series cancels to ~3e-12 absolute near -8, where the asymptotic series takes over)
     _close(_unary(op, x), _mp_values(mpmath, op, x), rtol=1e-12, atol=4e-12)
     # float32 inputs compute in float64 too: only the final rounding differs
@@ -178,7 +181,42 @@ def _mp_values(mpmath, op: str, x: torch.Tensor) -> torch.Tensor:
         return torch.tensor([float(_MP_BESSEL[op](mpmath, mpmath.mpf(float(v)))) for v in x.cpu()], dtype=torch.float64)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("op", sorted(_MP_BESSEL))
-def test_bessel_and_airy_edges(op):
-    x = torch.tensor([0.0, -1.0, INF, -INF, NAN], dtype=torch.float64, device=DEVICE)
-    _close(_unary(op, x), getattr(torch.special, op)(x), rtol=1e-5)
+def test_bessel_and_airy_edges(op, dtype):
+    x = torch.tensor([0.0, -0.0, -1.0, INF, -INF, NAN, -NAN], dtype=dtype, device=DEVICE)
+    got = _unary(op, x)
+    assert got[-2:].isnan().all(), f"{op}(nan) = {got[-2:].tolist()}"
+    _close(got, getattr(torch.special, op)(x.double()), rtol=1e-5)
+
+
+# NaN in, NaN out, for every unary special op: the kernels clamp x into each method's range, and the GPU's
+# min / max (unlike numpy's) map NaN to the bound, so each op must restore NaN itself.
+_ALL_UNARY = {op: ref for op, (ref, _, _) in UNARY_CASES.items()} | {
+    op: getattr(torch.special, op) for op in _MP_BESSEL
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("op", sorted(_ALL_UNARY))
+def test_unary_special_nan_and_inf(op, dtype):
+    x = torch.tensor([NAN, -NAN, INF, -INF, 0.0, -0.0], dtype=dtype, device=DEVICE)
+    got = _unary(op, x)
+    assert got[:2].isnan().all(), f"{op}(nan) = {got[:2].tolist()} ({dtype})"
+    torch.testing.assert_close(got.cpu(), _ALL_UNARY[op](x.double()).cpu().to(dtype), equal_nan=True)
+
+
+# Every pair of these, for the binary float ops: torch's rules at the edges (zeta(1, nan) = inf,
+# igamma(nan, 0) = 0, igamma(inf, inf) = nan, ...), and NaN elsewhere a NaN goes in.
+_GRID = [NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -2.5, 3.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("op", ["zeta", "igamma", "igammac", "nextafter"])
+def test_binary_special_edges(op, dtype):
+    a = torch.tensor([p for p in _GRID for _ in _GRID], dtype=dtype, device=DEVICE)
+    b = torch.tensor([q for _ in _GRID for q in _GRID], dtype=dtype, device=DEVICE)
+    ref = {"zeta": torch.special.zeta, "igamma": torch.igamma, "igammac": torch.igammac}.get(op)
+    expected = ref(a.double(), b.double()).to(dtype) if ref else torch.nextafter(a, b)
+    rtol = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(_binary(op, a, b).cpu(), expected.cpu(), rtol=rtol, atol=0.0, equal_nan=True)

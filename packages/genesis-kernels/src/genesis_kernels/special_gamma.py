@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 
 from .mathlib import lib
+from .special_clamp import at_least, at_most
 
 _PI = tl.constexpr(3.141592653589793)
 
@@ -88,13 +89,14 @@ def zeta(s, q):
     """The Hurwitz zeta function sum_k (k + q)^-s: inf at s = 1 and at q a non-positive integer, NaN for
     s < 1 and for q < 0 with s not an integer (as torch)."""
     # A direct sum until q + n >= 9 (more terms for negative q: the block's largest count).
-    shift = tl.maximum(9.0 - lib.floor(q), 9.0)
-    shift = tl.where(shift == shift, tl.minimum(shift, 1.0e6), 9.0)
+    q_finite = tl.where(q == float("-inf"), 0.0, q)  # (-inf is a pole: no terms to sum)
+    shift = at_most(at_least(9.0 - lib.floor(q_finite), 9.0), 1.0e6)  # 9 for a NaN q
     n = tl.max(shift.to(tl.int32), axis=0)
     acc = tl.zeros_like(s)
     for k in range(0, n):
         use = k < shift
         acc = tl.where(use, acc + lib.pow(q + k, -s), acc)
+    direct = acc  # all of it for s = inf (every later term is 0), where the tail's inf * 0 would give NaN
     a = q + shift
     b = lib.pow(a, -s)
     inv_a2 = 1.0 / (a * a)
@@ -112,6 +114,8 @@ def zeta(s, q):
     acc, fac = _em_term(acc, fac, s, 10, inv_a2, _C10)
     acc, fac = _em_term(acc, fac, s, 11, inv_a2, _C11)
     acc, fac = _em_term(acc, fac, s, 12, inv_a2, _C12)
+    # s = inf: the terms are 0, 1 or inf; where all are 0 torch's own tail divides 0 by 0 (NaN), kept as torch
+    acc = tl.where(s == float("inf"), tl.where(direct == 0.0, float("nan"), direct), acc)
     q_int = q == lib.floor(q)
     acc = tl.where((q <= 0) & ~q_int & (s != lib.floor(s)), float("nan"), acc)
     acc = tl.where((q <= 0) & q_int, float("inf"), acc)
@@ -156,16 +160,18 @@ def _igamma_parts(a, x):
 
 @triton.jit
 def igamma(a, x, UPPER: tl.constexpr):
-    """P(a, x) (UPPER False) or Q(a, x), with torch's values at the edges of the domain."""
-    a_pos = tl.where(a > 0, a, 1.0)
-    x_pos = tl.where(x > 0, x, 1.0)
-    x_fin = tl.where(x == float("inf"), 1.0, x_pos)
-    p, q = _igamma_parts(a_pos, x_fin)
+    """P(a, x) (UPPER False) or Q(a, x), with torch's values at the edges of the domain: its tests in its
+    order (applied here last to first, so that the first that holds wins), NaN otherwise where a or x is."""
+    inf = float("inf")
+    a_pos = tl.where((a > 0) & (a < inf), a, 1.0)
+    x_pos = tl.where((x > 0) & (x < inf), x, 1.0)
+    p, q = _igamma_parts(a_pos, x_pos)
     r = q if UPPER else p
-    one = 0.0 if UPPER else 1.0
-    zero = 1.0 if UPPER else 0.0
-    r = tl.where(x == float("inf"), one, r)
+    one = 0.0 if UPPER else 1.0  # P's value 1 (Q's 0)
+    zero = 1.0 if UPPER else 0.0  # P's value 0 (Q's 1)
+    r = tl.where((a != a) | (x != x), float("nan"), r)
+    r = tl.where(x == inf, one, r)
+    r = tl.where(a == inf, tl.where(x == inf, float("nan"), zero), r)
     r = tl.where(x == 0, zero, r)
     r = tl.where(a == 0, tl.where(x > 0, one, float("nan")), r)
-    r = tl.where((a == float("inf")) & (x < float("inf")), zero, r)
-    return tl.where((a < 0) | (x < 0) | (a != a) | (x != x), float("nan"), r)
+    return tl.where((a < 0) | (x < 0), float("nan"), r)

@@ -22,6 +22,7 @@ import triton.language as tl
 
 from . import special_bessel, special_gamma
 from .mathlib import lib
+from .special_clamp import at_least, at_most
 
 # Elementwise op names this module adds (genesis_kernels.elementwise merges them into its tables).
 BESSEL_OPS = frozenset(
@@ -87,8 +88,8 @@ def _erfinv_core(a, z):
     # Deep tail: erfc(t) ~ exp(-t^2) / (t sqrt(pi)) = z, solved for t by fixed-point iteration.
     big = -lib.log(z)
     s = lib.sqrt(big)
-    s = lib.sqrt(tl.maximum(big - lib.log(s * _SQRT_PI), 0.0))
-    s = lib.sqrt(tl.maximum(big - lib.log(s * _SQRT_PI), 0.0))
+    s = lib.sqrt(at_least(big - lib.log(s * _SQRT_PI), 0.0))
+    s = lib.sqrt(at_least(big - lib.log(s * _SQRT_PI), 0.0))
     t = tl.where(w >= 25.0, s, t)
     for _ in range(2):
         # f = erf(t) - a, computed as z - erfc(t) in the upper half where erf(t) is close to 1.
@@ -133,7 +134,7 @@ def _exp_square(x):
 def _erfcx_positive(x):
     """erfcx for x >= 0: exp(x^2) erfc(x) below 8 (erfc still far from underflow in float32),
     the asymptotic series 1/(x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k above (20 terms: < 1e-18)."""
-    xs = tl.maximum(x, 8.0)
+    xs = at_least(x, 8.0)
     inv = 1.0 / (2.0 * xs * xs)
     term = tl.zeros_like(xs) + 1.0
     acc = term
@@ -141,7 +142,7 @@ def _erfcx_positive(x):
         term = -term * (2 * k - 1) * inv
         acc += term
     asym = acc / (xs * _SQRT_PI)
-    xd = tl.minimum(x, 8.0)
+    xd = at_most(x, 8.0)
     direct = _exp_square(xd) * lib.erfc(xd)
     return tl.where(x < 8.0, direct, asym)
 
@@ -161,7 +162,7 @@ def log_ndtr(x):
     """log of the standard normal CDF, accurate in both tails (torch's split at -1)."""
     t = x * (1.0 / _SQRT2)
     upper = lib.log1p(-0.5 * lib.erfc(t))
-    lower = lib.log(0.5 * erfcx(-tl.minimum(t, 0.0))) - t * t
+    lower = lib.log(0.5 * erfcx(-at_most(t, 0.0))) - t * t
     return tl.where(x < -1.0, lower, upper)
 
 
@@ -174,7 +175,7 @@ def _bessel_i(x, ORDER: tl.constexpr, SCALED: tl.constexpr):
     64 terms reach 1e-17 at 30). Above, the Hankel series e^x / sqrt(2 pi x) sum_k (-1)^k a_k / x^k with
     a_k = prod_j (4 n^2 - (2j-1)^2) / (k! 8^k) (30 terms: < 1e-17 past 30)."""
     ax = tl.abs(x)
-    xs = tl.minimum(ax, 30.0)
+    xs = at_most(ax, 30.0)
     q = 0.25 * xs * xs
     term = tl.zeros_like(xs) + 1.0
     if ORDER == 1:
@@ -185,7 +186,7 @@ def _bessel_i(x, ORDER: tl.constexpr, SCALED: tl.constexpr):
         total = total + term
     if SCALED:
         total = total * lib.exp(-xs)
-    xl = tl.maximum(ax, 30.0)
+    xl = at_least(ax, 30.0)
     mu = 4.0 * ORDER * ORDER
     t = tl.zeros_like(xl) + 1.0
     big = t
@@ -261,7 +262,18 @@ def lcm(a, b):
 # ------------------------------------------------------------------ the elementwise ops
 @triton.jit
 def special_unary(x, OP: tl.constexpr):
-    """The unary ops of this module by name (``x`` is in the compute dtype)."""
+    """The unary ops of this module by name (``x`` is in the compute dtype); a NaN input gives NaN, as torch,
+    whichever range split the method took for it (the GPU's min / max pick the bound for NaN)."""
+    r = _unary_value(x, OP)
+    if OP == "signbit":
+        return r
+    else:
+        return tl.where(x != x, x, r)
+
+
+@triton.jit
+def _unary_value(x, OP: tl.constexpr):
+    """special_unary's value before its NaN rule."""
     if OP == "erfinv":
         return erfinv(x)
     elif OP == "erfcx":
