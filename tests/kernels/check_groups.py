@@ -331,3 +331,22 @@ def optimizer(b) -> None:  # type: ignore[no-untyped-def]
         for p in (2.0, 1.0, float("inf"), 3.0):
             opt.total_norm([ps], b((), pdt), norm_type=p, upload=up)
         opt.clip_by_total_norm(ps, b((), pdt), max_norm=1.0, upload=up)
+
+
+def special(b) -> None:  # type: ignore[no-untyped-def]
+    from genesis_kernels import special_math as sm
+
+    n = 1000
+    for dt in ("float32", "float64"):
+        for op in sorted(sm.FLOAT_UNARY):
+            gk.unary(op, b((n,), dt), b((n,), dt))
+        for op in sorted(sm.FLOAT_BINARY | {"nextafter"}):
+            gk.binary(op, b((n,), dt), b((n,), dt), b((n,), dt), compute_dtype=dt)
+    gk.unary("signbit", b((n,), "float32"), b((n,), "bool"))
+    for op in ("gcd", "lcm"):
+        gk.binary(op, b((n,), "int64"), b((n,), "int64"), b((n,), "int64"), compute_dtype="int64")
+
+
+def search(b) -> None:  # type: ignore[no-untyped-def]
+    gk.searchsorted(b((4, 100), "float64"), b((4, 300), "float32"), b((4, 300), "int64"))
+    gk.searchsorted(b((4, 100), "int64"), b((4, 300), "int64"), b((4, 300), "int32"), right=True)

@@ -37,6 +37,8 @@ HERE = Path(__file__).parent
         "optimizer",
         "rnn",
         "rope",
+        "special",
+        "search",
     ],
 )
 def test_compiles_for_sm90(group: str) -> None:
