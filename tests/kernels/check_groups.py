@@ -100,7 +100,10 @@ def activation(b) -> None:  # type: ignore[no-untyped-def]
 def rnn(b) -> None:  # type: ignore[no-untyped-def]
     n, H = 64, 1024
     for dt in ("float32", "bfloat16", "float64"):
-        m = lambda cols: b((n, cols), dt)  # noqa: E731
+
+        def m(cols: int, dt: str = dt):  # type: ignore[no-untyped-def]
+            return b((n, cols), dt)
+
         vec = b((4 * H,), dt)
         gk.lstm_cell(m(4 * H), m(4 * H), m(H), m(H), m(H), m(4 * H), input_bias=vec, hidden_bias=vec)
         gk.lstm_cell_backward([m(H), m(H)], m(H), m(H), m(H), m(4 * H), m(4 * H), m(H))

@@ -75,10 +75,17 @@ from .functions.attention import fused_attention_supported, scaled_dot_product_a
 from .functions.cross_entropy import cross_entropy
 from .functions.matmul import linear
 from .functions.normalization import layer_norm, rms_norm
+from .functions.optimizer import (
+    advance_counters_,
+    multi_tensor_adam_,
+    multi_tensor_clip_,
+    multi_tensor_norm,
+    multi_tensor_norm_supported,
+    multi_tensor_sgd_,
+)
 from .functions.rnn import fused_gru_cell, fused_lstm_cell, rnn_layer
 from .functions.rope import apply_rotary_emb
 from .functions.special import erfcx, i0e, i1, i1e, log_ndtr, ndtri, zeta
-from .functions.stats import searchsorted
 from .functions.special_bessel import (
     airy_ai,
     bessel_j0,
@@ -90,14 +97,7 @@ from .functions.special_bessel import (
     scaled_modified_bessel_k0,
     scaled_modified_bessel_k1,
 )
-from .functions.optimizer import (
-    advance_counters_,
-    multi_tensor_adam_,
-    multi_tensor_clip_,
-    multi_tensor_norm,
-    multi_tensor_norm_supported,
-    multi_tensor_sgd_,
-)
+from .functions.stats import searchsorted
 from .grad_mode import (
     enable_grad,
     inference_mode,

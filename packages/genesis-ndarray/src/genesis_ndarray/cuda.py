@@ -51,6 +51,7 @@ def get_sync_debug_mode() -> int:
 
     return sync_debug.get_sync_debug_mode()
 
+
 __all__ = [
     "CUDAGraph",
     "Event",

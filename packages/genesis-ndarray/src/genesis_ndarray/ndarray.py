@@ -580,8 +580,10 @@ class NDArray:
             raise RuntimeError(f"rope: expected a 4-D float array and seq_dim 1 or 2, got {list(self.shape)} "
                                f"{self.dtype.name}, seq_dim {seq_dim}")  # fmt: skip
         if cos.ndim != 2 or cos.shape != sin.shape or cos.dtype != sin.dtype or not cos.dtype.is_floating_point:
-            raise RuntimeError(f"rope: cos and sin must be float tables of one shape (max_pos, rotary_dim / 2), got "
-                               f"{list(cos.shape)} {cos.dtype.name} and {list(sin.shape)} {sin.dtype.name}")  # fmt: skip
+            raise RuntimeError(
+                "rope: cos and sin must be float tables of one shape (max_pos, rotary_dim / 2), got "
+                f"{list(cos.shape)} {cos.dtype.name} and {list(sin.shape)} {sin.dtype.name}"
+            )
         if 2 * cos.shape[1] > self.shape[3]:
             raise RuntimeError(f"rope: rotary_dim {2 * cos.shape[1]} exceeds head_dim {self.shape[3]}")
         want = (self.shape[0], self.shape[seq_dim])

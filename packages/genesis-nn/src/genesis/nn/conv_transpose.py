@@ -69,9 +69,7 @@ class _ConvTransposeNd(_ConvNd):
         spatial = input.shape[non_spatial:]
         padding = ntuple(self.padding, nd, "padding")
         min_sizes = [
-            transposed_output_size(
-                spatial[d], self.kernel_size[d], self.stride[d], padding[d], self.dilation[d], 0
-            )
+            transposed_output_size(spatial[d], self.kernel_size[d], self.stride[d], padding[d], self.dilation[d], 0)
             for d in range(nd)
         ]
         max_sizes = [m + s - 1 for m, s in zip(min_sizes, self.stride)]
