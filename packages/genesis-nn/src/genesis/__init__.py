@@ -80,6 +80,7 @@ from . import (
     _torch_products,
     _torch_runtime,
     _torch_sampling,
+    _torch_segment,
     _torch_settings,
     _torch_shape,
     _torch_special,
@@ -109,6 +110,7 @@ from ._torch_nn_ops_spatial import *  # noqa: F403  (torch's top-level conv / po
 from ._torch_products import *  # noqa: F403  (products and reductions: names in _torch_products.__all__)
 from ._torch_runtime import *  # noqa: F403  (constants, dtype info, layouts, predicates: _torch_runtime.__all__)
 from ._torch_sampling import *  # noqa: F403  (sampling and creation: names in _torch_sampling.__all__)
+from ._torch_segment import *  # noqa: F403  (torch.segment_reduce: its __all__)
 from ._torch_settings import *  # noqa: F403  (autocast state, threads, determinism, print options: its __all__)
 from ._torch_shape import *  # noqa: F403  (shape, joining, splitting: names in _torch_shape.__all__)
 from ._torch_special import *  # noqa: F403  (special functions and the math around them: its __all__)
@@ -218,6 +220,7 @@ __all__ = [
 __all__ += _torch_composites.__all__
 __all__ += _torch_nn_ops.__all__
 __all__ += _torch_nn_ops_more.__all__
+__all__ += _torch_segment.__all__
 __all__ += _torch_nn_ops_spatial.__all__
 __all__ += _torch_nn_losses.__all__
 __all__ += _torch_shape.__all__
