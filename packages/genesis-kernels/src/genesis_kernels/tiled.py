@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from .buffer import BufferLike, dtype_info
-from .elementwise import binary_op, cast_to, unary_op
+from .elementwise_ops import binary_op, cast_to, unary_op
 from .runtime import Kernel, cdiv, ptr_type
 from .strided import Layout
 

@@ -32,7 +32,6 @@ with ``format="torch"`` or a ``.pt`` / ``.pth`` / ``.bin`` name: see serializati
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import math
@@ -45,48 +44,11 @@ from typing import IO, Any
 import numpy as np
 import safetensors
 
-from genesis_autograd import Device, DType, Tensor, as_device, as_dtype, bfloat16, cuda, empty, from_numpy
+from genesis_autograd import Device, DType, Tensor, as_device, as_dtype, cuda
+
+from .serialization_bytes import DTYPE_CODES, DTYPE_NAMES, CorruptCheckpointError, tensor_bytes, tensor_from_bytes
 
 FORMAT_VERSION = "1"
-
-# genesis dtype name <-> safetensors dtype code
-_CODES = {
-    "float64": "F64",
-    "float32": "F32",
-    "float16": "F16",
-    "bfloat16": "BF16",
-    "int64": "I64",
-    "int32": "I32",
-    "int16": "I16",
-    "int8": "I8",
-    "uint8": "U8",
-    "bool": "BOOL",
-}
-_NAMES = {code: name for name, code in _CODES.items()}
-
-
-class CorruptCheckpointError(RuntimeError):
-    """The file is truncated, corrupted, or not a checkpoint genesis can read."""
-
-
-# ---------------------------------------------------------------------------------------------- bytes
-def _tensor_bytes(t: Tensor) -> bytes:
-    """The tensor's elements, C order, little-endian, exactly as stored (bit for bit)."""
-    host = t.detach().cpu().contiguous()
-    if host.dtype is bfloat16:  # numpy has no bfloat16: read the raw host memory of the cpu tensor
-        n = host.numel() * 2
-        return ctypes.string_at(host.data_ptr(), n) if n else b""
-    return np.ascontiguousarray(host.numpy()).tobytes()
-
-
-def _tensor_from_bytes(data: bytes, dtype: DType, shape: list[int]) -> Tensor:
-    """A new cpu tensor holding ``data`` bit for bit."""
-    if dtype is bfloat16:
-        out = empty(*shape, dtype=bfloat16)
-        if data:
-            ctypes.memmove(out.data_ptr(), data, len(data))
-        return out
-    return from_numpy(np.frombuffer(data, dtype=dtype.numpy).reshape(shape).copy())
 
 
 # ---------------------------------------------------------------------------------------------- save
@@ -124,13 +86,13 @@ class _Encoder:
                 "requires_grad": bool(obj.requires_grad),
                 "parameter": isinstance(obj, Parameter),
             }
-            return self._entry(obj, "tensor", obj.dtype.name, list(obj.shape), lambda: _tensor_bytes(obj), meta)
+            return self._entry(obj, "tensor", obj.dtype.name, list(obj.shape), lambda: tensor_bytes(obj), meta)
         if isinstance(obj, np.ndarray):
             try:
                 dtype = as_dtype(obj.dtype).name
             except (TypeError, KeyError, ValueError):
                 dtype = None
-            if dtype not in _CODES:
+            if dtype not in DTYPE_CODES:
                 raise TypeError(f"genesis.save cannot store a numpy array of dtype {obj.dtype}")
             data = lambda: np.ascontiguousarray(obj).astype(obj.dtype.newbyteorder("<"), copy=False).tobytes()
             return self._entry(obj, "ndarray", dtype, list(obj.shape), data, {})
@@ -199,7 +161,7 @@ def save(
     header: dict[str, Any] = {"__metadata__": metadata}
     offset = 0
     for key, (dtype, shape, data) in encoder.entries.items():
-        header[key] = {"dtype": _CODES[dtype], "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        header[key] = {"dtype": DTYPE_CODES[dtype], "shape": shape, "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)  # the format pads the header to 8-byte alignment with spaces
@@ -260,12 +222,12 @@ def _entries(data: bytes) -> dict[str, tuple[str, list[int], bytes]]:
         raise CorruptCheckpointError(f"checkpoint file is truncated or corrupt: {e}") from None
     out = {}
     for key, info in items:
-        if info["dtype"] not in _NAMES:
+        if info["dtype"] not in DTYPE_NAMES:
             raise CorruptCheckpointError(
                 f"checkpoint entry {key!r} has dtype {info['dtype']}, which genesis "
                 "does not have: the file is corrupt, or was not written for genesis"
             )
-        out[key] = (_NAMES[info["dtype"]], list(info["shape"]), bytes(info["data"]))
+        out[key] = (DTYPE_NAMES[info["dtype"]], list(info["shape"]), bytes(info["data"]))
     return out
 
 
@@ -280,7 +242,7 @@ class _Decoder:
 
             meta = self.meta[key]
             dtype, shape, data = self.entries[key]
-            t = self.place(_tensor_from_bytes(data, as_dtype(dtype), shape), meta["device"])
+            t = self.place(tensor_from_bytes(data, as_dtype(dtype), shape), meta["device"])
             if meta.get("parameter"):
                 t = Parameter(t, requires_grad=meta.get("requires_grad", True))
             elif meta.get("requires_grad"):

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from genesis_autograd import DType, Tensor, as_device, as_dtype
 
-from .serialization import _NAMES, CorruptCheckpointError, _tensor_from_bytes
+from .serialization_bytes import DTYPE_NAMES, CorruptCheckpointError, tensor_from_bytes
 
 CONFIG = "config.json"
 SINGLE = "model.safetensors"
@@ -47,9 +47,12 @@ def _header(f: IO[bytes], path: str) -> tuple[dict[str, Any], int]:
             dtype, shape = info["dtype"], list(info["shape"])
         except (KeyError, TypeError, ValueError):
             raise CorruptCheckpointError(f"{path}: corrupt header entry for {name!r}") from None
-        if dtype not in _NAMES:
+        if dtype not in DTYPE_NAMES:
             raise CorruptCheckpointError(f"{path}: tensor {name!r} has dtype {dtype}, which genesis does not have")
-        if end - begin != math.prod(shape) * as_dtype(_NAMES[dtype]).itemsize or not 0 <= begin <= end <= size - 8 - n:
+        if (
+            end - begin != math.prod(shape) * as_dtype(DTYPE_NAMES[dtype]).itemsize
+            or not 0 <= begin <= end <= size - 8 - n
+        ):
             raise CorruptCheckpointError(f"{path}: tensor {name!r} has offsets {[begin, end]} that do not fit it")
     return header, 8 + n
 
@@ -122,7 +125,7 @@ def load_hf_checkpoint(
                 info = header[name]
                 begin, end = info["data_offsets"]
                 f.seek(start + begin)
-                t = _tensor_from_bytes(f.read(end - begin), as_dtype(_NAMES[info["dtype"]]), list(info["shape"]))
+                t = tensor_from_bytes(f.read(end - begin), as_dtype(DTYPE_NAMES[info["dtype"]]), list(info["shape"]))
                 if cast is not None and t.dtype.is_floating_point:
                     t = t.to(cast)
                 tensors[name] = t if target is None else t.to(target)
@@ -150,7 +153,7 @@ def estimate_checkpoint_bytes(path: str | os.PathLike, dtype: DType | str | None
         with open(file, "rb") as f:
             header, _ = _header(f, file)
         for info in header.values():
-            entry = as_dtype(_NAMES[info["dtype"]])
+            entry = as_dtype(DTYPE_NAMES[info["dtype"]])
             size = cast.itemsize if cast is not None and entry.is_floating_point else entry.itemsize
             total += math.prod(info["shape"]) * size
     return total

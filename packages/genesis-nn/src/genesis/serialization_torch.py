@@ -27,7 +27,7 @@ import numpy as np
 
 from genesis_autograd import DType, Size, Tensor, as_device, as_dtype
 
-from .serialization import CorruptCheckpointError, _tensor_from_bytes
+from .serialization_bytes import CorruptCheckpointError, tensor_from_bytes
 
 # torch's legacy storage classes (the names torch.save writes per dtype) -> genesis dtype names
 STORAGE_DTYPES = {
@@ -293,7 +293,7 @@ class _Builder:
             data = self.zf.read(f"{self.prefix}/data/{s.key}")
             if self.big_endian and dtype.itemsize > 1:
                 data = np.frombuffer(data, dtype=f">u{dtype.itemsize}").astype(f"<u{dtype.itemsize}").tobytes()
-            self.storages[s.key] = self.place(_tensor_from_bytes(data, dtype, [s.numel]), s.location)
+            self.storages[s.key] = self.place(tensor_from_bytes(data, dtype, [s.numel]), s.location)
         return self.storages[s.key]
 
     def tensor(self, t: _TensorRecord) -> Tensor:

@@ -23,7 +23,7 @@ import numpy as np
 
 from genesis_autograd import Device, DType, Size, Tensor
 
-from .serialization import _tensor_bytes
+from .serialization_bytes import tensor_bytes
 from .serialization_torch import STORAGE_DTYPES
 
 _STORAGE_OF = {dtype: name for name, dtype in STORAGE_DTYPES.items() if name != "UntypedStorage"}
@@ -42,7 +42,7 @@ class _Storage:
             self.numel = max(self.numel, last + 1)
 
     def data(self) -> bytes:
-        return _tensor_bytes(self.first.detach().as_strided((self.numel,), (1,), 0)) if self.numel else b""
+        return tensor_bytes(self.first.detach().as_strided((self.numel,), (1,), 0)) if self.numel else b""
 
 
 def _storages(tensors: list[Tensor]) -> dict[int, _Storage]:

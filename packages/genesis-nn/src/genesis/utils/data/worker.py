@@ -94,7 +94,7 @@ class _PackedTensor:
 def pack(obj):
     """Tensors inside ``obj`` (any nesting of dicts, lists, tuples, namedtuples) as picklable numpy data."""
     if isinstance(obj, Tensor):
-        from ...serialization import _tensor_bytes
+        from ...serialization_bytes import tensor_bytes as _tensor_bytes
 
         host = obj.detach().cpu()
         if host.dtype.numpy is None:
@@ -119,7 +119,7 @@ def unpack(obj):
             return from_numpy(obj.array)
         from genesis_autograd import as_dtype
 
-        from ...serialization import _tensor_from_bytes
+        from ...serialization_bytes import tensor_from_bytes as _tensor_from_bytes
 
         return _tensor_from_bytes(obj.raw, as_dtype(obj.dtype), list(obj.shape))
     if isinstance(obj, dict):
