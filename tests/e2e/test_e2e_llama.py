@@ -244,12 +244,11 @@ def test_cuda_graph_decode_gives_eager_tokens(_) -> None:
     assert graphed == eager
 
 
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=requires_cuda)])  # the mode reports cuda waits
 def test_decode_step_and_prefill_wait_for_nothing(device) -> None:
     """Under genesis.cuda.set_sync_debug_mode("error") (which raises on every implicit host wait on cuda) a
     prefill of right-padded prompts into a StaticKVCache, greedy picks and eager decode steps complete, with
     the logits of the same steps run in the default mode."""
-    if device != "cuda":
-        pytest.skip("the sync debug mode reports cuda waits only")
     model = _tiny_model(device)
     rng = np.random.default_rng(5)
     prompts = genesis.tensor(rng.integers(0, 41, size=(2, 6)), device=device)

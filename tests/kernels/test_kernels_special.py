@@ -3,6 +3,7 @@ and at the edges of their domains; float32 against float64 too (the kernels comp
 
 from __future__ import annotations
 
+import mpmath  # torch's sympy brings it, on every tier
 import pytest
 import torch
 from kernels_helpers import buf, sync
@@ -118,7 +119,6 @@ def test_incomplete_gamma(op):
 
 
 def _mp_gammainc(op: str, a: float, x: float) -> float:
-    mpmath = pytest.importorskip("mpmath")
     with mpmath.workdps(30):
         if op == "igamma":
             return float(mpmath.gammainc(a, 0, x, regularized=True))
@@ -160,7 +160,6 @@ _SWITCHES = [1e-3, 0.7, 1.99, 2.01, 4.99, 5.01, 13.4, 24.99, 25.01, 80.0, 700.0]
 
 @pytest.mark.parametrize("op", sorted(_MP_BESSEL))
 def test_bessel_and_airy_against_mpmath(op):
-    mpmath = pytest.importorskip("mpmath")
     signed = op in ("bessel_j0", "bessel_j1", "airy_ai")
     x = torch.cat(
         [_spread(-30 if signed else 0.05, 40, 16, 7), torch.tensor(_SWITCHES, dtype=torch.float64, device=DEVICE)]

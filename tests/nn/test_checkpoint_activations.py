@@ -11,6 +11,7 @@ import pytest
 
 import genesis
 import genesis.nn as nn
+from device_support import requires_cuda
 from genesis.utils.checkpoint import checkpoint, checkpoint_sequential
 
 
@@ -139,9 +140,8 @@ def test_warnings_and_errors_as_torch():
 
 
 @pytest.mark.parametrize("use_reentrant", [True, False])
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=requires_cuda)])  # live device bytes: a cuda measure
 def test_checkpoint_keeps_fewer_live_bytes_on_cuda(device, use_reentrant):
-    if device != "cuda":
-        pytest.skip("live device bytes are a cuda measure")
     genesis.manual_seed(0)
     blocks = nn.Sequential(*[nn.Sequential(nn.Linear(128, 128), nn.GELU()) for _ in range(8)]).to(device)
     x = genesis.randn(64, 128, device=device, requires_grad=True)

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import genesis
+from device_support import requires_cuda
 
 
 @pytest.fixture(autouse=True)
@@ -42,13 +43,13 @@ def test_cpu_reads_are_not_synchronising() -> None:
         assert x.nonzero().shape[1] == 2
 
 
-def _cuda_only(device: str) -> None:
-    if device != "cuda":
-        pytest.skip("the sync debug mode reports cuda waits only")
+# The sync debug mode reports waits on cuda streams: these cases have no cpu variant (cpu reads are
+# checked by test_cpu_reads_are_not_synchronising).
+CUDA_ONLY = pytest.mark.parametrize("device", [pytest.param("cuda", marks=requires_cuda)])
 
 
+@CUDA_ONLY
 def test_error_mode_refuses_each_host_read(device) -> None:
-    _cuda_only(device)
     x = genesis.randn(4, 3, device=device)
     genesis.cuda.set_sync_debug_mode("error")
     for read in (lambda: x.sum().item(), x.tolist, x.cpu, lambda: x.nonzero(), lambda: x[x > 0]):
@@ -61,8 +62,8 @@ def test_error_mode_refuses_each_host_read(device) -> None:
     assert x.index_select(0, unknown).shape == (4, 3)
 
 
+@CUDA_ONLY
 def test_warn_mode_warns_and_goes_on(device) -> None:
-    _cuda_only(device)
     x = genesis.randn(5, device=device)
     genesis.cuda.set_sync_debug_mode("warn")
     with pytest.warns(UserWarning, match="called a synchronizing CUDA operation: item"):
@@ -71,10 +72,10 @@ def test_warn_mode_warns_and_goes_on(device) -> None:
     assert value == pytest.approx(float(x.cpu().numpy().max()))
 
 
+@CUDA_ONLY
 def test_ops_with_known_index_ranges_wait_for_nothing(device) -> None:
     """argmax positions, integer clamps and aranges carry bounds the host knows: embedding, gather and an
     indexed write through them run in "error" mode, with torch's values."""
-    _cuda_only(device)
     weight = genesis.randn(7, 3, device=device)
     logits = genesis.randn(4, 7, device=device)
     target = genesis.zeros(2, 10, 3, device=device)
@@ -99,9 +100,9 @@ def test_ops_with_known_index_ranges_wait_for_nothing(device) -> None:
     assert torch.equal(torch.from_numpy(target.cpu().numpy()), t_target)
 
 
+@CUDA_ONLY
 def test_index_copy_checks_bounds_on_the_host_only_when_unknown(device) -> None:
     """index_copy_ keeps torch's IndexError for a bad index; an index of known range needs no device read."""
-    _cuda_only(device)
     x = genesis.zeros(5, 2, device=device)
     src = genesis.randn(3, 2, device=device)
     genesis.cuda.set_sync_debug_mode("error")
@@ -119,10 +120,10 @@ def test_index_copy_checks_bounds_on_the_host_only_when_unknown(device) -> None:
         x.index_copy_(0, unknown + 2, src)
 
 
+@CUDA_ONLY
 def test_sampling_waits_for_nothing(device) -> None:
     """genesis.generation.sample_next_token with top-k and top-p (topk / sort positions scattered back) and
     a scatter of the drawn tokens into a seen-mask run in "error" mode; the tokens lie in each row's top k."""
-    _cuda_only(device)
     from genesis.generation import sample_next_token
 
     logits = genesis.randn(3, 11, device=device)

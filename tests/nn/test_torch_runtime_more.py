@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import genesis
+from device_support import requires_cuda
 
 
 @pytest.fixture
@@ -282,9 +283,8 @@ def test_default_device_follows_torch_semantics():
         assert genesis.get_default_device() == genesis.device("cpu")
 
 
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=requires_cuda)])
 def test_default_device_cuda_reaches_factories(device):
-    if device != "cuda":
-        pytest.skip("needs a cuda device")
     with genesis.device("cuda"):
         assert genesis.get_default_device().type == "cuda"
         for t in (genesis.zeros(2), genesis.randn(2), genesis.arange(3), genesis.tensor([1.0]), genesis.eye(2)):
