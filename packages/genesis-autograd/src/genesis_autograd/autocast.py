@@ -221,7 +221,7 @@ class autocast:
             with autocast(self.device_type, self.fast_dtype, self.enabled, self.cache_enabled):
                 return fn(*args, **kwargs)
 
-        return wrapper  # type: ignore[return-value]  # functools.wraps: the wrapper stands in for fn  # functools.wraps: the wrapper stands in for fn
+        return wrapper  # type: ignore[return-value]  # functools.wraps: the wrapper stands in for fn
 
 
 def _target(policy: str, args: tuple, device_type: str) -> DType | None:

@@ -144,27 +144,22 @@ def typename(obj: object) -> str:
 
 def is_nonzero(input: Tensor) -> bool:
     """Whether a one-element tensor is nonzero; more or fewer elements are refused, as torch."""
-    n = input.numel()
-    if n == 0:
-        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
-    if n > 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return bool(input.item())
+    return input.is_nonzero()
 
 
 def is_same_size(input: Tensor, other: Tensor) -> bool:
     """Whether the two tensors have the same shape."""
-    return tuple(input.shape) == tuple(other.shape)
+    return input.is_same_size(other)
 
 
 def is_signed(input: Tensor) -> bool:
     """Whether the tensor's dtype is signed (all but uint8 and bool)."""
-    return input.dtype.is_signed
+    return input.is_signed()
 
 
 def is_distributed(input: Tensor) -> bool:
     """False: a genesis tensor is never a distributed (sharded) tensor."""
-    return False
+    return input.is_distributed()
 
 
 def is_vulkan_available() -> bool:
@@ -174,7 +169,7 @@ def is_vulkan_available() -> bool:
 
 def get_device(input: Tensor) -> int:
     """The cuda device index of a tensor, -1 for a cpu tensor."""
-    return -1 if input.device.type == "cpu" else int(input.device.index or 0)
+    return input.get_device()
 
 
 __all__ = [

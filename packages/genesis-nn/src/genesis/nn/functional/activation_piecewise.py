@@ -21,9 +21,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
         input: any shape, floating dtype.
         lambd: the half-width of the zeroed band.
     """
-    require_floating("hardshrink", input)
-    inside = (input >= -lambd).logical_and(input <= lambd)
-    return input.where(inside.logical_not(), 0.0)
+    return input.hardshrink(lambd)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from genesis_autograd import Tensor, empty
 
 from ._dtype_checks import require_floating
-from ._util import torch_type_name
 from .activation import _apply, leaky_relu
 
 __all__ = ["prelu", "rrelu", "rrelu_"]
@@ -19,24 +18,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
             input has one channel).
         weight: a scalar or 1-D tensor of 1 or C slopes, of ``input``'s dtype.
     """
-    if weight.ndim > 1:
-        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
-    if input.dtype != weight.dtype:
-        raise RuntimeError(
-            f"prelu: Type promoting not supported. Got {torch_type_name(input.dtype)} and "
-            f"{torch_type_name(weight.dtype)}"
-        )
-    channels = input.shape[1] if input.ndim >= 2 else 1
-    if weight.numel() != 1 and weight.numel() != channels:
-        raise RuntimeError(
-            f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {weight.numel()} "
-            f"and channel size = {channels}."
-        )
-    if weight.numel() == 1:
-        slope = weight.reshape(())
-    else:  # one slope per channel, laid along dim 1 (not broadcast from the last dim)
-        slope = weight.reshape(channels, *([1] * (input.ndim - 2)))
-    return input.where(input > 0, input * slope)
+    return input.prelu(weight)  # Tensor.prelu: torch's checks, one slope per channel along dim 1
 
 
 def rrelu(
