@@ -63,6 +63,13 @@ ROUND_LARGE = 2 << 20  # larger requests get a segment rounded up to this
 OVERSIZE_SLACK = 20 << 20  # with a fragmentation cap: largest excess a >= 10 MiB request may take
 POISON = 0xFF
 _STREAM_SHIFT = 48  # front-cache key: (stream << 48) | rounded size (sizes stay below 2**48)
+# What a front-cache miss does (see _malloc_slow), chosen per epoch of allocations from the epoch's hits.
+# Sizes that never repeat (a random workload) hardly ever hit the front cache, and coalescing it at every
+# miss keeps fragmentation at torch's. A loop that repeats its sizes (a training step) hits it often, and
+# coalescing at every miss would flush the very blocks its next requests want: each miss would cascade
+# into the next. So an epoch with at least LAZY_HIT_RATIO hits coalesces only when the pools come up short.
+EPOCH = 512  # allocations
+LAZY_HIT_RATIO = 0.05
 
 
 def _env_flag(name: str) -> bool:
@@ -122,6 +129,9 @@ class CachingAllocator:
         self.num_sync_all_streams = 0
         self.num_device_alloc = 0
         self.num_device_free = 0
+        self._lazy = False  # the miss policy of this epoch (see EPOCH)
+        self._epoch_start = 0  # n_alloc.all.allocated when the epoch began
+        self._epoch_misses = 0
         self._update_fast()
 
     def _update_fast(self) -> None:
@@ -323,10 +333,15 @@ class CachingAllocator:
 
     # ------------------------------------------------------------------ block state machine
     def _malloc_slow(self, size: int, nbytes: int, stream: int, key: int, ppool: PrivatePool | None = None) -> Block:
-        """Front-cache miss: coalesce the front cache into the pools, best fit, else a new segment.
-        With `ppool` (the stream captures a graph) only that private pool's blocks are candidates."""
-        if self._front:
-            self._flush_front()
+        """Front-cache miss: the front cache coalesced into the pools (at every miss, or in a lazy epoch
+        only when the pools cannot serve the request without it), best fit, else a new segment. With
+        `ppool` (the stream captures a graph) only that private pool's blocks are candidates.
+
+        In a lazy epoch a training step, which allocates the same sizes in the same order every step,
+        is soon served from the front cache alone. A new segment is still made only after everything
+        cached was coalesced."""
+        if ppool is None:
+            self._count_miss()
         small = size <= SMALL_SIZE
         if not self.caching and ppool is None:  # a private pool always caches: its blocks outlive frees
             block = self._new_block(size, SMALL_KIND if small else LARGE_KIND, stream, nbytes)
@@ -339,8 +354,17 @@ class CachingAllocator:
             kind = HUGE_KIND
         else:
             kind = LARGE_KIND
-        pool = (self._pools if ppool is None else ppool.pools).get((stream, kind))
-        fit = None if pool is None else pool.best_fit(size, size + OVERSIZE_SLACK if kind == HUGE_KIND else None)
+        max_size = size + OVERSIZE_SLACK if kind == HUGE_KIND else None
+        pools = self._pools if ppool is None else ppool.pools
+        pool = pools.get((stream, kind))
+        if ppool is None and self._front and not self._lazy:
+            self._flush_front()
+            pool = pools.get((stream, kind))
+        fit = None if pool is None else pool.best_fit(size, max_size)
+        if fit is None and self._front and ppool is None:
+            self._flush_front()
+            pool = pools.get((stream, kind))
+            fit = None if pool is None else pool.best_fit(size, max_size)
         block = fit if fit is not None else self._new_block(size, kind, stream, nbytes, ppool)
         block.state = ALLOCATED  # before splitting: the remainder must not merge back into it
         rem = block.size - size
@@ -348,6 +372,15 @@ class CachingAllocator:
             self._split(block, size)
         block.fkey = key
         return block
+
+    def _count_miss(self) -> None:
+        """Count a front-cache miss; at an epoch's end, choose the next epoch's miss policy."""
+        self._epoch_misses += 1
+        done = self.n_alloc[0].allocated - self._epoch_start  # this request not counted yet
+        if done >= EPOCH or done < 0:  # (< 0: the statistics were reset)
+            self._lazy = done > 0 and self._epoch_misses <= (1.0 - LAZY_HIT_RATIO) * done
+            self._epoch_start = self.n_alloc[0].allocated
+            self._epoch_misses = 0
 
     def _pool_for(self, block: Block) -> BlockPool:
         pools = self._pools if block.ppool is None else block.ppool.pools
