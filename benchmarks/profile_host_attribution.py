@@ -16,7 +16,7 @@ Printed, for one steady-state step:
    autograd Tensor / Function / engine, NDArray, dispatch registry, backends, kernels' launchers,
    Triton's C launcher, the allocator, storage, the driver bindings, builtins); cProfile slows
    Python calls down, so its figures are shares, checked against the unprofiled host time;
-5. with ``--py-spy``: py-spy samples the process at 1 kHz with native frames, and each sample is
+5. with ``--py-spy``: py-spy samples the process 200 times a second with native frames, and each sample is
    charged to the outermost libcuda entry point on its stack (or libc / the garbage collector /
    Triton's launcher), else to the layer of its innermost Python frame. Sampling slows the program
    less than cProfile does, and its shares are the ones to trust.
