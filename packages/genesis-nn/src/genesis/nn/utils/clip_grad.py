@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from genesis_autograd import (
     Tensor,
+    float32,
     full_like,
     multi_tensor_clip_,
     multi_tensor_norm,
@@ -87,6 +88,52 @@ def clip_grads_with_norm_(
         grad.mul_(clip_coef_clamped.to(device=grad.device))
 
 
+@no_grad()
+def _sharded_total_norm(
+    parameters: list[Tensor], norm_type: float, error_if_nonfinite: bool, foreach: bool | None
+) -> Tensor:
+    """The global norm when some parameters are one rank's rows of a larger one (fully_shard's
+    ``shard_spec`` marks them): each shard group's local sum of ``|g|^p`` (max for inf) is all-reduced
+    over the group, then combined with the norm of the replicated gradients, as torch does for DTensor."""
+    from ...distributed import ReduceOp, all_reduce  # only for sharded parameters
+
+    norm_type = float(norm_type)
+    by_group: dict[int, tuple[object, list[Tensor]]] = {}
+    plain: list[Tensor] = []
+    for p in parameters:
+        if p.grad is None:
+            spec = getattr(p, "shard_spec", None)
+            if spec is not None:  # still takes part in the group's all-reduce
+                by_group.setdefault(id(spec.group), (spec.group, []))
+            continue
+        spec = getattr(p, "shard_spec", None)
+        if p.grad.numel() == 0:  # a rank past the last rows: nothing to add (and no max of nothing)
+            if spec is not None:
+                by_group.setdefault(id(spec.group), (spec.group, []))
+        elif spec is None:
+            plain.append(p.grad)
+        else:
+            by_group.setdefault(id(spec.group), (spec.group, []))[1].append(p.grad)
+    device = next((p.device for p in parameters), None)
+    total = get_total_norm(plain, norm_type, False, foreach).to(device=device, dtype=float32)
+    inf = norm_type == float("inf")
+    if not inf:
+        total = total**norm_type
+    for group, grads in by_group.values():
+        local = get_total_norm(grads, norm_type, False, foreach).to(device=device, dtype=float32).reshape(1)
+        local = local.clone() if inf else local**norm_type
+        all_reduce(local, ReduceOp.MAX if inf else ReduceOp.SUM, group=group)
+        total = total.maximum(local[0]) if inf else total + local[0]
+    total = total if inf else total ** (1.0 / norm_type)
+    if error_if_nonfinite and not total.isfinite().item():
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+            "norm anyway, set `error_if_nonfinite=False`"
+        )
+    return total
+
+
 def clip_grad_norm_(
     parameters: _tensor_or_tensors,
     max_norm: float,
@@ -97,7 +144,10 @@ def clip_grad_norm_(
     """Clip the gradients of ``parameters`` in place so that their total norm is at most ``max_norm``;
     return the total norm from before clipping (a device Tensor: no host synchronisation)."""
     parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)  # a generator once
-    total_norm = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
+    if any(getattr(p, "shard_spec", None) is not None for p in parameters):  # fully_shard's shards
+        total_norm = _sharded_total_norm(parameters, norm_type, error_if_nonfinite, foreach)
+    else:
+        total_norm = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
     return total_norm
 

@@ -1,0 +1,287 @@
+"""FSDPParamGroup: the parameters one fully_shard call manages, sharded into one flat buffer per rank, so
+that one all-gather unshards them all and one reduce-scatter reduces all their gradients.
+
+Layout. Parameter i of global shape ``(D0, *rest)`` takes ``chunk_i = ceil(D0 / world)`` rows per rank,
+``n_i = chunk_i * prod(rest)`` elements at offset ``off_i`` of each rank's flat shard of ``S = sum n_i``
+elements (its rows, then padding). The sharded parameter is a view of its slot (only the rows this rank
+holds), so the optimizer steps the flat buffer in place and, without a dtype cast, the flat buffer is the
+all-gather's input as it is. The all-gather's output is ``world`` flat shards one after the other; each
+unsharded parameter is copied out of the ``(world, chunk_i, row)`` view of its slots (one or two strided
+copies), as the reduce-scatter's input is copied in from each unsharded gradient.
+
+The unsharded parameters are Parameter objects made once: forward's autograd graph holds them, so freeing
+one (reshard) swaps its data for an empty array and unsharding again (before backward) swaps fresh
+all-gathered data in; a backward reads its saved parameters' data when it runs.
+
+On cuda the collectives run on the NCCL backend's stream, ordered after the current stream by an event;
+Work.wait() orders the current stream after them, and the Work keeps its buffers alive until then, so
+memory is handed back only once the stream that reads it is ordered after the collective (what
+record_stream gives torch). A group waits for its reduce-scatter before the root's end of backward.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import genesis_autograd as ag
+from genesis_autograd import Device, DType, Tensor
+
+from ..collectives import all_gather_into_tensor, all_reduce, reduce_scatter_tensor
+from ..device_mesh import DeviceMesh
+from ..process_group import ProcessGroup
+from ..reduce_op import ReduceOp
+from ...nn.module import Module
+from ...nn.parameter import Parameter
+from .policies import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy
+from .sharded_tensor import ShardedParameter, ShardSpec
+
+
+@dataclass
+class ParamSlot:
+    """One parameter of a group: where it is registered, its sharded and unsharded forms, its slot."""
+
+    owners: list[tuple[Module, str]]  # (module, attribute name); a tied parameter has several
+    spec: ShardSpec
+    offset: int  # of its slot in the flat shard
+    sharded: ShardedParameter
+    unsharded: Parameter
+    accumulated: Tensor | None = None  # gradients kept unsharded while synchronisation is off
+
+    @property
+    def padded_numel(self) -> int:
+        """The slot's size: ``chunk`` rows."""
+        return self.spec.chunk * self.spec.row_numel
+
+
+@dataclass
+class _Pending:
+    """A collective in flight and the buffers it reads and writes (alive until it is waited for)."""
+
+    work: Any
+    buffers: list[Tensor] = field(default_factory=list)
+
+
+def _rows_view(flat: Tensor, slot: ParamSlot, world: int, stride: int) -> Tensor:
+    """The ``(world, chunk, row)`` view of ``slot``'s place in each of ``world`` flat shards of ``stride``."""
+    spec = slot.spec
+    return flat.as_strided((world, spec.chunk, spec.row_numel), (stride, spec.row_numel, 1), slot.offset)
+
+
+def _copy_rows(dst: Tensor, src: Tensor, chunk: int, rows: int, into_chunks: bool, add: bool = False) -> None:
+    """Copy between ``(rows, row)`` contiguous rows and their ``(world, chunk, row)`` chunked view, padding
+    ignored: ``into_chunks`` writes ``dst`` (chunked) from ``src`` (rows), else the reverse. ``add`` adds."""
+    full, rem = divmod(rows, chunk)
+    chunked, plain = (dst, src) if into_chunks else (src, dst)
+    pairs = []
+    if full:
+        pairs.append((chunked[:full], plain[: full * chunk].view(full, chunk, -1)))
+    if rem:
+        pairs.append((chunked[full, :rem], plain[full * chunk :]))
+    for c, p in pairs:
+        target, source = (c, p) if into_chunks else (p, c)
+        if add:
+            target.add_(source.to(target.dtype))
+        else:
+            target.copy_(source)
+
+
+class FSDPParamGroup:
+    """The sharded parameters of one fully_shard call and their collectives."""
+
+    def __init__(
+        self,
+        params: list[tuple[list[tuple[Module, str]], Parameter]],
+        mesh: DeviceMesh,
+        device: Device,
+        mp_policy: MixedPrecisionPolicy,
+        offload_policy: OffloadPolicy,
+    ) -> None:
+        self.mesh, self.device = mesh, device
+        self.shard_group: ProcessGroup = mesh.get_group(mesh.ndim - 1)  # HSDP: shard inside, replicate across
+        self.replicate_group: ProcessGroup | None = mesh.get_group(0) if mesh.ndim == 2 else None
+        self.world = self.shard_group.size()
+        self.offload = isinstance(offload_policy, CPUOffloadPolicy)
+        dtypes = {p.dtype for _, p in params}
+        if len(dtypes) > 1:
+            raise AssertionError(f"FSDP expects uniform original parameter dtype but got {dtypes}")
+        self.orig_dtype: DType = dtypes.pop()
+        self.param_dtype: DType = mp_policy.param_dtype or self.orig_dtype
+        self.reduce_dtype: DType = mp_policy.reduce_dtype or self.param_dtype
+        self.shard_device = ag.as_device("cpu") if self.offload else device
+        self.slots: list[ParamSlot] = []
+        self._build(params, pin=self.offload and getattr(offload_policy, "pin_memory", False))
+        self.is_unsharded = False
+        self._unshard: _Pending | None = None
+        self._reduce: _Pending | None = None
+        self._reduced_slots: list[ParamSlot] = []
+        self.requires_gradient_sync = True
+        self.on_all_grads_ready: Callable[[], None] | None = None  # set by the state: its post-backward
+        self._ready: set[int] = set()
+        self.trainable = sum(1 for s in self.slots if s.unsharded.requires_grad)
+        self.has_frozen = self.trainable < len(self.slots)
+
+    # ------------------------------------------------------------ construction
+    def _build(self, params: list[tuple[list[tuple[Module, str]], Parameter]], pin: bool) -> None:
+        specs = []
+        offset = 0
+        for owners, p in params:
+            if p.ndim == 0:
+                name = owners[0][1]
+                raise ValueError(
+                    f"fully_shard doesn't support scalar parameters. Change {name} to a 1D tensor with numel equal to 1."
+                )
+            spec = ShardSpec(tuple(p.shape), self.shard_group, self.mesh)
+            specs.append((owners, p, spec, offset))
+            offset += spec.chunk * spec.row_numel
+        self.numel = offset  # S: one rank's flat shard
+        with ag.no_grad():
+            flat = ag.zeros(offset, dtype=self.orig_dtype, device=self.shard_device)
+            if pin and ag.cuda.is_available():
+                flat = flat.pin_memory()
+            self.flat = flat
+            for i, (owners, p, spec, off) in enumerate(specs):
+                n = spec.local_rows * spec.row_numel
+                local = flat[off : off + n]
+                if n:
+                    rows = p.detach()[spec.row_start : spec.row_start + spec.local_rows]
+                    local.copy_(rows.reshape(-1).to(device=self.shard_device))
+                sharded = ShardedParameter(local.view(spec.local_shape), spec, p.requires_grad)
+                unsharded = Parameter(ag.empty(0, dtype=self.param_dtype, device=self.device), p.requires_grad)
+                slot = ParamSlot(owners, spec, off, sharded, unsharded)
+                if p.requires_grad:
+                    unsharded.register_post_accumulate_grad_hook(self._grad_ready_hook(i))
+                self.slots.append(slot)
+                for module, name in owners:
+                    module._parameters[name] = sharded
+
+    def _grad_ready_hook(self, index: int) -> Callable[[Tensor], None]:
+        def hook(param: Tensor) -> None:
+            self._ready.add(index)
+            if len(self._ready) == self.trainable and self.on_all_grads_ready is not None:
+                self.on_all_grads_ready()
+
+        return hook
+
+    # ------------------------------------------------------------ unshard / reshard
+    def unshard(self, async_op: bool = False) -> None:
+        """All-gather the parameters (``async_op``: start it; ``wait_for_unshard`` finishes it)."""
+        if self.is_unsharded or self._unshard is not None or not self.slots:
+            if not async_op:
+                self.wait_for_unshard()
+            return
+        with ag.no_grad():
+            source = self.flat
+            if source.device != self.device or source.dtype != self.param_dtype:
+                source = source.to(device=self.device, dtype=self.param_dtype)
+            out = ag.empty(self.world * self.numel, dtype=self.param_dtype, device=self.device)
+            work = all_gather_into_tensor(out, source, group=self.shard_group, async_op=True)
+        self._unshard = _Pending(work, [out, source])
+        if not async_op:
+            self.wait_for_unshard()
+
+    def wait_for_unshard(self) -> None:
+        """Finish an all-gather in flight: copy each parameter out and register the unsharded ones."""
+        pending, self._unshard = self._unshard, None
+        if pending is None:
+            return
+        pending.work.wait()
+        out = pending.buffers[0]
+        with ag.no_grad():
+            for slot in self.slots:
+                spec = slot.spec
+                if self.world == 1:  # the output is the flat shard: the parameters are views of it
+                    full = out[slot.offset : slot.offset + spec.global_shape[0] * spec.row_numel]
+                else:
+                    full = ag.empty(spec.global_shape[0], spec.row_numel, dtype=self.param_dtype, device=self.device)
+                    chunked = _rows_view(out, slot, self.world, self.numel)
+                    _copy_rows(full, chunked, spec.chunk, spec.global_shape[0], into_chunks=False)
+                slot.unsharded.data = full.view(spec.global_shape).data
+        self._register(unsharded=True)
+        self.is_unsharded = True
+
+    def reshard(self) -> None:
+        """Free the unsharded parameters (their data becomes empty) and register the sharded ones."""
+        if self._unshard is not None:
+            self._unshard.work.wait()  # never free a buffer a collective still writes
+            self._unshard = None
+        if not self.is_unsharded:
+            return
+        empty = ag.empty(0, dtype=self.param_dtype, device=self.device).data
+        for slot in self.slots:
+            slot.unsharded.data = empty
+        self._register(unsharded=False)
+        self.is_unsharded = False
+
+    def _register(self, unsharded: bool) -> None:
+        for slot in self.slots:
+            param = slot.unsharded if unsharded else slot.sharded
+            for module, name in slot.owners:
+                module._parameters[name] = param
+
+    # ------------------------------------------------------------ gradients
+    def reset_backward(self) -> None:
+        """Before a backward: no gradient seen yet."""
+        self._ready = set()
+
+    def reduce_grads(self) -> bool:
+        """The gradients on the unsharded parameters: reduce-scattered into the sharded parameters' ``.grad``
+        (averaged over the ranks, in ``reduce_dtype``), or, while synchronisation is off, added to the
+        unsharded accumulators. Returns whether a reduce-scatter was started."""
+        slots = [s for s in self.slots if s.unsharded.grad is not None or s.accumulated is not None]
+        if not self.requires_gradient_sync:
+            with ag.no_grad():
+                for s in slots:
+                    grad, s.unsharded.grad = s.unsharded.grad, None
+                    if grad is not None:
+                        grad = grad.to(self.reduce_dtype)
+                        s.accumulated = grad if s.accumulated is None else s.accumulated.add_(grad)
+            return False
+        if not slots:
+            return False
+        self.finish_reduce()  # at most one reduce-scatter of this group in flight
+        world, numel = self.world, self.numel
+        with ag.no_grad():
+            make = ag.empty if len(slots) == len(self.slots) else ag.zeros  # a missing gradient counts zero
+            inp = make(world * numel, dtype=self.reduce_dtype, device=self.device)
+            for s in slots:
+                chunked = _rows_view(inp, s, world, numel)
+                rows = s.spec.global_shape[0]
+                grad, s.unsharded.grad = s.unsharded.grad, None
+                first = grad if grad is not None else s.accumulated
+                assert first is not None
+                _copy_rows(chunked, first.reshape(rows, -1).to(self.reduce_dtype), s.spec.chunk, rows, True)
+                if grad is not None and s.accumulated is not None:
+                    _copy_rows(chunked, s.accumulated.reshape(rows, -1), s.spec.chunk, rows, True, add=True)
+                s.accumulated = None
+            out = ag.empty(numel, dtype=self.reduce_dtype, device=self.device)
+            work = reduce_scatter_tensor(out, inp, ReduceOp.AVG, group=self.shard_group, async_op=True)
+        self._reduce = _Pending(work, [out, inp])
+        self._reduced_slots = slots
+        return True
+
+    def finish_reduce(self) -> None:
+        """Wait for the reduce-scatter in flight and add its averages to the sharded parameters' ``.grad``."""
+        pending, self._reduce = self._reduce, None
+        if pending is None:
+            return
+        pending.work.wait()
+        out = pending.buffers[0]
+        if self.replicate_group is not None:  # HSDP: the shards' averages across the replicas
+            all_reduce(out, ReduceOp.AVG, group=self.replicate_group)
+        with ag.no_grad():
+            for s in self._reduced_slots:
+                n = s.spec.local_rows * s.spec.row_numel
+                grad = out[s.offset : s.offset + n].view(s.spec.local_shape)
+                grad = grad.to(device=self.shard_device, dtype=self.orig_dtype)
+                if s.sharded.grad is None:
+                    s.sharded.grad = grad
+                else:
+                    s.sharded.grad.add_(grad)
+        self._reduced_slots = []
+
+    def __repr__(self) -> str:
+        shapes = [list(s.spec.global_shape) for s in self.slots]
+        return f"FSDPParamGroup({len(self.slots)} params {shapes}, {math.prod((self.world,))} ranks)"

@@ -1,0 +1,244 @@
+"""Worker functions of tests/nn/test_nn_fsdp.py: each runs in a spawned process (one per rank) over gloo and
+checks its own results against single-process training of the same global batch, computed in the worker
+(an AssertionError reaches the parent through torch.multiprocessing.spawn)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+import genesis
+import genesis.distributed as dist
+import genesis.nn as nn
+from genesis.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
+from genesis.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, ShardedParameter, fully_shard
+
+GLOBAL_BATCH = 6  # divides by every world size used (1, 2, 3)
+
+
+class Block(nn.Module):
+    """A pre-norm residual MLP block: the shapes (7, 14) do not divide by 3 (padded shards)."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 2 * d)
+        self.fc2 = nn.Linear(2 * d, d)
+
+    def forward(self, x: genesis.Tensor) -> genesis.Tensor:
+        return x + self.fc2(self.fc1(self.norm(x)).tanh())
+
+
+class Net(nn.Module):
+    """Input projection, residual blocks, a head of 2 outputs (a (2, 7) weight: rank 2 of 3 holds no row)."""
+
+    def __init__(self, d: int = 7, n: int = 3) -> None:
+        super().__init__()
+        self.inp = nn.Linear(5, d)
+        self.blocks = nn.ModuleList([Block(d) for _ in range(n)])
+        self.head = nn.Linear(d, 2)
+
+    def forward(self, x: genesis.Tensor) -> genesis.Tensor:
+        h = self.inp(x)
+        for block in self.blocks:
+            h = block(h)
+        return self.head(h)
+
+
+def make_net(seed: int = 0, dtype: genesis.dtype = genesis.float32) -> Net:
+    genesis.manual_seed(seed)
+    return Net().to(dtype)
+
+
+def global_batch(step: int, dtype: genesis.dtype = genesis.float32) -> tuple[genesis.Tensor, genesis.Tensor]:
+    rng = np.random.default_rng(100 + step)
+    x, y = rng.normal(size=(GLOBAL_BATCH, 5)), rng.normal(size=(GLOBAL_BATCH, 2))
+    return genesis.tensor(x, dtype=dtype), genesis.tensor(y, dtype=dtype)
+
+
+def local_batch(step: int, rank: int, world: int, dtype: genesis.dtype = genesis.float32) -> tuple:
+    x, y = global_batch(step, dtype)
+    n = GLOBAL_BATCH // world
+    return x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]
+
+
+def loss_fn(model: nn.Module, x: genesis.Tensor, y: genesis.Tensor) -> genesis.Tensor:
+    return ((model(x).float() - y.float()) ** 2).mean()
+
+
+def mean_over_ranks(value: genesis.Tensor) -> float:
+    t = value.detach().float().reshape(1).clone()
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    return float(t.item())
+
+
+def shard(model: Net, nested: bool = True, **kwargs) -> Net:
+    if nested:
+        for block in model.blocks:
+            fully_shard(block, **kwargs)
+    fully_shard(model, **kwargs)
+    return model
+
+
+def assert_params_equal(ref: nn.Module, model: nn.Module, atol: float, what: str) -> None:
+    full = {k: v.full_tensor() if isinstance(v, ShardedParameter) else v for k, v in model.named_parameters()}
+    for name, p in ref.named_parameters():
+        got, want = full[name].float().numpy(), p.detach().float().numpy()
+        np.testing.assert_allclose(got, want, rtol=0, atol=atol, err_msg=f"{what}: {name}")
+
+
+def _init(rank: int, world: int, url: str) -> None:
+    dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world)
+
+
+def _finish() -> None:
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+# ----------------------------------------------------------------------------- training equals one process
+def _train_and_compare(rank: int, world: int, nested: bool, reshard: bool | None, opt_name: str) -> None:
+    ref, model = make_net(), shard(make_net(), nested=nested, reshard_after_forward=reshard)
+    assert isinstance(model, FSDPModule) and type(model).__name__ == "FSDPNet"
+    assert nested == isinstance(model.blocks[0], FSDPModule)
+    assert all(isinstance(p, ShardedParameter) for p in model.parameters())
+    make_opt = {
+        "adamw": lambda ps: genesis.optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
+        "adamw_foreach": lambda ps: genesis.optim.AdamW(ps, lr=1e-2, foreach=True),
+        "sgd": lambda ps: genesis.optim.SGD(ps, lr=0.05, momentum=0.9),
+    }[opt_name]
+    opt_ref, opt = make_opt(ref.parameters()), make_opt(model.parameters())
+    for step in range(3):
+        x, y = global_batch(step)
+        opt_ref.zero_grad()
+        want = loss_fn(ref, x, y)
+        want.backward()
+        opt_ref.step()
+        opt.zero_grad()
+        got = loss_fn(model, *local_batch(step, rank, world))
+        got.backward()
+        opt.step()
+        assert abs(mean_over_ranks(got) - want.item()) < 1e-6, (step, nested, reshard, opt_name)
+        assert all(isinstance(p, ShardedParameter) for p in model.parameters())  # resharded after backward
+    assert_params_equal(ref, model, 1e-6, f"nested={nested} reshard={reshard} {opt_name}")
+
+
+def _grad_accumulation(rank: int, world: int) -> None:
+    """Two micro-batches, the first without synchronisation: the same step as one process over both."""
+    ref, model = make_net(), shard(make_net())
+    opt_ref, opt = genesis.optim.SGD(ref.parameters(), lr=0.1), genesis.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        opt_ref.zero_grad()
+        opt.zero_grad()
+        for micro in range(2):
+            x, y = global_batch(10 * step + micro)
+            loss_fn(ref, x, y).backward()
+            model.set_requires_gradient_sync(micro == 1)
+            loss_fn(model, *local_batch(10 * step + micro, rank, world)).backward()
+            if micro == 0:
+                assert all(p.grad is None for p in model.parameters())  # nothing reduced yet
+        opt_ref.step()
+        opt.step()
+    assert_params_equal(ref, model, 1e-6, "gradient accumulation")
+
+
+def _clip_grad_norm(rank: int, world: int) -> None:
+    """clip_grad_norm_ over the shards' gradients gives the global norm, and clips as one process does."""
+    ref, model = make_net(), shard(make_net())
+    opt_ref, opt = genesis.optim.SGD(ref.parameters(), lr=0.5), genesis.optim.SGD(model.parameters(), lr=0.5)
+    for step in range(2):
+        x, y = global_batch(20 + step)
+        opt_ref.zero_grad()
+        (10 * loss_fn(ref, x, y)).backward()
+        want = nn.utils.clip_grad_norm_(ref.parameters(), max_norm=0.3)
+        opt_ref.step()
+        opt.zero_grad()
+        (10 * loss_fn(model, *local_batch(20 + step, rank, world))).backward()
+        got = nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.3)
+        opt.step()
+        assert want.item() > 0.3  # the clipping is exercised
+        assert abs(got.item() - want.item()) < 1e-6 * max(1.0, want.item()), (got.item(), want.item())
+        inf_ref = nn.utils.clip_grad_norm_(ref.parameters(), max_norm=1e9, norm_type=float("inf"))
+        inf = nn.utils.clip_grad_norm_(model.parameters(), max_norm=1e9, norm_type=float("inf"))
+        assert abs(inf.item() - inf_ref.item()) < 1e-7, (inf.item(), inf_ref.item())
+    assert_params_equal(ref, model, 1e-6, "clip_grad_norm_")
+
+
+def _mixed_precision(rank: int, world: int) -> None:
+    """bf16 compute, fp32 reduction and master weights, against one process doing the same."""
+    ref, model = make_net(), make_net()
+    policy = MixedPrecisionPolicy(param_dtype=genesis.bfloat16, reduce_dtype=genesis.float32)
+    shard(model, mp_policy=policy)
+    opt_ref, opt = genesis.optim.AdamW(ref.parameters(), lr=1e-2), genesis.optim.AdamW(model.parameters(), lr=1e-2)
+    for step in range(3):
+        x, y = global_batch(30 + step)
+        low = copy.deepcopy(ref).to(genesis.bfloat16)  # the reference's bf16 compute copy
+        want = loss_fn(low, x.to(genesis.bfloat16), y)
+        want.backward()
+        for p, q in zip(ref.parameters(), low.parameters()):
+            p.grad = q.grad.float()
+        opt_ref.step()
+        opt_ref.zero_grad()
+        opt.zero_grad()
+        got = loss_fn(model, *local_batch(30 + step, rank, world))
+        got.backward()
+        assert all(p.dtype == genesis.float32 and p.grad.dtype == genesis.float32 for p in model.parameters())
+        opt.step()
+        assert abs(mean_over_ranks(got) - want.item()) < 2e-2 * max(1.0, abs(want.item())), (got.item(), want.item())
+    assert_params_equal(ref, model, 3e-2, "bf16 mixed precision")
+
+
+def _full_state_dict(rank: int, world: int) -> None:
+    """get_model_state_dict(full_state_dict=True, cpu_offload=True): rank 0 gets the whole model, equal to
+    one process'; set_model_state_dict(broadcast_from_rank0=True) loads it back on every rank."""
+    ref, model = make_net(), shard(make_net())
+    opt_ref, opt = genesis.optim.AdamW(ref.parameters(), lr=1e-2), genesis.optim.AdamW(model.parameters(), lr=1e-2)
+    x, y = global_batch(40)
+    loss_fn(ref, x, y).backward()
+    opt_ref.step()
+    loss_fn(model, *local_batch(40, rank, world)).backward()
+    opt.step()
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    full = get_model_state_dict(model, options=options)
+    full_optim = get_optimizer_state_dict(model, opt, options=options)
+    if rank == 0:
+        want = ref.state_dict()
+        assert list(full) == list(want)
+        for k in want:
+            np.testing.assert_allclose(full[k].numpy(), want[k].numpy(), rtol=0, atol=1e-6, err_msg=k)
+        ref_state = opt_ref.state_dict()["state"]
+        names = [n for n, _ in ref.named_parameters()]
+        for i, name in enumerate(names):
+            for key in ("exp_avg", "exp_avg_sq"):
+                got = full_optim["state"][name][key].numpy()
+                np.testing.assert_allclose(got, ref_state[i][key].numpy(), rtol=0, atol=1e-6, err_msg=name)
+    else:
+        assert full == {}
+    # rank 0's full state dict, broadcast, replaces every rank's shards
+    fresh = shard(make_net(seed=1))
+    set_model_state_dict(
+        fresh, full if rank == 0 else {}, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+    )
+    assert_params_equal(ref, fresh, 1e-6, "set_model_state_dict from rank 0")
+
+
+def training(rank: int, world: int, url: str) -> None:
+    _init(rank, world, url)
+    for nested, reshard, opt_name in [
+        (True, None, "adamw"),
+        (True, False, "sgd"),
+        (False, True, "adamw_foreach"),
+    ]:
+        _train_and_compare(rank, world, nested, reshard, opt_name)
+    _grad_accumulation(rank, world)
+    _clip_grad_norm(rank, world)
+    _mixed_precision(rank, world)
+    _full_state_dict(rank, world)
+    _finish()
