@@ -16,9 +16,10 @@ from genesis.distributed.checkpoint.state_dict import (
     get_model_state_dict,
     get_optimizer_state_dict,
     set_model_state_dict,
-    set_optimizer_state_dict,
 )
-from genesis.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, ShardedParameter, fully_shard
+from genesis.distributed.device_mesh import init_device_mesh
+from genesis.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, ShardedParameter, fully_shard
+from genesis.utils.checkpoint import checkpoint
 
 GLOBAL_BATCH = 6  # divides by every world size used (1, 2, 3)
 
@@ -41,6 +42,7 @@ class Net(nn.Module):
 
     def __init__(self, d: int = 7, n: int = 3) -> None:
         super().__init__()
+        self.checkpointing: str | None = None  # "reentrant" / "non_reentrant": activation checkpointing
         self.inp = nn.Linear(5, d)
         self.blocks = nn.ModuleList([Block(d) for _ in range(n)])
         self.head = nn.Linear(d, 2)
@@ -48,7 +50,10 @@ class Net(nn.Module):
     def forward(self, x: genesis.Tensor) -> genesis.Tensor:
         h = self.inp(x)
         for block in self.blocks:
-            h = block(h)
+            if self.checkpointing is None:
+                h = block(h)
+            else:
+                h = checkpoint(block, h, use_reentrant=self.checkpointing == "reentrant")
         return self.head(h)
 
 
@@ -104,8 +109,11 @@ def _finish() -> None:
 
 
 # ----------------------------------------------------------------------------- training equals one process
-def _train_and_compare(rank: int, world: int, nested: bool, reshard: bool | None, opt_name: str) -> None:
-    ref, model = make_net(), shard(make_net(), nested=nested, reshard_after_forward=reshard)
+def _train_and_compare(
+    rank: int, world: int, nested: bool, reshard: bool | None, opt_name: str, checkpointing: str | None = None, **kw
+) -> None:
+    ref, model = make_net(), shard(make_net(), nested=nested, reshard_after_forward=reshard, **kw)
+    model.checkpointing = checkpointing
     assert isinstance(model, FSDPModule) and type(model).__name__ == "FSDPNet"
     assert nested == isinstance(model.blocks[0], FSDPModule)
     assert all(isinstance(p, ShardedParameter) for p in model.parameters())
@@ -125,9 +133,10 @@ def _train_and_compare(rank: int, world: int, nested: bool, reshard: bool | None
         got = loss_fn(model, *local_batch(step, rank, world))
         got.backward()
         opt.step()
-        assert abs(mean_over_ranks(got) - want.item()) < 1e-6, (step, nested, reshard, opt_name)
+        what = (step, nested, reshard, opt_name, checkpointing, kw)
+        assert abs(mean_over_ranks(got) - want.item()) < 1e-6, what
         assert all(isinstance(p, ShardedParameter) for p in model.parameters())  # resharded after backward
-    assert_params_equal(ref, model, 1e-6, f"nested={nested} reshard={reshard} {opt_name}")
+    assert_params_equal(ref, model, 1e-6, f"{what}")
 
 
 def _grad_accumulation(rank: int, world: int) -> None:
@@ -229,14 +238,68 @@ def _full_state_dict(rank: int, world: int) -> None:
     assert_params_equal(ref, fresh, 1e-6, "set_model_state_dict from rank 0")
 
 
+def _device_mesh_as_torch(rank: int, world: int) -> None:
+    """The 1-D and 2-D meshes give torch's ranks, sizes and slices (torch's mesh over the same gloo world)."""
+    from torch.distributed.device_mesh import init_device_mesh as torch_mesh
+
+    for shape, names in [
+        ((world,), ("dp",)),
+        ((1, world), ("replicate", "shard")),
+        ((world, 1), ("replicate", "shard")),
+    ]:
+        ours, theirs = (
+            init_device_mesh("cpu", shape, mesh_dim_names=names),
+            torch_mesh("cpu", shape, mesh_dim_names=names),
+        )
+        assert ours.mesh.tolist() == theirs.mesh.tolist() and ours.ndim == theirs.ndim and ours.size() == theirs.size()
+        for name in names:
+            assert ours.get_local_rank(name) == theirs.get_local_rank(name), (shape, name)
+            assert ours.size(names.index(name)) == theirs.size(names.index(name))
+            assert ours[name].mesh.tolist() == theirs[name].mesh.tolist(), (shape, name)
+            assert ours.get_group(name).size() == theirs.get_group(name).size()
+        assert ours.get_coordinate() == theirs.get_coordinate()
+
+
+def _prefetch(rank: int, world: int) -> None:
+    """Once the first forward has recorded the order, a block's backward has the previous block's all-gather
+    issued, and from the second iteration on a block's forward the next one's; the explicit lists
+    (set_modules_to_forward_prefetch / set_modules_to_backward_prefetch) replace the recorded order."""
+    model = shard(make_net())
+    blocks = list(model.blocks)
+    seen: dict[str, bool] = {}
+
+    def started(i: int) -> bool:
+        group = blocks[i]._fsdp_state.group
+        return group._unshard is not None or group.is_unsharded
+
+    def in_forward(module, args, output):
+        seen["forward"] = started(2)
+        output.register_hook(lambda grad: seen.__setitem__("backward", started(0)))
+
+    blocks[1].fc1.register_forward_hook(in_forward)
+    for step in range(3):
+        if step == 2:
+            blocks[1].set_modules_to_forward_prefetch([])
+            blocks[1].set_modules_to_backward_prefetch([blocks[0]])
+        seen.clear()
+        loss_fn(model, *local_batch(step, rank, world)).backward()
+        assert seen == {"forward": step == 1, "backward": True}, (step, seen)
+        assert not any(started(i) for i in range(3))  # everything freed after backward
+
+
 def training(rank: int, world: int, url: str) -> None:
     _init(rank, world, url)
-    for nested, reshard, opt_name in [
-        (True, None, "adamw"),
-        (True, False, "sgd"),
-        (False, True, "adamw_foreach"),
+    _device_mesh_as_torch(rank, world)
+    for nested, reshard, opt_name, checkpointing, kw in [
+        (True, None, "adamw", None, {}),
+        (True, False, "sgd", "non_reentrant", {}),
+        (False, True, "adamw_foreach", None, {"offload_policy": CPUOffloadPolicy()}),
+        (True, True, "sgd", "reentrant", {}),
+        (True, None, "adamw", None, {"mesh": init_device_mesh("cpu", (world, 1), mesh_dim_names=("r", "s"))}),
+        (True, None, "sgd", None, {"mesh": init_device_mesh("cpu", (1, world), mesh_dim_names=("r", "s"))}),
     ]:
-        _train_and_compare(rank, world, nested, reshard, opt_name)
+        _train_and_compare(rank, world, nested, reshard, opt_name, checkpointing, **kw)
+    _prefetch(rank, world)
     _grad_accumulation(rank, world)
     _clip_grad_norm(rank, world)
     _mixed_precision(rank, world)

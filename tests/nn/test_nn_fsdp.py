@@ -14,3 +14,121 @@ import torch.multiprocessing as mp
 @pytest.mark.parametrize("world", [1, 3])
 def test_fsdp_training_equals_one_process_of_the_global_batch(world):
     mp.spawn(dist_helpers_fsdp.training, args=(world, f"tcp://127.0.0.1:{dist_helpers.free_port()}"), nprocs=world)
+
+
+def test_a_checkpoint_saved_on_three_ranks_loads_on_two_and_training_continues_as_uninterrupted(tmp_path):
+    import dist_helpers_fsdp_checkpoint as ckpt
+
+    folder = str(tmp_path / "ckpt")
+    mp.spawn(ckpt.save_sharded, args=(3, f"tcp://127.0.0.1:{dist_helpers.free_port()}", folder), nprocs=3)
+    mp.spawn(ckpt.load_and_continue, args=(2, f"tcp://127.0.0.1:{dist_helpers.free_port()}", folder), nprocs=2)
+
+
+# ----------------------------------------------------------------------------- world size 1, in process: torch's errors
+@pytest.fixture
+def world_of_one():
+    import tempfile
+
+    import genesis.distributed as dist
+
+    dist.init_process_group(
+        "gloo", init_method="file://" + tempfile.mktemp(prefix="genesis-fsdp-"), rank=0, world_size=1
+    )
+    yield
+    dist.destroy_process_group()
+
+
+def _raises_as_torch(ours, theirs, match: str) -> None:
+    """Both calls raise the same class; ours with a message matching ``match``."""
+    with pytest.raises(Exception) as expected:
+        theirs()
+    with pytest.raises(expected.type, match=match):
+        ours()
+
+
+def test_bad_input_raises_torchs_exceptions(world_of_one):
+    import copy
+
+    import torch
+    from torch.distributed.device_mesh import init_device_mesh as torch_mesh
+    from torch.distributed.fsdp import fully_shard as torch_fully_shard
+
+    import genesis
+    import genesis.nn as nn
+    from genesis.distributed.device_mesh import init_device_mesh
+    from genesis.distributed.fsdp import FSDPModule, fully_shard
+
+    _raises_as_torch(
+        lambda: fully_shard(nn.ModuleList([nn.Linear(2, 2)])),
+        lambda: torch_fully_shard(torch.nn.ModuleList([torch.nn.Linear(2, 2)])),
+        "does not support containers that do not implement forward",
+    )
+
+    class Scalar(nn.Module):
+        def __init__(self, lib) -> None:
+            super().__init__()
+            self.scale = lib.nn.Parameter(lib.tensor(2.0))
+
+        def forward(self, x):
+            return x * self.scale
+
+    class TorchScalar(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.tensor(2.0))
+
+    _raises_as_torch(
+        lambda: fully_shard(Scalar(genesis)), lambda: torch_fully_shard(TorchScalar()), "scalar parameters"
+    )
+    _raises_as_torch(
+        lambda: init_device_mesh("cpu", (2,)), lambda: torch_mesh("cpu", (2,)), "bigger than default world size 1"
+    )
+    _raises_as_torch(
+        lambda: init_device_mesh("cpu", (1,), mesh_dim_names=("a", "b")),
+        lambda: torch_mesh("cpu", (1,), mesh_dim_names=("a", "b")),
+        "same length",
+    )
+    _raises_as_torch(
+        lambda: init_device_mesh("cpu", (1,))["dp"], lambda: torch_mesh("cpu", (1,))["dp"], "without mesh_dim_names"
+    )
+    _raises_as_torch(
+        lambda: fully_shard(nn.Linear(2, 2), mesh=init_device_mesh("cpu", (1, 1, 1), mesh_dim_names=("a", "b", "c"))),
+        lambda: torch_fully_shard(
+            torch.nn.Linear(2, 2), mesh=torch_mesh("cpu", (1, 1, 1), mesh_dim_names=("a", "b", "c"))
+        ),
+        "1D or 2D DeviceMesh",
+    )
+    ours, theirs = fully_shard(nn.Linear(2, 3)), torch_fully_shard(torch.nn.Linear(2, 3))
+    _raises_as_torch(lambda: ours.set_reshard_after_forward(1), lambda: theirs.set_reshard_after_forward(1), "bool")
+    _raises_as_torch(lambda: copy.deepcopy(ours), lambda: copy.deepcopy(theirs), "deepcopy")
+    _raises_as_torch(
+        lambda: ours.set_modules_to_forward_prefetch([nn.Linear(1, 1)]),
+        lambda: theirs.set_modules_to_forward_prefetch([torch.nn.Linear(1, 1)]),
+        "Expects FSDPModule",
+    )
+    # a module without parameters is accepted, as by torch, and runs
+    relu = fully_shard(nn.ReLU())
+    assert isinstance(relu, FSDPModule) and type(relu).__name__ == "FSDPReLU"
+    x = genesis.randn(4)
+    assert (relu(x).numpy() == x.relu().numpy()).all()
+
+
+def test_unshard_reshard_and_the_sharded_parameters_at_world_size_one(world_of_one):
+    import numpy as np
+
+    import genesis
+    import genesis.nn as nn
+    from genesis.distributed.fsdp import ShardedParameter, fully_shard
+
+    genesis.manual_seed(0)
+    model = nn.Linear(3, 5)
+    weight = model.weight.detach().numpy().copy()
+    fully_shard(model)
+    assert isinstance(model.weight, ShardedParameter) and model.weight.shard_spec.global_shape == (5, 3)
+    handle = model.unshard(async_op=True)
+    handle.wait()
+    assert not isinstance(model.weight, ShardedParameter)
+    np.testing.assert_array_equal(model.weight.detach().numpy(), weight)
+    model.reshard()
+    assert isinstance(model.weight, ShardedParameter)
+    np.testing.assert_array_equal(model.weight.full_tensor().numpy(), weight)

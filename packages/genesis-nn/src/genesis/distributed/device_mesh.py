@@ -91,7 +91,7 @@ class DeviceMesh:
         """This process' global rank."""
         return default_group().rank()
 
-    def get_coordinate(self) -> list[int] | None:
+    def get_coordinate(self) -> tuple[int, ...] | None:
         """This rank's index along every dimension, or None when it is not in the mesh."""
         flat = self._ranks.reshape(-1).tolist()
         rank = self.get_rank()
@@ -101,7 +101,7 @@ class DeviceMesh:
         for size in reversed(self._shape):
             coordinate.append(index % size)
             index //= size
-        return coordinate[::-1]
+        return tuple(coordinate[::-1])
 
     def __getitem__(self, mesh_dim_names: str | tuple[str, ...]) -> DeviceMesh:
         """The submesh of the named dimensions that holds this rank (one name: a 1-D mesh)."""
@@ -109,17 +109,13 @@ class DeviceMesh:
             raise RuntimeError("Cannot slice a DeviceMesh without mesh_dim_names!")
         names = (mesh_dim_names,) if isinstance(mesh_dim_names, str) else tuple(mesh_dim_names)
         if any(n not in self.mesh_dim_names for n in names):
-            raise KeyError(
-                f"Invalid mesh_dim_names {names} specified. Valid mesh_dim_names are {self.mesh_dim_names}."
-            )
+            raise KeyError(f"Invalid mesh_dim_names {names} specified. Valid mesh_dim_names are {self.mesh_dim_names}.")
         dims = [self.mesh_dim_names.index(n) for n in names]
         if dims != sorted(dims):
-            raise KeyError(
-                f"Invalid mesh_dim_names {names} specified. Mesh dim indices should be in ascending order."
-            )
+            raise KeyError(f"Invalid mesh_dim_names {names} specified. Mesh dim indices should be in ascending order.")
         if dims == list(range(self.ndim)):
             return self
-        coordinate = self.get_coordinate() or [0] * self.ndim
+        coordinate = self.get_coordinate() or (0,) * self.ndim
         index: list[int | slice] = [slice(None) if d in dims else coordinate[d] for d in range(self.ndim)]
         ranks = self._ranks[tuple(index)]
         return DeviceMesh(self.device_type, ranks, mesh_dim_names=names, _groups=[self._groups[d] for d in dims])

@@ -52,7 +52,11 @@ def _write_safetensors(path: str, tensors: dict[str, Tensor], metadata: dict[str
     blobs, offset = [], 0
     for name, t in tensors.items():
         data = tensor_bytes(t)
-        header[name] = {"dtype": DTYPE_CODES[t.dtype.name], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        header[name] = {
+            "dtype": DTYPE_CODES[t.dtype.name],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         blobs.append(data)
         offset += len(data)
     raw = json.dumps(header).encode()
@@ -73,7 +77,9 @@ def _read_header(path: str) -> tuple[dict[str, Any], int]:
         return json.loads(f.read(n)), 8 + n
 
 
-def save(state_dict: dict[str, Any], *, checkpoint_id: str | os.PathLike, process_group: ProcessGroup | None = None) -> None:
+def save(
+    state_dict: dict[str, Any], *, checkpoint_id: str | os.PathLike, process_group: ProcessGroup | None = None
+) -> None:
     """Write this rank's shards of ``state_dict`` under the folder ``checkpoint_id`` (every rank calls it)."""
     group = default_group(process_group)
     rank, folder = group.rank(), os.fspath(checkpoint_id)
@@ -116,7 +122,7 @@ def _read_rows(folder: str, piece: dict[str, Any], key: str, first: int, last: i
     entry = header[key]
     dtype = as_dtype(DTYPE_NAMES[entry["dtype"]])
     shape = entry["shape"]
-    row_bytes = (len(shape) > 1 and int(_prod(shape[1:])) or 1) * dtype.itemsize
+    row_bytes = ((len(shape) > 1 and int(_prod(shape[1:]))) or 1) * dtype.itemsize
     begin = data_start + entry["data_offsets"][0] + (first - piece["row_start"]) * row_bytes
     with open(path, "rb") as f:
         f.seek(begin)
@@ -131,7 +137,9 @@ def _prod(values: list[int]) -> int:
     return out
 
 
-def load(state_dict: dict[str, Any], *, checkpoint_id: str | os.PathLike, process_group: ProcessGroup | None = None) -> None:
+def load(
+    state_dict: dict[str, Any], *, checkpoint_id: str | os.PathLike, process_group: ProcessGroup | None = None
+) -> None:
     """Fill ``state_dict`` in place from the checkpoint: each tensor with the rows it holds (a ShardedTensor:
     its rows of the global tensor; another tensor: all of it); non-tensor values are replaced."""
     folder = os.fspath(checkpoint_id)

@@ -197,7 +197,9 @@ def set_optimizer_state_dict(
                 name = names[id(p)]
                 saved = optim_state_dict["state"].get(name)
                 if saved is not None:
-                    state[index] = {k: _local(v, p) if isinstance(v, Tensor) and v.ndim > 0 else v for k, v in saved.items()}
+                    state[index] = {
+                        k: _local(v, p) if isinstance(v, Tensor) and v.ndim > 0 else v for k, v in saved.items()
+                    }
                 ids.append(index)
                 index += 1
             first = names[id(group["params"][0])] if group["params"] else None

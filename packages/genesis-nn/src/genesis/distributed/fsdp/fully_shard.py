@@ -22,6 +22,9 @@ from .policies import MixedPrecisionPolicy, OffloadPolicy
 from .state import FSDPState
 
 _fsdp_classes: dict[type, type] = {}
+# torch's defaults, one object each (frozen / never mutated): the defaults of fully_shard's signature
+_NO_MIXED_PRECISION = MixedPrecisionPolicy()
+_NO_OFFLOAD = OffloadPolicy()
 
 
 class UnshardHandle:
@@ -148,8 +151,8 @@ def fully_shard(
     *,
     mesh: DeviceMesh | None = None,
     reshard_after_forward: bool | int | None = None,
-    mp_policy: MixedPrecisionPolicy = MixedPrecisionPolicy(),
-    offload_policy: OffloadPolicy = OffloadPolicy(),
+    mp_policy: MixedPrecisionPolicy = _NO_MIXED_PRECISION,
+    offload_policy: OffloadPolicy = _NO_OFFLOAD,
 ) -> Module:
     """Shard ``module``'s parameters over ``mesh`` (FSDP2): all-gathered around its forward and backward,
     gradients reduce-scattered, each rank keeping 1/world of parameters, gradients and optimizer state.

@@ -29,12 +29,12 @@ from typing import Any
 import genesis_autograd as ag
 from genesis_autograd import Device, DType, Tensor
 
+from ...nn.module import Module
+from ...nn.parameter import Parameter
 from ..collectives import all_gather_into_tensor, all_reduce, reduce_scatter_tensor
 from ..device_mesh import DeviceMesh
 from ..process_group import ProcessGroup
 from ..reduce_op import ReduceOp
-from ...nn.module import Module
-from ...nn.parameter import Parameter
 from .policies import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy
 from .sharded_tensor import ShardedParameter, ShardSpec
 
@@ -131,7 +131,8 @@ class FSDPParamGroup:
             if p.ndim == 0:
                 name = owners[0][1]
                 raise ValueError(
-                    f"fully_shard doesn't support scalar parameters. Change {name} to a 1D tensor with numel equal to 1."
+                    "fully_shard doesn't support scalar parameters. "
+                    f"Change {name} to a 1D tensor with numel equal to 1."
                 )
             spec = ShardSpec(tuple(p.shape), self.shard_group, self.mesh)
             specs.append((owners, p, spec, offset))

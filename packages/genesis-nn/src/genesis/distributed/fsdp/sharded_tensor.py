@@ -18,10 +18,10 @@ from typing import Any
 import genesis_autograd as ag
 from genesis_autograd import Tensor
 
+from ...nn.parameter import Parameter
 from ..collectives import all_gather_into_tensor
 from ..device_mesh import DeviceMesh
 from ..process_group import ProcessGroup
-from ...nn.parameter import Parameter
 
 
 @dataclass(frozen=True)

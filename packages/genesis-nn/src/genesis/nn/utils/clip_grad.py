@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
+from typing import Any
 
 from genesis_autograd import (
     Tensor,
@@ -98,7 +99,7 @@ def _sharded_total_norm(
     from ...distributed import ReduceOp, all_reduce  # only for sharded parameters
 
     norm_type = float(norm_type)
-    by_group: dict[int, tuple[object, list[Tensor]]] = {}
+    by_group: dict[int, tuple[Any, list[Tensor]]] = {}  # id(process group) -> (the group, its shards' grads)
     plain: list[Tensor] = []
     for p in parameters:
         if p.grad is None:
