@@ -8,13 +8,15 @@ Backends: ``gloo`` runs collectives on genesis cpu tensors through torch.distrib
 (zero-copy, through DLPack); ``nccl`` runs them on genesis cuda tensors through CuPy's NCCL binding,
 on a stream of its own ordered by events against genesis' current stream. The rendezvous and the
 stores are torch.distributed's (env://, tcp://, file://). ``genesis.distributed.optim`` has
-ZeroRedundancyOptimizer (optimizer state sharded over the ranks).
+ZeroRedundancyOptimizer (optimizer state sharded over the ranks); ``device_mesh`` has DeviceMesh /
+init_device_mesh; ``genesis.distributed.fsdp`` has fully_shard (FSDP2: parameters, gradients and optimizer
+state sharded), ``genesis.distributed.checkpoint`` its state dicts and sharded checkpoints (import them).
 
 This is the one package of ``genesis`` that imports torch: torch.distributed is its transport and
 store (pyproject.toml narrows the import contract for it).
 """
 
-from . import optim
+from . import device_mesh, optim
 from .collectives import (
     all_gather,
     all_gather_into_tensor,
@@ -30,6 +32,7 @@ from .collectives import (
     reduce_scatter_tensor,
     send,
 )
+from .device_mesh import DeviceMesh, init_device_mesh
 from .process_group import (
     GroupMember,
     ProcessGroup,
@@ -52,6 +55,7 @@ from .work import Work
 group = GroupMember  # torch.distributed.group.WORLD
 
 __all__ = [
+    "DeviceMesh",
     "GroupMember",
     "ProcessGroup",
     "ReduceOp",
@@ -64,12 +68,14 @@ __all__ = [
     "barrier",
     "broadcast",
     "destroy_process_group",
+    "device_mesh",
     "get_backend",
     "get_local_rank",
     "get_node_local_rank",
     "get_rank",
     "get_world_size",
     "group",
+    "init_device_mesh",
     "init_process_group",
     "irecv",
     "is_available",
