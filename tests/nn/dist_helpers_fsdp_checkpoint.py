@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import os
 
-from dist_helpers_fsdp import assert_params_equal, global_batch, local_batch, loss_fn, make_net, mean_over_ranks, shard
+import dist_helpers_fsdp as helpers
+from dist_helpers_fsdp import (
+    assert_params_equal,
+    global_batch,
+    init,
+    local_batch,
+    loss_fn,
+    make_net,
+    mean_over_ranks,
+    shard,
+)
 
 import genesis
 import genesis.distributed as dist
@@ -41,8 +51,8 @@ def _uninterrupted() -> tuple[list[float], genesis.nn.Module]:
     return losses, ref
 
 
-def save_sharded(rank: int, world: int, url: str, folder: str) -> None:
-    dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world)
+def save_sharded(rank: int, world: int, url: str, folder: str, cuda: bool = False) -> None:
+    init(rank, world, url, cuda)
     model = shard(make_net())
     opt = _optimizer(model)
     for step in range(SAVED_STEPS):
@@ -56,8 +66,8 @@ def save_sharded(rank: int, world: int, url: str, folder: str) -> None:
     dist.destroy_process_group()
 
 
-def load_and_continue(rank: int, world: int, url: str, folder: str) -> None:
-    dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world)
+def load_and_continue(rank: int, world: int, url: str, folder: str, cuda: bool = False) -> None:
+    init(rank, world, url, cuda)
     model = shard(make_net(seed=1))  # another initialisation: everything must come from the checkpoint
     opt = _optimizer(model)
     model_sd, optim_sd = get_state_dict(model, opt)
@@ -68,7 +78,7 @@ def load_and_continue(rank: int, world: int, url: str, folder: str) -> None:
     want, ref = _uninterrupted()
     for step in range(SAVED_STEPS, SAVED_STEPS + MORE_STEPS):
         got = _step(model, opt, step, rank, world)
-        assert abs(got - want[step]) < 1e-6, (step, got, want[step])
-    assert_params_equal(ref, model, 1e-6, "resumed on another world size")
+        assert abs(got - want[step]) < helpers.TOL, (step, got, want[step])
+    assert_params_equal(ref, model, helpers.TOL, "resumed on another world size")
     dist.barrier()
     dist.destroy_process_group()
