@@ -4,6 +4,7 @@
     ./dev gpt --device cuda                     # (the default when a GPU is present) larger, bf16 autocast
     ./dev gpt --steps 2000 --resume             # go on from out/gpt/ckpt.safetensors
     torchrun --nproc_per_node=2 examples/train_gpt.py   # data-parallel: one process per GPU
+    torchrun --nproc_per_node=4 examples/train_gpt.py --fsdp   # sharded (FSDP2): 1/4 of the state per GPU
 
 A nanoGPT-shaped model: token and position embeddings, pre-norm blocks of causal
 self-attention (scaled_dot_product_attention) and a GELU MLP, a final LayerNorm, and a
@@ -16,6 +17,10 @@ Under torchrun (WORLD_SIZE > 1) each process takes one GPU (LOCAL_RANK), the mod
 DistributedDataParallel, each rank trains on its slice of --batch-size of a global batch of
 --batch-size x WORLD_SIZE (drawn alike on every rank, so it trains as one process with the global
 batch), and rank 0 alone reports the global batch's loss, evaluates, writes the checkpoint and samples.
+With --fsdp each block and then the whole model are fully_shard-ed instead (parameters, gradients and
+AdamW state split over the ranks; bf16 parameters for compute with --dtype bfloat16, fp32 reduction and
+master weights): every rank evaluates (the forward all-gathers), the checkpoint holds the weights
+gathered on rank 0 (no optimizer state: --resume is refused with --fsdp).
 
 The script uses torch's names only: replace its genesis imports by torch's and it runs
 under PyTorch unchanged (tests/e2e/test_e2e_gpt.py does exactly that).
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib
 import json
 import math
 import os
@@ -259,6 +265,9 @@ def parse_args(argv=None):
         "--out-dir", type=Path, default=Path("out/gpt"), help="where the checkpoint, loss plot and summary go"
     )
     parser.add_argument("--resume", action="store_true", help="continue from OUT_DIR/ckpt.safetensors")
+    parser.add_argument(
+        "--fsdp", action="store_true", help="under torchrun: shard the model with fully_shard (FSDP2) instead of DDP"
+    )
     parser.add_argument("--sample-tokens", type=int, default=300, help="characters generated after training")
     parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature of the generated text")
     parser.add_argument("--seed", type=int, default=1337, help="seed of the weights, batches and sample")
@@ -280,7 +289,25 @@ def parse_args(argv=None):
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    if args.fsdp and args.resume:
+        parser.error("--resume is not supported with --fsdp (its checkpoint holds the weights only)")
     return args
+
+
+def shard_model(model, low):
+    """FSDP2: each block, then the model (embeddings, final norm, tied head); ``low`` is the compute dtype of
+    the all-gathered parameters (the optimizer steps fp32 shards; gradients reduced in fp32)."""
+    fsdp = importlib.import_module(genesis.__name__ + ".distributed.fsdp")  # torch's path too
+    policy = fsdp.MixedPrecisionPolicy(param_dtype=low, reduce_dtype=genesis.float32 if low is not None else None)
+    for block in model.h:
+        fsdp.fully_shard(block, mp_policy=policy)
+    return fsdp.fully_shard(model, mp_policy=policy)
+
+
+def gathered_weights(model) -> dict:
+    """The whole model's weights on rank 0's host ({} elsewhere): a collective, every rank calls it."""
+    sd = importlib.import_module(genesis.__name__ + ".distributed.checkpoint.state_dict")
+    return sd.get_model_state_dict(model, options=sd.StateDictOptions(full_state_dict=True, cpu_offload=True))
 
 
 def init_distributed(args):
@@ -315,9 +342,12 @@ def main(argv=None) -> dict:
         dropout=args.dropout,
     )
     model = raw_model = GPT(config).to(args.device)
+    low = None if args.dtype == "float32" else getattr(genesis, args.dtype)
+    fsdp = args.fsdp and world_size > 1
+    if fsdp:  # before the optimizer, which then steps the shards (every rank built the same weights)
+        shard_model(model, low)
     optimizer = configure_optimizer(model, args.lr, args.weight_decay)
     scheduler = genesis.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, args.warmup, args.steps))
-    low = None if args.dtype == "float32" else getattr(genesis, args.dtype)
     device_type = "cuda" if args.device.startswith("cuda") else "cpu"
 
     def autocast():
@@ -336,17 +366,18 @@ def main(argv=None) -> dict:
         rng = np.random.default_rng([args.seed, start_step])
         if rank == 0:
             print(f"resumed from {ckpt_path} at step {start_step}")
-    if world_size > 1:  # after loading: rank 0's weights are broadcast to the others
+    if world_size > 1 and not fsdp:  # after loading: rank 0's weights are broadcast to the others
         # .grad as views of the all-reduce buckets: no copy back after each backward
         model = nn.parallel.DistributedDataParallel(raw_model, gradient_as_bucket_view=True)
 
-    n_params = sum(p.numel() for p in model.parameters())
+    n_params = sum(p.numel() for p in GPT(config).parameters()) if fsdp else sum(p.numel() for p in model.parameters())
     print_ = print if rank == 0 else (lambda *a, **k: None)
     print_(
         f"GPT: {n_params / 1e6:.2f} M parameters, {config.n_layer} layers, {config.n_embd} wide, "
         f"{len(data.chars)} characters, context {config.block_size}; {args.device}, "
         f"{args.dtype}; {args.steps} steps of {args.batch_size} x {args.block_size} tokens"
         + (f" on each of {world_size} processes" if world_size > 1 else "")
+        + (" (FSDP)" if fsdp else "")
     )
 
     try:
@@ -390,8 +421,11 @@ def main(argv=None) -> dict:
                 print_(f"step {step:5d}  loss {value:.4f}  (smoothed {smoothed:.4f})  {rate:,.0f} tokens/s")
         if bar is not None:
             bar.update()
-        if rank == 0 and ((step + 1) % args.eval_interval == 0 or step == args.steps - 1):
+        if (rank == 0 or fsdp) and ((step + 1) % args.eval_interval == 0 or step == args.steps - 1):
             val = estimate_loss(raw_model, data, args, autocast, np.random.default_rng(0))
+            weights = gathered_weights(model) if fsdp else raw_model.state_dict()
+            if rank != 0:
+                continue
             history["eval_step"].append(step + 1)
             history["val"].append(val)
             message = f"step {step + 1:5d}  train {smoothed:.4f}  val {val:.4f}"
@@ -401,8 +435,8 @@ def main(argv=None) -> dict:
                 print(message)
             genesis.save(
                 {
-                    "model": raw_model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
+                    "model": weights,
+                    **({} if fsdp else {"optimizer": optimizer.state_dict()}),
                     "scheduler": scheduler.state_dict(),
                     "step": step + 1,
                     "history": history,
@@ -416,6 +450,11 @@ def main(argv=None) -> dict:
     if args.loss_log is not None and rank == 0:
         log = {"losses": step_losses, "world_size": world_size, "batch_size": args.batch_size, "start": start_step}
         args.loss_log.write_text(json.dumps(log))
+    if fsdp:  # sampling runs on rank 0 alone: an unsharded copy of the weights
+        weights = gathered_weights(model)
+        if rank == 0:
+            raw_model = GPT(config).to(args.device)
+            raw_model.load_state_dict(weights)
     if world_size > 1:
         genesis.distributed.destroy_process_group()
         if rank != 0:
