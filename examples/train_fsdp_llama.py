@@ -96,7 +96,7 @@ def main(argv=None) -> None:
     capacity = genesis.cuda.get_device_properties(args.device).total_memory / 1e9 if cuda else float("nan")
     say(
         f"Llama {args.config}: {n / 1e9:.2f} B parameters; fp32 weights + grads + AdamW = {state_gb:.1f} GB "
-        + (f"(one GPU: {capacity:.1f} GB); " if cuda else "")
+        + (f"(one GPU: {capacity:.1f} GB); " if cuda else "; ")
         + f"sharded over {world} ranks: {state_gb / world:.1f} GB each"
     )
     policy = MixedPrecisionPolicy() if args.fp32 else MixedPrecisionPolicy(genesis.bfloat16, genesis.float32)
