@@ -26,6 +26,8 @@ from ...nn.module import Module
 from .param_group import FSDPParamGroup
 from .policies import MixedPrecisionPolicy
 
+MAX_REDUCES_IN_FLIGHT = 2
+
 
 class TrainingState(enum.Enum):
     """Where a state is in the iteration (torch's names)."""
@@ -83,6 +85,7 @@ class FSDPState:
         self.order: list[FSDPState] = []
         self._recording = True
         self._callback_queued = False
+        self._reducing: list[FSDPParamGroup] = []  # groups whose reduce-scatter is in flight, oldest first
         if group is not None:
             group.on_all_grads_ready = self._on_all_grads_ready
         module.register_forward_pre_hook(self._pre_forward, prepend=True, with_kwargs=True)
@@ -203,7 +206,13 @@ class FSDPState:
         group = self.group
         if group is None:
             return
-        group.reduce_grads()
+        if group.reduce_grads() and self.root is not None:
+            # at most two reduce-scatters in flight: each holds a whole module's gradients in reduce_dtype,
+            # so the older ones finish (and free them) as new ones start, not all at the end of backward
+            reducing = self.root._reducing
+            reducing.append(group)
+            while len(reducing) > MAX_REDUCES_IN_FLIGHT:
+                reducing.pop(0).finish_reduce()
         # a frozen parameter's data may still be read later in this backward: reshard at the end then
         if self.reshard_after_backward and not group.has_frozen:
             group.reshard()
@@ -217,6 +226,7 @@ class FSDPState:
                 state._post_backward()
             elif not state._post_backward_done and any(s.unsharded.grad is not None for s in state.group.slots):
                 state._post_backward()
+        self._reducing.clear()
         for state in self.states:
             if state.group is not None:
                 state.group.finish_reduce()
