@@ -342,6 +342,7 @@ def main(argv=None) -> dict:
         dropout=args.dropout,
     )
     model = raw_model = GPT(config).to(args.device)
+    n_params = sum(p.numel() for p in model.parameters())  # before any sharding
     low = None if args.dtype == "float32" else getattr(genesis, args.dtype)
     fsdp = args.fsdp and world_size > 1
     if fsdp:  # before the optimizer, which then steps the shards (every rank built the same weights)
@@ -370,7 +371,6 @@ def main(argv=None) -> dict:
         # .grad as views of the all-reduce buckets: no copy back after each backward
         model = nn.parallel.DistributedDataParallel(raw_model, gradient_as_bucket_view=True)
 
-    n_params = sum(p.numel() for p in GPT(config).parameters()) if fsdp else sum(p.numel() for p in model.parameters())
     print_ = print if rank == 0 else (lambda *a, **k: None)
     print_(
         f"GPT: {n_params / 1e6:.2f} M parameters, {config.n_layer} layers, {config.n_embd} wide, "
