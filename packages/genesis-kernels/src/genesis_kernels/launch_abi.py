@@ -80,7 +80,7 @@ def public_launch(runner: Any, function: Any, meta: Any) -> LaunchFn:
 ScratchFn = Callable[[int, int], int]  # (nbytes, stream) -> device address, at least 256-byte aligned
 
 
-def _scratch_of(runner: Any, scratch: ScratchFn | None) -> Callable[[Grid, int], int | None]:
+def scratch_source(runner: Any, scratch: ScratchFn | None) -> Callable[[Grid, int], int | None]:
     """Per launch, the global scratch a kernel needs (device-side TMA descriptors live there), or None.
 
     Triton sizes it per program: ``global_scratch_size`` bytes for each CTA of the grid.
@@ -94,7 +94,7 @@ def _scratch_of(runner: Any, scratch: ScratchFn | None) -> Callable[[Grid, int],
 def _fast_launch_36(runner: Any, function: Any, meta: Any, scratch: ScratchFn | None = None) -> LaunchFn:
     raw = runner.launch
     coop, pdl = runner.launch_cooperative_grid, runner.launch_pdl
-    scratch_for = _scratch_of(runner, scratch)
+    scratch_for = scratch_source(runner, scratch)
 
     def launch(grid: Grid, stream: int, args: tuple) -> None:
         if grid[0] * grid[1] * grid[2]:
@@ -108,7 +108,7 @@ def _fast_launch_37(runner: Any, function: Any, meta: Any, scratch: ScratchFn | 
     raw = runner.launch
     coop, pdl = runner.launch_cooperative_grid, runner.launch_pdl
     annotations, signature = runner.arg_annotations, runner.kernel_signature
-    scratch_for = _scratch_of(runner, scratch)
+    scratch_for = scratch_source(runner, scratch)
 
     def launch(grid: Grid, stream: int, args: tuple) -> None:
         if grid[0] * grid[1] * grid[2]:

@@ -34,8 +34,9 @@ import numpy as np
 from genesis_storage import graphs
 from genesis_storage.device import current_device
 
+from . import driver_launch
 from .buffer import dtype_info
-from .launch_abi import Grid, LaunchFn, make_launch
+from .launch_abi import Grid, LaunchFn, make_launch, scratch_source
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -195,7 +196,21 @@ class Kernel:
         target = driver.active.get_current_target()
         ck = compile(src, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
         runner = ck.run  # loads the module into the current context
-        launch = make_launch(runner, ck.function, ck.packed_metadata, triton.__version__, scratch)
+        launch = None
+        needs_scratch = getattr(runner, "global_scratch_size", 0) > 0
+        if driver_launch.eligible(runner) and (scratch is not None or not needs_scratch):
+            arg_types = ["constexpr" if n in self.constexpr_names else types[n] for n in self.arg_names]
+            launch = driver_launch.driver_launch(
+                ck.function,
+                arg_types,
+                ck.metadata.num_warps,
+                ck.metadata.shared,
+                scratch_source(runner, scratch),
+                needs_scratch,
+                lambda: cuda().ensure_context(),
+            )
+        if launch is None:
+            launch = make_launch(runner, ck.function, ck.packed_metadata, triton.__version__, scratch)
         # Bytes of the stream's scratch each program takes for Triton's global scratch (device-side
         # tensor descriptors): a launcher that also keeps data in scratch places it past them.
         launch.global_scratch = getattr(runner, "global_scratch_size", 0) * getattr(runner, "num_ctas", 1)  # type: ignore[attr-defined]
