@@ -6,7 +6,7 @@ Isolated launch of a 4-argument kernel (two pointers, an i32 size, an fp32 scala
 over 1,024 values), by three paths:
   - Triton's public path, ``kernel[grid](...)`` with torch tensors;
   - Triton's C launcher called directly (launch_abi.py, the path genesis took until now);
-  - our driver path (driver_launch.py): the arguments packed into a prebuilt buffer, one cuLaunchKernel.
+  - genesis' native launcher (driver_launch.py / native_launcher.c): one C call, one cuLaunchKernel.
 Then the full-stack small ops the eager issue is judged by: ``a + b`` on 1,024 fp32 values (with and
 without requires_grad) and ``empty(1 MiB)`` + free, genesis against torch.
 
@@ -77,7 +77,7 @@ def launch_paths() -> dict[str, float]:
     out["Triton C launcher, called directly"] = host_us(
         lambda: c_launcher((1, 1, 1), stream, args), torch.cuda.synchronize
     )
-    out["genesis driver path (cuLaunchKernel)"] = host_us(lambda: ours((1, 1, 1), stream, args), torch.cuda.synchronize)
+    out["genesis native launcher"] = host_us(lambda: ours((1, 1, 1), stream, args), torch.cuda.synchronize)
     for name, launch in (("c", c_launcher), ("driver", ours)):
         y.zero_()
         launch((1, 1, 1), stream, args)

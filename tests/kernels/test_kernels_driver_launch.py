@@ -78,6 +78,12 @@ def test_arguments_reach_the_driver_as_the_abi_wants(fake_driver):
     assert call["values"] == [0xDEADBEEF00, -(2**40) - 3, -7, 2**32 - 1, 2**64 - 1, 2.5, 3.0, 0, 0]
     launcher((1, 1, 1), 0, args, 0x5000)  # a kernel with global scratch gets its address
     assert calls[-1]["values"][-2:] == [0x5000, 0]
+    launcher((1, 1, 1), 0, (None, *args[1:]))  # an optional pointer the kernel leaves alone: null
+    assert calls[-1]["values"][0] == 0
+    wide = module.Launcher(1, 32, 0, b"i" * 200)  # the index kernels take 80 and more arguments
+    codes[0] = "i" * 200 + "pp"
+    wide((1, 1, 1), 0, tuple(range(200)))
+    assert calls[-1]["values"] == [*range(200), 0, 0]
 
 
 def test_empty_grids_launch_nothing_and_attributes_stick(fake_driver):

@@ -32,6 +32,7 @@ LaunchFn = Callable[..., None]
 # Triton signature type -> the C launcher's type code.
 _CODES: dict[str, str] = {"i32": "i", "u32": "I", "i64": "q", "u64": "Q", "fp32": "f", "fp64": "d", "constexpr": "c"}
 CUDA_ERROR_INVALID_CONTEXT = 201
+MAX_ARGS = 256  # native_launcher.c's MAX_ARGS
 ENABLED = os.environ.get("GENESIS_DRIVER_LAUNCH", "1") not in ("0", "")
 
 _module: Any = None
@@ -103,7 +104,7 @@ def driver_launch(
     driver before every launch; here it is done only when the driver reports that none is current).
     """
     codes = type_codes(types)
-    if codes is None or not ENABLED:
+    if codes is None or len(codes) > MAX_ARGS or not ENABLED:
         return None
     module = native_module()
     if module is None:

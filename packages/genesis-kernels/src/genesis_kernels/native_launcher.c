@@ -8,7 +8,7 @@
  * scratch pointers, and calls the driver. The driver's entry point is handed in once, as an address,
  * by driver_launch.py, so that this file needs neither cuda.h nor libcuda at build time.
  *
- * Type codes: 'p' pointer, 'Q' u64, 'q' i64, 'I' u32, 'i' i32, 'f' fp32, 'd' fp64, 'c' a constexpr
+ * Type codes: 'p' pointer (None: null), 'Q' u64, 'q' i64, 'I' u32, 'i' i32, 'f' fp32, 'd' fp64, 'c' a constexpr
  * (its slot in args is skipped, as Triton's own launcher skips it).
  */
 #define PY_SSIZE_T_CLEAN
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define MAX_ARGS 64
+#define MAX_ARGS 256
 #define CUDA_ERROR_INVALID_CONTEXT 201
 
 typedef int (*cu_launch_kernel_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -40,6 +40,11 @@ typedef struct {
 static int convert(char code, PyObject *value, uint64_t *slot) {
     switch (code) {
     case 'p':
+        if (value == Py_None) { /* an optional pointer the kernel does not read, as Triton takes it */
+            *slot = 0;
+            return 0;
+        }
+        /* fall through */
     case 'Q': {
         unsigned long long v = PyLong_AsUnsignedLongLong(value);
         if (v == (unsigned long long)-1 && PyErr_Occurred()) return -1;
