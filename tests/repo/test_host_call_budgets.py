@@ -1,0 +1,56 @@
+"""Host cost as a design property: Python-level calls per eager operation on the cuda path, held to budgets.
+
+tools/host_call_counts.py runs the cuda backend's Python over a fake device (launches are no-ops) in a
+child process and counts, with ``sys.setprofile``, the calls one operation makes after warm-up. The
+budgets are the counts measured when the eager host path was last tuned (issue 27), with about 5 %
+headroom for interpreter differences: a change that adds calls to the hot path fails here, on the CPU
+tier, with no timing involved. Lower a budget when a change makes an operation cheaper.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# case -> (budget, measured at the last tuning)
+BUDGETS = {
+    "a + b": (28, 27),
+    "a + b, requires_grad": (46, 44),
+    "Linear forward + backward": (770, 734),
+    "empty": (44, 42),
+    "AdamW step (8 params)": (332, 316),
+    "Module.__call__ (ReLU)": (32, 30),
+}
+
+
+@pytest.fixture(scope="module")
+def counts() -> dict[str, int]:
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "host_call_counts.py"), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("case", sorted(BUDGETS))
+def test_calls_within_budget(counts, case):
+    budget, measured = BUDGETS[case]
+    assert counts[case] > 0.5 * measured, f"{case}: {counts[case]} calls; did the counting break?"
+    assert counts[case] <= budget, f"{case}: {counts[case]} Python-level calls, over its budget of {budget}"
+
+
+def test_every_case_has_a_budget(counts):
+    assert set(counts) == set(BUDGETS)

@@ -1,0 +1,94 @@
+"""Python-level calls per eager operation on the cuda path, counted without a GPU.
+
+The cuda backend's Python runs over tools/profile_host.py's fake device (device memory faked, every
+kernel launch a no-op), and ``sys.setprofile`` counts the calls one operation makes: Python functions
+and builtins alike, as cProfile would. The counts are deterministic, so tests/repo/test_host_call_budgets.py
+holds each against a budget: host cost is a design property, and a change that adds calls to the hot
+path shows up in CI, with no timing involved.
+
+    python tools/host_call_counts.py          # one line per case
+    python tools/host_call_counts.py --json   # what the test reads
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import profile_host
+
+
+def count_calls(fn: Callable[[], object]) -> int:
+    """Calls (Python and builtin) made by one call of ``fn``, itself excluded."""
+    calls = [0]
+
+    def profiler(frame: object, event: str, arg: object) -> None:
+        if event in ("call", "c_call"):
+            calls[0] += 1
+
+    sys.setprofile(profiler)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls[0] - 2  # fn itself and the setprofile(None) call
+
+
+def cases() -> dict[str, Callable[[], object]]:
+    import genesis
+    import genesis.nn as nn
+
+    a, b = genesis.randn(1024, device="cuda"), genesis.randn(1024, device="cuda")
+    ag = genesis.randn(1024, device="cuda", requires_grad=True)
+    bg = genesis.randn(1024, device="cuda", requires_grad=True)
+    linear = nn.Linear(256, 256).to("cuda")
+    x = genesis.randn(64, 256, device="cuda")
+    adam_params = [nn.Parameter(genesis.randn(256, 256, device="cuda")) for _ in range(8)]
+    for p in adam_params:
+        p.grad = genesis.randn(256, 256, device="cuda")
+    adamw = genesis.optim.AdamW(adam_params, lr=1e-3)
+    relu = nn.ReLU()
+
+    def linear_forward_backward() -> None:
+        linear(x).sum().backward()
+
+    def adamw_step_per_param() -> None:
+        adamw.step()
+
+    return {
+        "a + b": lambda: a + b,
+        "a + b, requires_grad": lambda: ag + bg,
+        "Linear forward + backward": linear_forward_backward,
+        "empty": lambda: genesis.empty(262144, device="cuda"),
+        "AdamW step (8 params)": adamw_step_per_param,
+        "Module.__call__ (ReLU)": lambda: relu(a),
+    }
+
+
+def measure() -> dict[str, int]:
+    profile_host.fake_gpu()
+    out = {}
+    for name, fn in cases().items():
+        for _ in range(3):  # warm: compiled plans, layouts and caches in place
+            fn()
+        out[name] = count_calls(fn)
+    return out
+
+
+def main() -> None:
+    counts = measure()
+    if "--json" in sys.argv:
+        print(json.dumps(counts))
+        return
+    for name, n in counts.items():
+        print(f"{name:30s} {n:6d}")
+
+
+if __name__ == "__main__":
+    main()
