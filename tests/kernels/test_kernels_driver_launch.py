@@ -182,7 +182,8 @@ def test_native_path_matches_the_triton_launcher_on_the_gpu():
         torch.cuda.synchronize()
         results.append((out.cpu(), idx.cpu()))
     expected = x[:n].cpu().double() * 1.5 - 0.25 + 5
-    np.testing.assert_allclose(results[1][0][:n].numpy(), expected.numpy(), rtol=1e-6)
+    # float32 arithmetic (x * a + b may contract to one fma): within 2 ulps of the largest value (|y| < 16)
+    np.testing.assert_allclose(results[1][0][:n].numpy(), expected.numpy(), rtol=0, atol=2 * 2.0**-23 * 16)
     assert torch.isnan(results[1][0][n:]).all()  # nothing written past n
     assert torch.equal(results[1][1][:n], torch.arange(n) + big)
     assert torch.equal(results[0][0][:n], results[1][0][:n]) and torch.equal(results[0][1], results[1][1])
