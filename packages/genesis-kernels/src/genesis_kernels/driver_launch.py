@@ -116,7 +116,7 @@ def driver_launch(
 
     launcher = module.Launcher(function, 32 * num_warps, shared, codes, on_error)
     if not needs_scratch:
-        return launcher  # type: ignore[no-any-return]
+        return launcher
 
     def launch(grid: Grid, stream: int, args: tuple) -> None:
         launcher(grid, stream, args, scratch_for(grid, stream))

@@ -213,7 +213,7 @@ class Kernel:
             launch = make_launch(runner, ck.function, ck.packed_metadata, triton.__version__, scratch)
         # Bytes of the stream's scratch each program takes for Triton's global scratch (device-side
         # tensor descriptors): a launcher that also keeps data in scratch places it past them.
-        launch.global_scratch = getattr(runner, "global_scratch_size", 0) * getattr(runner, "num_ctas", 1)  # type: ignore[attr-defined]
+        launch.global_scratch = getattr(runner, "global_scratch_size", 0) * getattr(runner, "num_ctas", 1)  # type: ignore[union-attr]
         return launch
 
 
