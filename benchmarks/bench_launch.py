@@ -6,7 +6,8 @@ Isolated launch of a 4-argument kernel (two pointers, an i32 size, an fp32 scala
 over 1,024 values), by three paths:
   - Triton's public path, ``kernel[grid](...)`` with torch tensors;
   - Triton's C launcher called directly (launch_abi.py, the path genesis took until now);
-  - genesis' native launcher (driver_launch.py / native_launcher.c): one C call, one cuLaunchKernel.
+  - genesis' native launcher (driver_launch.py / native_launcher.c): one C call, one cuLaunchKernel;
+and the floor under every path: cuLaunchKernel alone, called in a C loop with the arguments converted once.
 Then the full-stack small ops the eager issue is judged by: ``a + b`` on 1,024 fp32 values (with and
 without requires_grad) and ``empty(1 MiB)`` + free, genesis against torch.
 
@@ -78,6 +79,10 @@ def launch_paths() -> dict[str, float]:
         lambda: c_launcher((1, 1, 1), stream, args), torch.cuda.synchronize
     )
     out["genesis native launcher"] = host_us(lambda: ours((1, 1, 1), stream, args), torch.cuda.synchronize)
+    if hasattr(ours, "repeat"):  # the floor: cuLaunchKernel alone, called from a C loop
+        out["cuLaunchKernel alone (C loop)"] = (
+            host_us(lambda: ours.repeat(BURST, (1, 1, 1), stream, args), torch.cuda.synchronize) / BURST
+        )
     for name, launch in (("c", c_launcher), ("driver", ours)):
         y.zero_()
         launch((1, 1, 1), stream, args)

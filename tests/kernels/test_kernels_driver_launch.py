@@ -113,6 +113,16 @@ def test_bad_arguments_raise(fake_driver):
     assert calls == []
 
 
+def test_repeat_launches_n_times_with_the_same_arguments(fake_driver):
+    module, calls, codes, _ = fake_driver
+    launcher = module.Launcher(9, 64, 0, b"pic")
+    codes[0] = "pipp"
+    launcher.repeat(5, (2, 1, 1), 3, (0x1000, -4, None))
+    assert len(calls) == 5 and all(c["values"] == [0x1000, -4, 0, 0] and c["grid"] == (2, 1, 1) for c in calls)
+    with pytest.raises(TypeError):
+        launcher.repeat(2, (2, 1, 1), 3)
+
+
 def test_driver_errors_raise_and_a_missing_context_is_made(fake_driver):
     module, calls, codes, result = fake_driver
     codes[0] = "ppp"

@@ -201,6 +201,57 @@ static void launcher_dealloc(Launcher *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* launcher.repeat(n, grid, stream, args): the same launch n times from one C loop, the arguments
+ * converted once. A diagnostic (benchmarks/bench_launch.py): it measures what the driver alone costs
+ * per launch, the floor under any launch path. */
+static PyObject *launcher_repeat(PyObject *self_obj, PyObject *const *a, Py_ssize_t n) {
+    if (n != 4) {
+        PyErr_SetString(PyExc_TypeError, "repeat(n, grid, stream, args)");
+        return NULL;
+    }
+    long count = PyLong_AsLong(a[0]);
+    if (count < 0 || PyErr_Occurred()) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "repeat: n must be >= 0");
+        return NULL;
+    }
+    Launcher *self = (Launcher *)self_obj;
+    PyObject *first[3] = {a[1], a[2], a[3]};
+    PyObject *r = launcher_call(self_obj, first, 3, NULL); /* checks everything, launches once */
+    if (r == NULL) return NULL;
+    Py_DECREF(r);
+    PyObject *grid = a[1], *args = a[3];
+    unsigned gx = (unsigned)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(grid, 0));
+    unsigned gy = (unsigned)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(grid, 1));
+    unsigned gz = (unsigned)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(grid, 2));
+    void *stream = (void *)(uintptr_t)PyLong_AsUnsignedLongLong(a[2]);
+    uint64_t slots[MAX_ARGS + 2];
+    void *params[MAX_ARGS + 2];
+    int k = 0;
+    for (Py_ssize_t i = 0; i < self->n_args; i++) {
+        if (self->codes[i] == 'c') continue;
+        if (convert(self->codes[i], PyTuple_GET_ITEM(args, i), &slots[k]) < 0) return NULL;
+        params[k] = &slots[k];
+        k++;
+    }
+    slots[k] = 0;
+    params[k] = &slots[k];
+    slots[k + 1] = 0;
+    params[k + 1] = &slots[k + 1];
+    for (long i = 1; i < count; i++) {
+        int err = cu_launch_kernel(self->function, gx, gy, gz, self->block, 1, 1, self->shared, stream, params, NULL);
+        if (err) {
+            PyErr_Format(PyExc_RuntimeError, "cuLaunchKernel failed with CUDA error %d", err);
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef launcher_methods[] = {
+    {"repeat", (PyCFunction)(void (*)(void))launcher_repeat, METH_FASTCALL,
+     "repeat(n, grid, stream, args): n launches from one C loop (a diagnostic of the driver's own cost)"},
+    {NULL, NULL, 0, NULL}};
+
 static PyMemberDef launcher_members[] = {
     {"block", T_UINT, offsetof(Launcher, block), READONLY, "threads per block"},
     {"shared", T_UINT, offsetof(Launcher, shared), READONLY, "dynamic shared memory, bytes"},
@@ -215,6 +266,7 @@ static PyTypeObject LauncherType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Launcher, vectorcall),
     .tp_members = launcher_members,
+    .tp_methods = launcher_methods,
     .tp_dictoffset = offsetof(Launcher, dict),
     .tp_doc = "Launcher(function, block, shared, codes, on_error=None): launch(grid, stream, args[, scratch])",
 };
