@@ -7,6 +7,7 @@ frameworks; each step is timed from a synchronised start to a synchronised end, 
 after warm-up give tokens per second. Peak memory is each allocator's own peak.
     python3 benchmarks/bench_gpt.py                 # GPT-2 small: 12 x 768, vocabulary 50,304, 1024 x 8
     python3 benchmarks/bench_gpt.py --quick         # a smaller model, for a smoke run
+    python3 benchmarks/bench_gpt.py --example       # the example's own default on cuda: 6 x 384, 256 x 64, 65 characters
     python3 benchmarks/bench_gpt.py --graph         # also genesis with the whole step captured as a CUDA graph
 """
 
@@ -107,12 +108,15 @@ class GraphTrainer(Trainer):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--example", action="store_true", help="examples/train_gpt.py's default model and batch")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--graph", action="store_true", help="also time genesis with the step captured whole")
     args = parser.parse_args()
     if args.quick:
         config, batch = dict(vocab_size=8192, block_size=256, n_layer=4, n_head=8, n_embd=512), 8
+    elif args.example:  # the character vocabulary of the bundled text
+        config, batch = dict(vocab_size=65, block_size=256, n_layer=6, n_head=6, n_embd=384), 64
     else:
         config, batch = dict(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768), 8
     rng = np.random.default_rng(0)
