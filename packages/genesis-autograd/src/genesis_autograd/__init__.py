@@ -73,6 +73,7 @@ from .function import Function, Node
 from .functions.activation import geglu, glu, swiglu
 from .functions.attention import fused_attention_supported, scaled_dot_product_attention
 from .functions.cross_entropy import cross_entropy
+from .functions.fused_pointwise import fused_pointwise
 from .functions.matmul import linear
 from .functions.normalization import layer_norm, rms_norm
 from .functions.optimizer import (
@@ -149,6 +150,7 @@ __all__ = [
     "bool_",
     "cat",
     "cross_entropy",
+    "fused_pointwise",
     "cuda",
     "empty",
     "empty_like",

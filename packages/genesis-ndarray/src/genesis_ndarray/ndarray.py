@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from . import registry
 from .device import Device, resolve_device
-from .dtypes import DType, as_dtype
+from .dtypes import DType, as_dtype, get_default_dtype, promote_types
 from .shape import broadcast_shapes, movedim_order, normalize_dim, unflatten_shape
 
 _UNARY_OPS = (
@@ -566,6 +566,34 @@ class NDArray:
         dgate, dup = self._ops["gated_backward"](grad_output._data, self._data, up._data, kind)
         return self._wrap(dgate), self._wrap(dup)
 
+    def fused_pointwise(
+        self, program, *others: NDArray, scalars=(), rng: tuple[int, int, int] | None = None, out_dtypes=None
+    ) -> tuple[tuple[NDArray, ...], tuple[int, int, int] | None]:
+        """Run a genesis_kernels.codegen Program over (self, *others), broadcast together: one generated
+        kernel on cuda, the same program in torch ops on cpu (backends/*/fused_pointwise.py).
+
+        Each output's dtype is the program's, else ``out_dtypes[j]``, else the inputs' promoted float
+        dtype. ``rng``: the (seed, offset, rng_ptr) of the dropout masks (None: drawn from the device's
+        generator). Returns (outputs, the rng used, None for a program without dropout)."""
+        inputs = (self, *others)
+        if len(inputs) != program.n_inputs:
+            raise ValueError(f"fused_pointwise: the program takes {program.n_inputs} input(s), got {len(inputs)}")
+        shape: tuple[int, ...] = self.shape
+        promoted = self.dtype
+        for other in others:
+            self._same_device(other)
+            shape = broadcast_shapes(shape, other.shape)
+            promoted = promote_types(promoted, other.dtype)
+        if not promoted.is_floating_point:
+            promoted = get_default_dtype()
+        dtypes = [
+            as_dtype(dt) if dt is not None else (as_dtype(out_dtypes[j]) if out_dtypes is not None else promoted)
+            for j, (_, dt) in enumerate(program.outputs)
+        ]
+        natives = [x._data for x in inputs]
+        outs, used = self._ops["fused_pointwise"](program, natives, tuple(shape), list(scalars), dtypes, rng)
+        return tuple(self._wrap(o) for o in outs), used
+
     def rope(
         self, cos: NDArray, sin: NDArray, positions: NDArray, seq_dim: int, interleaved: bool, inverse: bool
     ) -> NDArray:
@@ -592,6 +620,17 @@ class NDArray:
                                f"{positions.dtype.name}")  # fmt: skip
         out = self._ops["rope"](self._data, cos._data, sin._data, positions._data, seq_dim, interleaved, inverse)
         return self._like(out)
+
+    def multinomial_rows(self) -> NDArray:
+        """The rows of these 1-d / 2-d float probabilities as a fresh contiguous float64 (rows, k) array,
+        validated as torch's multinomial does: cpu raises its RuntimeError now; cuda never waits, it marks
+        invalid rows on the device (raised at the next host read-back or graph replay, genesis_kernels
+        .sampling_check) and makes them uniform, so a draw from the result stays in [0, k)."""
+        if self.ndim not in (1, 2) or not self.dtype.is_floating_point:
+            raise RuntimeError(f"multinomial_rows: expected 1-d or 2-d float probabilities, got "
+                               f"{list(self.shape)} {self.dtype.name}")  # fmt: skip
+        rows = self if self.ndim == 2 else self.reshape(1, self.shape[0])
+        return self._result(self._ops["multinomial_rows"](rows._data), as_dtype("float64"))
 
     def cross_entropy(
         self, target: NDArray, weight: NDArray | None, ignore_index: int, label_smoothing: float

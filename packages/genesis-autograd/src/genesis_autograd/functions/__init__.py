@@ -4,6 +4,7 @@ Each module holds the family's Functions, forward and backward side by side, and
 of the family (its Tensor methods); tensor.py puts the mixins together.
 
 activation.py   gelu / silu with a fused backward; gated units: glu, swiglu, geglu
+fused_pointwise.py  a generated pointwise program (genesis_kernels.codegen) with its generated backward
 elementwise.py  unary math (one table of derivative rules), arithmetic, comparisons, ternary ops, clamp
 reduce.py       sum, mean, prod, amax/amin, max/min, var/std, logsumexp, vector norms, any/all
 softmax.py      softmax, log_softmax
@@ -73,6 +74,7 @@ from .elementwise import (
     Unary,
     Where,
 )
+from .fused_pointwise import FusedPointwise
 from .getitem import BasicGetItem, GetItem, SetItem
 from .index import Gather, IndexAdd, IndexSelect, MaskedFill, MaskedSelect, Scatter, ScatterAdd, TakeAlongDim
 from .matmul import Linear, MatMul
@@ -105,6 +107,8 @@ from .views import (
 )
 
 __all__ = [
+    # fused_pointwise.py
+    "FusedPointwise",
     # activation.py
     "Gated",
     "Gelu",

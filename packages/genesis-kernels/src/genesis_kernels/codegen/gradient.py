@@ -168,6 +168,8 @@ def _pow(b: ProgramBuilder, node: Node, g: Value, value: Callable[[int], Value],
 
 
 def _cast(b: ProgramBuilder, node: Node, g: Value, value: Callable[[int], Value], i: int) -> tuple:
+    # A float cast passes the gradient unrounded: inside the kernel no tensor of the narrow dtype holds it
+    # (torch would round the gradient to that dtype). Casts to integers and bool have no gradient.
     return (g if node.attr in FLOAT_DTYPES else None,)
 
 
