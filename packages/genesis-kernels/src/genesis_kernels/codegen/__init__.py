@@ -10,6 +10,7 @@ gradient.py  Program.gradient(...): the program of the inputs' gradients, recomp
 programs.py  the hand-written activation chains as programs (GELU, SiLU, bias + GELU + residual, ...)
 """
 
+from . import programs
 from .gradient import GradientProgram
 from .ir import OPS, Node, Program, ProgramBuilder, Value
 from .launch import STATS, cache_dir, fused_pointwise, generated_source
@@ -25,4 +26,5 @@ __all__ = [
     "cache_dir",
     "fused_pointwise",
     "generated_source",
+    "programs",
 ]

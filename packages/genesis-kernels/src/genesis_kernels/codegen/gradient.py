@@ -143,7 +143,21 @@ def derive(
             grads_for.append(k)
     if not sources:  # every gradient is a constant: still one tensor input, so the program has a shape
         source("grad", next((j for j, h in enumerate(has_output_grad) if h), 0))
-    return GradientProgram(b.build(), tuple(sources), tuple(grads_for))
+    return _drop_unread_inputs(b.build(), sources, tuple(grads_for))
+
+
+def _drop_unread_inputs(
+    program: Program, sources: list[tuple[str, int]], grads_for: tuple[int, ...]
+) -> GradientProgram:
+    """Renumber the inputs the finished program reads (a rule may have loaded an operand for the gradient
+    of a node that needs none, e.g. x for a dropout mask's; pruning dropped that work, not the load)."""
+    read = sorted({n.attr for n in program.nodes if n.op == "input"}) or [0]
+    if len(read) == program.n_inputs:
+        return GradientProgram(program, tuple(sources), grads_for)
+    number = {old: new for new, old in enumerate(read)}
+    nodes = tuple(Node("input", (), number[n.attr]) if n.op == "input" else n for n in program.nodes)
+    kept = Program(len(read), program.scalars, nodes, program.outputs)
+    return GradientProgram(kept, tuple(sources[k] for k in read), grads_for)
 
 
 Rule = Callable[[ProgramBuilder, Node, Value, Callable[[int], Value], int], tuple[Value | None, ...]]
