@@ -10,6 +10,7 @@ from pathlib import Path as _Path
 from . import (
     capture,  # what launchers do under CUDA-graph capture: forbid_readback, graph error flags
     optimizer,  # multi-tensor optimizer steps: optimizer.adam / sgd / total_norm / clip_by_total_norm
+    sampling_check,  # multinomial's probabilities validated on the device: no host wait, capturable
     sync_debug,  # torch.cuda.set_sync_debug_mode: warn / raise on each implicit host wait
 )
 from .activation import activation_backward, gated_backward, gated_forward

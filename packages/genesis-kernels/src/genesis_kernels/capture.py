@@ -90,11 +90,11 @@ def existing_graph_state(graph: Any, key: str) -> Any | None:
 class ErrorFlag:
     """``slots`` zeroed int64 that a captured kernel writes (device address) and a replay hook reads
     (host address): pinned, device-mapped host memory on the GPU, a numpy array under the interpreter.
-    ``report(raw)`` turns a nonzero content into the IndexError to raise."""
+    ``report(raw)`` turns a nonzero content into the error to raise (IndexError for bounds checks)."""
 
     __slots__ = ("_keep", "dev", "host", "report", "slots")
 
-    def __init__(self, slots: int, report: Callable[[np.ndarray], IndexError]) -> None:
+    def __init__(self, slots: int, report: Callable[[np.ndarray], Exception]) -> None:
         self.slots, self.report = slots, report
         if rt.INTERPRET:
             self._keep: Any = np.zeros(slots, dtype=np.int64)
@@ -104,7 +104,7 @@ class ErrorFlag:
             self._keep = None
 
     def check(self) -> None:
-        """Raise the recorded IndexError (and clear the flag) if a kernel set it."""
+        """Raise the recorded error (and clear the flag) if a kernel set it."""
         raw = np.frombuffer(ctypes.string_at(self.host, 8 * self.slots), dtype=np.int64).copy()
         if raw.any():
             ctypes.memset(self.host, 0, 8 * self.slots)
@@ -126,7 +126,7 @@ class _FlagHook:
             flag.check()
 
 
-def graph_error_flag(slots: int, report: Callable[[np.ndarray], IndexError]) -> int:
+def graph_error_flag(slots: int, report: Callable[[np.ndarray], Exception]) -> int:
     """Device address of a fresh error flag owned by the graph being captured (checked at each replay)."""
     graph = graphs.current_capture()
     if graph is None:

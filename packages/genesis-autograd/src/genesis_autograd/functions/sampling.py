@@ -12,6 +12,7 @@ ops both devices have, so a seed reproduces it on each device:
   (PTRS) above; binomial: counting geometric gaps while ``n * min(p, 1 - p) < 10``, else Hörmann's BTRS.
   The rejection methods loop until every element has accepted (a few rounds).
 
+No draw of multinomial waits for the device (no sync, capturable in a CUDA graph): see multinomial_draw.
 ``generator=`` takes a genesis.Generator (a cpu stream): it is swapped in around the draw, as the factories
 of genesis.random do. Nothing flows back through a draw: its inputs get zero gradients, as torch's.
 """
@@ -53,7 +54,8 @@ def _uniform(shape: tuple[int, ...], dtype: Any, device: Any) -> nd.NDArray:
 
 
 # ------------------------------------------------------------------ multinomial
-def _check_probabilities(p: nd.NDArray, num_samples: int, replacement: bool) -> None:
+def _check_arguments(p: nd.NDArray, num_samples: int, replacement: bool) -> None:
+    """torch's argument errors, all decided on the host (shapes, dtype, counts): no device read."""
     if p.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not p.dtype.is_floating_point:
@@ -65,18 +67,16 @@ def _check_probabilities(p: nd.NDArray, num_samples: int, replacement: bool) -> 
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if p.numel() == 0:
         raise RuntimeError("cannot sample from an empty distribution")
-    bad = (p < 0) | p.isnan() | p.isinf()
-    if bool(bad.any().item()):
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    rows = p.reshape(-1, categories)
-    if bool((rows.sum(1) <= 0).any().item()):
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
 
 
 def multinomial_draw(p: nd.NDArray, num_samples: int, replacement: bool) -> nd.NDArray:
-    """int64 category indices of shape (rows, num_samples) (or (num_samples,) for 1-d ``p``)."""
-    _check_probabilities(p, num_samples, replacement)
-    rows = p.reshape(-1, p.shape[-1]).astype(nd.float64)
+    """int64 category indices of shape (rows, num_samples) (or (num_samples,) for 1-d ``p``).
+
+    Nothing here waits for the device: the values of ``p`` are validated by ``multinomial_rows`` (eagerly
+    on cpu; on cuda a flag read at the next host read-back or graph replay, an invalid row drawn as
+    uniform), and the result's range [0, k) is known on the host, so indexing by it needs no bounds wait."""
+    _check_arguments(p, num_samples, replacement)
+    rows = p.multinomial_rows()  # float64 (n, k), contiguous
     n, k = rows.shape
     if replacement:
         cdf = rows.cumsum(1)
@@ -88,12 +88,14 @@ def multinomial_draw(p: nd.NDArray, num_samples: int, replacement: bool) -> nd.N
             block = u[:, s : s + step]
             hits = cdf.reshape(n, 1, k) <= block.reshape(n, block.shape[1], 1)
             parts.append(hits.astype(nd.int64).sum(2))
-        out = parts[0] if len(parts) == 1 else _cat(parts, 1)
+        counts = parts[0] if len(parts) == 1 else _cat(parts, 1)
+        # counts <= k - 1 already (the last cdf entry is 1 > u); the clamp records the range on the host
+        out = counts.clamp(0, k - 1)
     else:
         race = nd.empty(n, k, dtype=nd.float64, device=p.device)
         race.exponential_(1.0)
         keys = race / rows  # a zero probability gives +inf: drawn only once every other category is (as torch)
-        out = keys.topk(num_samples, 1, False, True)[1]
+        out = keys.topk(num_samples, 1, False, True)[1]  # positions along dim 1: their range is known
     return out.reshape(num_samples) if p.ndim == 1 else out
 
 

@@ -112,6 +112,7 @@ def to_cpu(input: View, non_blocking: bool = False) -> torch.Tensor:
 def _read(input: View) -> torch.Tensor:
     """``input``'s values as a cpu tensor (waits for the stream: callers have called _forbid_readback)."""
     host = gs.to_numpy(input)
+    gk.sampling_check.raise_pending()  # the stream has run: a multinomial check queued before reports here
     t = torch.from_numpy(np.ascontiguousarray(host))
     if input.dtype == "bfloat16":
         t = t.view(torch.bfloat16)
@@ -121,7 +122,9 @@ def _read(input: View) -> torch.Tensor:
 @reg("to_numpy")
 def to_numpy(input: View) -> np.ndarray:
     _forbid_readback("numpy()")
-    return np.ascontiguousarray(gs.to_numpy(input)).reshape(input.shape)
+    host = gs.to_numpy(input)
+    gk.sampling_check.raise_pending()
+    return np.ascontiguousarray(host).reshape(input.shape)
 
 
 @reg("value_range")

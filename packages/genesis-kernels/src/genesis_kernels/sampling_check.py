@@ -1,0 +1,139 @@
+"""multinomial's validation of its probabilities on the device: no host wait, capturable in a CUDA graph.
+
+One launch (a program per block of rows) reads each row of the (rows, k) probabilities, in any float dtype
+and any strides, and writes it as float64 into a contiguous ``out``: the rows the draw then samples from.
+A row that holds a negative, nan or infinite value, or whose sum is not positive, is invalid: the kernel
+marks it in an *error flag* (two int64: "a bad element", "a row sum <= 0") and writes that row as all
+ones instead (a uniform distribution), so the draw that follows stays defined and every index it
+returns lies in [0, k).
+
+The flag is pinned host memory mapped into the device, so the host reads it with a load, never a
+stream synchronisation:
+
+- eagerly, each stream has one flag (:func:`eager_flag`); it is read right after the launch (under the
+  interpreter, or once the GPU has caught up, the error shows at once), before the next launch on the
+  stream, and at every host read-back (:func:`raise_pending`, called by the cuda backend once the
+  data has reached the host: the stream has then run the check). That is torch's device-side assert,
+  whose error also surfaces at the next synchronisation, without making the process unusable;
+- under CUDA-graph capture, the flag belongs to the graph (``capture.graph_error_flag``), and a replay
+  raises what an earlier replay recorded (as the captured bounds checks of the index kernels do).
+
+The RuntimeError carries torch's messages; a bad element wins over a zero sum (torch checks it first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import triton
+import triton.language as tl
+
+from genesis_storage.device import current_device
+
+from . import capture
+from . import runtime as rt
+from .buffer import BufferLike
+from .runtime import Kernel, cdiv, next_pow2, ptr_type
+
+_SLOTS = 2  # [a row held a negative / nan / inf value, a row's sum was <= 0]
+_TILE = 2048  # elements per step of a program: BLOCK_R rows of BLOCK_C columns (short rows share a program)
+BAD_VALUE = "probability tensor contains either `inf`, `nan` or element < 0"
+BAD_SUM = "invalid multinomial distribution (sum of probabilities <= 0)"
+
+
+@triton.jit
+def _check_rows_kernel(p, out, err, R, K, s_row, s_col, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """One program per BLOCK_R rows: validate them, then copy them (ones where invalid) to ``out`` as float64."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    row_ok = rows < R
+    cols = tl.arange(0, BLOCK_C)
+    src = p + rows[:, None] * s_row
+    bad = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.int32)
+    total = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float64)
+    for start in range(0, K, BLOCK_C):
+        c = start + cols
+        mask = row_ok[:, None] & (c < K)[None, :]
+        v = tl.load(src + c[None, :] * s_col, mask=mask, other=0).to(tl.float64)
+        # v != v: nan; v - v != 0: inf (inf - inf is nan); v < 0: negative
+        bad = bad | ((v < 0) | (v != v) | (v - v != 0)).to(tl.int32)
+        total += v
+    bad_value = row_ok & (tl.max(bad, axis=1) > 0)
+    bad_sum = row_ok & ~bad_value & (tl.sum(total, axis=1) <= 0)
+    zero = tl.zeros([BLOCK_R], dtype=tl.int64)
+    # Every writer stores the same 1: plain stores, no atomics needed.
+    tl.store(err + zero, zero + 1, mask=bad_value)
+    tl.store(err + 1 + zero, zero + 1, mask=bad_sum)
+    invalid = (bad_value | bad_sum)[:, None]
+    dst = out + rows[:, None] * K
+    for start in range(0, K, BLOCK_C):
+        c = start + cols
+        mask = row_ok[:, None] & (c < K)[None, :]
+        v = tl.load(src + c[None, :] * s_col, mask=mask, other=0).to(tl.float64)
+        tl.store(dst + c[None, :], tl.where(invalid, 1.0, v), mask=mask)
+
+
+_KERNEL = Kernel(_check_rows_kernel)
+
+
+def probability_error(raw: np.ndarray, where: str = "") -> RuntimeError:
+    """torch's RuntimeError for what a flag recorded: a bad element first, else a row sum <= 0."""
+    return RuntimeError((BAD_VALUE if raw[0] else BAD_SUM) + where)
+
+
+def _replay_error(raw: np.ndarray) -> RuntimeError:
+    return probability_error(raw, " (in a replay of a CUDA graph that captured multinomial)")
+
+
+# (device, stream) -> the stream's eager flag; never freed (one per stream, 16 bytes).
+_eager: dict[tuple[int, int], capture.ErrorFlag] = {}
+
+
+def eager_flag(stream: int) -> capture.ErrorFlag:
+    """The error flag of eager launches on ``stream`` (made on first use)."""
+    key = (current_device(), stream)  # keyed as indexed._error_block: no driver call per launch
+    flag = _eager.get(key)
+    if flag is None:
+        if not rt.INTERPRET:
+            rt.cuda().ensure_context()  # a thread that has made no driver call yet has no context
+        flag = _eager[key] = capture.ErrorFlag(_SLOTS, probability_error)
+    return flag
+
+
+def raise_pending() -> None:
+    """Raise (once) the error an eager check recorded on any stream: a host load per stream, no wait.
+    Called where the host reads device data back (the work queued before has run)."""
+    for flag in tuple(_eager.values()):
+        flag.check()
+
+
+def check_probabilities(p: BufferLike, out: BufferLike, *, stream: int = 0) -> None:
+    """Validate the rows of the 2-d float ``p`` into ``out`` (contiguous float64, ``p``'s shape): invalid
+    rows become all ones in ``out`` and raise torch's RuntimeError later (see the module's docstring),
+    never with a host wait. ``p`` may have any strides."""
+    rows, k = tuple(p.shape)
+    if tuple(out.shape) != (rows, k) or out.dtype != "float64" or tuple(out.strides) != (k, 1):
+        raise ValueError(f"check_probabilities: out must be contiguous float64 {[rows, k]}, got "
+                         f"{list(out.shape)} {out.dtype} strides {list(out.strides)}")  # fmt: skip
+    if rows * k == 0:
+        return
+    flag = None
+    if capture.capturing():
+        err = capture.graph_error_flag(_SLOTS, _replay_error)
+    else:
+        flag = eager_flag(stream)
+        flag.check()  # an earlier launch's error, if the GPU has run it by now
+        err = flag.dev
+    block_c = min(next_pow2(k), _TILE)
+    block_r = _TILE // block_c
+    key = (p.dtype, block_c)
+    fn = _KERNEL.cache.get(key)
+    if fn is None:
+        types = {"p": ptr_type(p.dtype), "out": "*fp64", "err": "*i64"}
+        types.update({n: "i64" for n in ("R", "K", "s_row", "s_col")})
+        fn = _KERNEL.build(key, types, {"BLOCK_R": block_r, "BLOCK_C": block_c}, num_warps=4)
+    args = (p.ptr, out.ptr, err, rows, k, p.strides[0], p.strides[1], block_r, block_c)
+    fn((cdiv(rows, block_r), 1, 1), stream, args)
+    if flag is not None:
+        flag.check()  # no wait: raises now only where the launch has already run (the interpreter)
+
+
+__all__ = ["BAD_SUM", "BAD_VALUE", "check_probabilities", "eager_flag", "probability_error", "raise_pending"]
