@@ -158,8 +158,10 @@ def fused_pointwise(
         return
     cdt = "float64" if any(b.dtype == "float64" for b in (*ins, *outputs)) else "float32"
     ops = [*ins, *outputs]
+    extra: tuple[int, ...] = ()
+    rank: int | None = None
     if _dense(ops, shape):
-        rank, int64, extra = None, n >= _DENSE_INT64, ()
+        int64 = n >= _DENSE_INT64
         block = launch_config(max(dtype_info(b.dtype).itemsize for b in ops), True)[0]
     else:
         # The output's strides first (layout orders dims by them); dropout needs the logical order kept.
@@ -170,11 +172,11 @@ def fused_pointwise(
     kernel = load_kernel(program, rank)
     aligned = tuple(k for k, b in enumerate(ops) if b.ptr % 16 == 0)
     key = (tuple(b.dtype for b in ops), cdt, int64, rng_ptr != 0, aligned, block)
-    launch = kernel.cache.get(key)
+    launch: Any = kernel.cache.get(key)
     if launch is None:
         launch = _build(kernel, key, program, ops, cdt, int64, rng_ptr != 0, aligned, rank, block)
     rng: tuple = (seed & (2**63 - 1), offset, rng_ptr) if program.dropout_slots else ()
-    args = (*[b.ptr for b in ops], *values, n, *rng, *extra, *launch._consts)  # type: ignore[attr-defined]
+    args = (*[b.ptr for b in ops], *values, n, *rng, *extra, *launch._consts)
     launch((cdiv(n, block), 1, 1), stream, args)
 
 
