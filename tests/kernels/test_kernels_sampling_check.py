@@ -5,6 +5,8 @@ the flag read (eager) or at the next replay (under a simulated capture), once.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from kernels_helpers import FLOATS, TORCH_DTYPES, buf, sync
@@ -22,11 +24,11 @@ def _probs(shape: tuple[int, ...], dtype: str, device: str) -> torch.Tensor:
     return (torch.rand(shape, dtype=torch.float64) + 0.05).to(TORCH_DTYPES[dtype]).to(device)
 
 
-def _run(p: torch.Tensor, device: str) -> tuple[torch.Tensor, str | None]:
+def _run(p: torch.Tensor, device: str, row_messages: bool = False) -> tuple[torch.Tensor, str | None]:
     """(the float64 rows written, the error the eager flag reported or None): read once the stream ran."""
     out = torch.full(tuple(p.shape), float("nan"), dtype=torch.float64, device=p.device)
     try:
-        check.check_probabilities(buf(p), buf(out))
+        check.check_probabilities(buf(p), buf(out), row_messages=row_messages)
         sync(device)
         check.raise_pending()
     except RuntimeError as err:
@@ -74,6 +76,29 @@ def test_zero_sum_alone_reports_the_sum(device):
     assert err is not None and err == check.BAD_SUM
     assert torch.equal(out[2].cpu(), torch.ones(3000, dtype=torch.float64))
     assert torch.equal(out[3].cpu(), p[3].cpu().double())
+
+
+NAN, INF = float("nan"), float("inf")
+# rows -> (the up-front check's message, the with-replacement kernel's: the first invalid row's first bad entry)
+STYLES = [
+    ([[0.0, 0.0, 0.0], [0.4, -0.1, 0.7]], check.BAD_VALUE, check.BAD_SUM),
+    ([[0.1, 0.2, 0.3], [INF, -1.0, 0.7], [0.4, 0.1, -0.7]], check.BAD_VALUE, "entry = infinity or NaN"),
+    ([[0.1, 0.2, 0.3], [0.5, NAN, INF]], check.BAD_VALUE, "entry < 0"),
+    ([[0.1, 0.2, 0.3], [0.5, -INF, 0.2], [0.0, 0.0, 0.0]], check.BAD_VALUE, "entry < 0"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(STYLES)))
+def test_message_styles_follow_torch(device, case):
+    rows, upfront, per_row = STYLES[case]
+    # torch's own messages for these rows: up-front (one sample), per row (several with replacement)
+    for n, want in ((1, upfront), (2, per_row)):
+        with pytest.raises(RuntimeError, match=re.escape(want)):
+            torch.multinomial(torch.tensor(rows), n, True)
+    p = torch.tensor(rows, dtype=torch.float32, device=device)
+    assert _run(p, device)[1] == upfront
+    message = _run(p, device, row_messages=True)[1]
+    assert message is not None and message.startswith("invalid multinomial distribution") and per_row in message
 
 
 def test_out_must_be_contiguous_float64(device):

@@ -621,16 +621,17 @@ class NDArray:
         out = self._ops["rope"](self._data, cos._data, sin._data, positions._data, seq_dim, interleaved, inverse)
         return self._like(out)
 
-    def multinomial_rows(self) -> NDArray:
+    def multinomial_rows(self, row_messages: bool = False) -> NDArray:
         """The rows of these 1-d / 2-d float probabilities as a fresh contiguous float64 (rows, k) array,
         validated as torch's multinomial does: cpu raises its RuntimeError now; cuda never waits, it marks
         invalid rows on the device (raised at the next host read-back or graph replay, genesis_kernels
-        .sampling_check) and makes them uniform, so a draw from the result stays in [0, k)."""
+        .sampling_check) and makes them uniform, so a draw from the result stays in [0, k). Messages: torch's
+        up-front check's, or with ``row_messages`` its with-replacement kernel's (first invalid row)."""
         if self.ndim not in (1, 2) or not self.dtype.is_floating_point:
             raise RuntimeError(f"multinomial_rows: expected 1-d or 2-d float probabilities, got "
                                f"{list(self.shape)} {self.dtype.name}")  # fmt: skip
         rows = self if self.ndim == 2 else self.reshape(1, self.shape[0])
-        return self._result(self._ops["multinomial_rows"](rows._data), as_dtype("float64"))
+        return self._result(self._ops["multinomial_rows"](rows._data, bool(row_messages)), as_dtype("float64"))
 
     def cross_entropy(
         self, target: NDArray, weight: NDArray | None, ignore_index: int, label_smoothing: float

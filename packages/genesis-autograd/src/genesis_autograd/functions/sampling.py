@@ -76,7 +76,8 @@ def multinomial_draw(p: nd.NDArray, num_samples: int, replacement: bool) -> nd.N
     on cpu; on cuda a flag read at the next host read-back or graph replay, an invalid row drawn as
     uniform), and the result's range [0, k) is known on the host, so indexing by it needs no bounds wait."""
     _check_arguments(p, num_samples, replacement)
-    rows = p.multinomial_rows()  # float64 (n, k), contiguous
+    # float64 (n, k), contiguous; torch reports per row in its kernel (replacement, several samples)
+    rows = p.multinomial_rows(row_messages=replacement and num_samples > 1)
     n, k = rows.shape
     if replacement:
         cdf = rows.cumsum(1)

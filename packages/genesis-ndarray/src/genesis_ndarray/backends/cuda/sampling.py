@@ -10,8 +10,8 @@ from .common import View, reg, stream_of
 
 
 @reg("multinomial_rows")
-def multinomial_rows(p: View) -> View:
+def multinomial_rows(p: View, row_messages: bool) -> View:
     """The 2-d float ``p`` (any strides) as contiguous float64 rows, invalid rows flagged and made uniform."""
     out = gs.empty(tuple(p.shape), "float64", p.device)
-    gk.sampling_check.check_probabilities(p, out, stream=stream_of(p))
+    gk.sampling_check.check_probabilities(p, out, row_messages=row_messages, stream=stream_of(p))
     return out
