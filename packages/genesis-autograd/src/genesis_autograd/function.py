@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 _grad_state = grad_mode._state  # read on every apply: one lookup fewer (the object never changes)
 
+# Set by genesis_autograd.compile while it captures a compiled function's first call: every apply (and
+# _record, which the operators' fast paths call directly) then goes through it. None otherwise.
+_capture_hook: Callable[[type[Function], tuple], Any] | None = None
+
 
 class Node:
     """One recorded application of a Function: the ``ctx`` of forward and backward,
@@ -213,6 +217,8 @@ class Function:
         grad mode is on and some input requires grad."""
         # This runs for every op of the framework: plain loops, no generators, and the common case (no
         # graph to record, one NDArray out) finished here without a further call.
+        if _capture_hook is not None:  # genesis.compile is recording this call (compile/capture.py)
+            return _capture_hook(cls, args)
         if _autocast_state.active:  # inside an autocast region: cast the inputs by the op's policy
             policy = _resolved.get(cls, _UNRESOLVED)  # resolved_policy's cache, read inline
             if policy is _UNRESOLVED:
@@ -241,6 +247,8 @@ class Function:
 
 def _record(cls: type[Function], args: tuple) -> Any:
     """Function.apply when a graph is recorded: a Node linked to the inputs' edges, then forward."""
+    if _capture_hook is not None:  # genesis.compile is recording (the operators call _record directly)
+        return _capture_hook(cls, args)
     make = None  # the class of the outputs: that of the first Tensor argument
     needs = []
     edges = []

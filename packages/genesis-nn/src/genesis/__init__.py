@@ -89,6 +89,7 @@ from . import (
     _torch_windows,
     amp,
     autograd,
+    compiler,
     cuda,
     distributed,
     distributions,
@@ -99,6 +100,7 @@ from . import (
     special,
     utils,
 )
+from ._compile import compile
 from ._torch_composites import *  # noqa: F403  (torch.X functions composed of other ops)
 from ._torch_functions import *  # noqa: F403  (the torch.X functions; names in _torch_functions.__all__)
 from ._torch_indexing import *  # noqa: F403  (indexing: names in _torch_indexing.__all__)
@@ -150,6 +152,8 @@ __all__ = [
     "arange",
     "as_tensor",
     "autograd",
+    "compile",
+    "compiler",
     "bfloat16",
     "bool",
     "cat",

@@ -725,6 +725,13 @@ class Module:
             return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Compile this module's forward in place with :func:`genesis.compile` (its arguments), as torch's
+        Module.compile: the module, its state_dict keys and its hooks stay as they are."""
+        from .._compile import compile_module_forward  # genesis._compile imports this module
+
+        object.__setattr__(self, "forward", compile_module_forward(self, *args, **kwargs))
+
     # ------------------------------------------------------------ printing
     def _get_name(self) -> str:
         return type(self).__name__

@@ -1,0 +1,32 @@
+"""genesis.compile's machinery at the autograd floor: capture a function's ops into a graph, rewrite
+the graph (pointwise fusion), replay it on new inputs.
+
+errors.py    Unsupported (what fullgraph=True raises), GraphBreak, the user's source line
+graph.py     Graph / Op / Ref (plain data), replay(graph, inputs), a readable listing
+patches.py   what a capture installs on Tensor while it runs; where a tensor made outside an op came from
+capture.py   Capture: records every Function.apply, in-place method and factory of one run
+fusion.py    fuse_pointwise(graph): maximal chains of pointwise ops become one FusedPointwise each
+
+The genesis front end (genesis.compile: guards, the cache, fallback) lives in genesis/_compile.py.
+"""
+
+from .capture import Capture, autocast_key, is_capturing
+from .errors import GraphBreak, Unsupported, user_site
+from .fusion import fuse_pointwise, fused_programs, kernel_sources
+from .graph import Graph, Op, Ref, replay
+
+__all__ = [
+    "Capture",
+    "Graph",
+    "GraphBreak",
+    "Op",
+    "Ref",
+    "Unsupported",
+    "autocast_key",
+    "fuse_pointwise",
+    "fused_programs",
+    "is_capturing",
+    "kernel_sources",
+    "replay",
+    "user_site",
+]
