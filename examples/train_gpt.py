@@ -3,6 +3,7 @@
     ./dev gpt                                   # cpu: a small model, about three minutes on two cores
     ./dev gpt --device cuda                     # (the default when a GPU is present) larger, bf16 autocast
     ./dev gpt --steps 2000 --resume             # go on from out/gpt/ckpt.safetensors
+    ./dev gpt --compile                         # genesis.compile the model (torch.compile's contract)
     torchrun --nproc_per_node=2 examples/train_gpt.py   # data-parallel: one process per GPU
     torchrun --nproc_per_node=4 examples/train_gpt.py --fsdp   # sharded (FSDP2): 1/4 of the state per GPU
 
@@ -273,6 +274,9 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=1337, help="seed of the weights, batches and sample")
     parser.add_argument("--quiet", action="store_true", help="no progress bar (progress lines instead)")
     parser.add_argument(
+        "--compile", action="store_true", help="compile the training forward (genesis.compile, torch.compile's API)"
+    )
+    parser.add_argument(
         "--loss-log",
         type=Path,
         default=None,
@@ -370,6 +374,8 @@ def main(argv=None) -> dict:
     if world_size > 1 and not fsdp:  # after loading: rank 0's weights are broadcast to the others
         # .grad as views of the all-reduce buckets: no copy back after each backward
         model = nn.parallel.DistributedDataParallel(raw_model, gradient_as_bucket_view=True)
+    if args.compile:  # the first step captures the forward; later steps replay it, pointwise chains fused
+        model = genesis.compile(model)
 
     print_ = print if rank == 0 else (lambda *a, **k: None)
     print_(
