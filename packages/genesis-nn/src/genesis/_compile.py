@@ -238,7 +238,9 @@ def _flatten(x: Any, tensors: list[Tensor]) -> Any:
 
 
 def _tensor_guards(tensors: list[Tensor]) -> tuple:
-    return tuple((tuple(t.shape), t.dtype, str(t.device), t.requires_grad) for t in tensors)
+    first: dict[int, int] = {}  # the same tensor passed twice is one slot of the graph: aliasing is guarded
+    aliases = tuple(first.setdefault(id(t), k) for k, t in enumerate(tensors))
+    return aliases, tuple((tuple(t.shape), t.dtype, str(t.device), t.requires_grad) for t in tensors)
 
 
 def _module_guards(module: Module | None) -> tuple:
