@@ -219,9 +219,11 @@ def test_training_steps_are_served_from_the_front_cache(seed):
     allocations_per_step = 12 * 9 + 12 * 9 + 12
     assert raw.n_malloc == n_malloc and raw.n_free == 0
     assert per_step[0] > 0.75 * allocations_per_step  # the first steps coalesce at every miss
-    assert max(per_step[4:]) < 0.35 * allocations_per_step  # measured 0 / 75 / 60 of 228 (seeds 0 / 1 / 2)
+    assert max(per_step[4:]) < 0.05 * allocations_per_step  # measured 0 / 0 / 9 of 228 (seeds 0 / 1 / 2)
     assert len(set(per_step[4:])) == 1  # a steady state
-    assert a.memory_reserved() <= 1.06 * a.memory_stats()["allocated_bytes.all.peak"]  # measured 1.059 / 1.023 / 1.010
+    # Reserved memory stays within a few % of the peak: measured 1.059 / 1.062 / 1.010. (Coalescing the whole
+    # front cache whenever a pool ran short gave 1.059 / 1.023 / 1.010 with 0 / 75 / 60 misses a step.)
+    assert a.memory_reserved() <= 1.07 * a.memory_stats()["allocated_bytes.all.peak"]
 
 
 def test_random_sizes_keep_coalescing_at_every_miss():

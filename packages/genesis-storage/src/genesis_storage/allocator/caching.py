@@ -339,7 +339,7 @@ class CachingAllocator:
 
         In a lazy epoch a training step, which allocates the same sizes in the same order every step,
         is soon served from the front cache alone. A new segment is still made only after everything
-        cached was coalesced."""
+        cached that could serve it was coalesced."""
         if ppool is None:
             self._count_miss()
         small = size <= SMALL_SIZE
@@ -362,9 +362,8 @@ class CachingAllocator:
             pool = pools.get((stream, kind))
         fit = None if pool is None else pool.best_fit(size, max_size)
         if fit is None and self._front and ppool is None:
-            self._flush_front()
+            fit = self._coalesce_until_fit(stream, kind, size, max_size)
             pool = pools.get((stream, kind))
-            fit = None if pool is None else pool.best_fit(size, max_size)
         block = fit if fit is not None else self._new_block(size, kind, stream, nbytes, ppool)
         block.state = ALLOCATED  # before splitting: the remainder must not merge back into it
         rem = block.size - size
@@ -424,11 +423,35 @@ class CachingAllocator:
         block.state = FREE
         pool.insert(block)
 
-    def _flush_front(self) -> None:
-        """Move every block of the front cache to its pool (merging neighbours)."""
+    def _coalesce_until_fit(self, stream: int, kind: int, size: int, max_size: int | None) -> Block | None:
+        """The pool of (stream, kind) is short of a request: move that pool's front-cache lists into it,
+        largest blocks first, until best fit finds a block (None: not even with all of them). The lists
+        left behind keep serving the requests that come back to them."""
         front = self._front
-        self._front = {}
-        for lst in front.values():
+        keys = [k for k, lst in front.items() if lst and lst[0].stream == stream and lst[0].kind == kind]
+        keys.sort(key=lambda k: front[k][0].size, reverse=True)
+        pools = self._pools
+        for k in keys:
+            for b in front.pop(k):
+                self._pool_insert(b)
+            fit = pools[(stream, kind)].best_fit(size, max_size)
+            if fit is not None:
+                return fit
+        return None
+
+    def _flush_front(self, stream: int | None = None, kind: int | None = None) -> None:
+        """Move the blocks of the front cache to their pools (merging neighbours): all of them, or with
+        ``stream`` and ``kind`` only those of that one pool, the only ones a request short of that pool
+        can use. (A lazy epoch's step keeps the rest where its next requests find them.)"""
+        front = self._front
+        if stream is None:
+            self._front = {}
+            for lst in front.values():
+                for b in lst:
+                    self._pool_insert(b)
+            return
+        for key in [k for k, lst in front.items() if lst and lst[0].stream == stream and lst[0].kind == kind]:
+            lst = front.pop(key)
             for b in lst:
                 self._pool_insert(b)
 
