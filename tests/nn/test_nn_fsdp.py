@@ -24,6 +24,12 @@ def test_a_checkpoint_saved_on_three_ranks_loads_on_two_and_training_continues_a
     mp.spawn(ckpt.load_and_continue, args=(2, f"tcp://127.0.0.1:{dist_helpers.free_port()}", folder), nprocs=2)
 
 
+def test_int_reshard_after_forward_and_optimizer_state_from_rank0_at_world_size_four():
+    import dist_helpers_fsdp_reshard as reshard
+
+    mp.spawn(reshard.world_of_four, args=(4, f"tcp://127.0.0.1:{dist_helpers.free_port()}"), nprocs=4)
+
+
 # ----------------------------------------------------------------------------- world size 1, in process: torch's errors
 @pytest.fixture
 def world_of_one():
@@ -98,6 +104,12 @@ def test_bad_input_raises_torchs_exceptions(world_of_one):
         ),
         "1D or 2D DeviceMesh",
     )
+    for bad in (2, 0, 1.5):
+        _raises_as_torch(
+            lambda bad=bad: fully_shard(nn.Linear(2, 2), reshard_after_forward=bad),
+            lambda bad=bad: torch_fully_shard(torch.nn.Linear(2, 2), reshard_after_forward=bad),
+            "reshard_after_forward",
+        )
     ours, theirs = fully_shard(nn.Linear(2, 3)), torch_fully_shard(torch.nn.Linear(2, 3))
     _raises_as_torch(lambda: ours.set_reshard_after_forward(1), lambda: theirs.set_reshard_after_forward(1), "bool")
     _raises_as_torch(lambda: copy.deepcopy(ours), lambda: copy.deepcopy(theirs), "deepcopy")

@@ -5,7 +5,8 @@ by the parameters' names (optimizer state too: ``{"state": {name: {"exp_avg": ..
 [{..., "params": [names]}]}``); genesis.distributed.checkpoint.save / load write and read them, resharding
 for another world size. ``full_state_dict=True``: whole tensors, all-gathered (``cpu_offload=True``: on the
 host and on rank 0 only, the other ranks get ``{}``). The set_* functions take either form; with
-``broadcast_from_rank0=True`` only rank 0's full model state dict is read and broadcast.
+``broadcast_from_rank0=True`` only rank 0's full model / optimizer state dict is read and broadcast
+(broadcast_optim.py), each rank keeping its rows.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..collectives import broadcast
 from ..fsdp.fully_shard import FSDPModule
 from ..fsdp.sharded_tensor import ShardedParameter, ShardedTensor, ShardSpec, gather_full, local_rows_of
 from ..process_group import default_group
+from .broadcast_optim import broadcast_optim_state_dict
 
 
 @dataclass
@@ -185,7 +187,7 @@ def set_optimizer_state_dict(
     """Load an optimizer state dict of get_optimizer_state_dict's layout (sharded or full) into the optimizers."""
     options = options or StateDictOptions()
     if options.broadcast_from_rank0:
-        raise NotImplementedError("set_optimizer_state_dict: broadcast_from_rank0 is not supported yet")
+        optim_state_dict = broadcast_optim_state_dict(model, optim_state_dict)
     names = {id(p): n for n, p in model.named_parameters()}
     saved_groups = {name: g for g in optim_state_dict["param_groups"] for name in g["params"]}
     for optim in _as_list(optimizers):

@@ -9,6 +9,7 @@ the whole model, which owns the rest (embeddings, final norm, head).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NoReturn
 
 import genesis_autograd as ag
@@ -16,7 +17,7 @@ import genesis_autograd as ag
 from ...nn.module import Module
 from ...nn.parameter import Parameter
 from ..device_mesh import DeviceMesh, init_device_mesh
-from ..process_group import default_group
+from ..process_group import ProcessGroup, default_group
 from .param_group import FSDPParamGroup
 from .policies import MixedPrecisionPolicy, OffloadPolicy
 from .state import FSDPState
@@ -82,6 +83,8 @@ class FSDPModule:
         for state in self._states(recurse):
             state.auto_reshard = False
             state.reshard_after_forward = reshard_after_forward
+            if state.group is not None:  # a bool replaces an int's post-forward resharding
+                state.group.post_forward_group = None
 
     def set_reshard_after_backward(self, reshard_after_backward: bool, *, recurse: bool = True) -> None:
         """Whether the parameters are freed after backward (False keeps them for the next forward, e.g.
@@ -146,6 +149,47 @@ def _order_by_registration(module: Module, params: list[tuple[list[tuple[Module,
     return sorted(params, key=lambda item: rank.get(id(item[1]), len(rank)))
 
 
+def _resolve_reshard_after_forward(value: bool | int | None, shard_size: int) -> tuple[bool | None, int | None]:
+    """torch's reading of ``reshard_after_forward``: (the bool or None, the int N of a post-forward
+    resharding to N ranks or None). N must divide the shard dimension; N == 1 is False, N == size True."""
+    if value is None or isinstance(value, bool):
+        return value, None
+    if not isinstance(value, int):
+        raise ValueError(
+            f"reshard_after_forward should be a bool or an int representing the group size to reshard to, not {value}"
+        )
+    if value < 1 or value > shard_size or shard_size % value != 0:
+        raise ValueError(
+            f"If passing reshard_after_forward as an int, it should be a factor of {shard_size}, not {value}"
+        )
+    if value == 1:
+        warnings.warn(
+            "reshard_after_forward=1 (int) means resharding parameters to world size 1, "
+            "instead of reshard_after_forward=True (bool)",
+            stacklevel=3,
+        )
+        return False, None
+    if value == shard_size:
+        return True, None
+    return True, value
+
+
+# (default group, the mesh's ranks, N) -> this rank's post-forward group: every fully_shard with the same
+# mesh and N shares one set of groups (new_group is collective; every rank makes them in the same order)
+_post_forward_groups: dict[tuple[Any, tuple[int, ...], int], ProcessGroup] = {}
+
+
+def _post_forward_group(mesh: DeviceMesh, n: int) -> ProcessGroup:
+    """This rank's group of N consecutive ranks: the mesh's ranks viewed as ``(-1, N)``, rows the groups
+    (torch's post-forward mesh; for HSDP the replicate dimension is flattened in)."""
+    ranks = tuple(mesh.mesh.reshape(-1).tolist())
+    key = (default_group(), ranks, n)
+    if key not in _post_forward_groups:
+        post_mesh = DeviceMesh(mesh.device_type, mesh.mesh.reshape(-1, n))
+        _post_forward_groups[key] = post_mesh.get_group(1)
+    return _post_forward_groups[key]
+
+
 def fully_shard(
     module: Module,
     *,
@@ -162,7 +206,9 @@ def fully_shard(
         mesh: a 1-D mesh (shard over it) or 2-D (replicate over dim 0, shard over dim 1: HSDP); default:
             every rank, on cuda with an NCCL group, else cpu.
         reshard_after_forward: free the parameters after forward (True: less memory, one more all-gather
-            in backward); None: True, except for the root module.
+            in backward); None: True, except for the root module; an int N (a divisor of the shard
+            dimension's size): keep them sharded over N consecutive ranks after forward, so backward
+            all-gathers over those N only (e.g. inside a node); 1 is False, the shard size True.
         mp_policy: the dtypes of compute, reduction and outputs.
         offload_policy: ``CPUOffloadPolicy()`` keeps the shards (and so the optimizer state) in host memory.
 
@@ -176,13 +222,15 @@ def fully_shard(
         raise ValueError(f"fully_shard expects a 1D or 2D DeviceMesh but got {mesh}")
     if mesh.ndim == 2 and mesh.mesh_dim_names is None:
         raise AssertionError("Please init the 2D mesh for HSDP with mesh_dim_names specified")
-    if reshard_after_forward is not None and not isinstance(reshard_after_forward, bool):
-        raise NotImplementedError("genesis' fully_shard takes reshard_after_forward as a bool or None")
+    shard_size = mesh.size(mesh.ndim - 1)
+    reshard_after_forward, post_forward_size = _resolve_reshard_after_forward(reshard_after_forward, shard_size)
     if isinstance(module, FSDPModule):
         raise RuntimeError(f"fully_shard was already applied to {type(module).__name__}")
     device = _device(mesh)
     params = _order_by_registration(module, _managed_params(module))
     group = FSDPParamGroup(params, mesh, device, mp_policy, offload_policy) if params else None
+    if group is not None and post_forward_size is not None:
+        group.post_forward_group = _post_forward_group(mesh, post_forward_size)
     with ag.no_grad():  # buffers go to the device, as torch's fully_shard moves them
         for sub in module.modules():
             for name, buf in list(sub._buffers.items()):

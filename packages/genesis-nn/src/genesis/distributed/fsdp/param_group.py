@@ -118,6 +118,11 @@ class FSDPParamGroup:
         self._reduce: _Pending | None = None
         self._reduced_slots: list[ParamSlot] = []
         self.requires_gradient_sync = True
+        # reshard_after_forward=N (an int): after forward each rank keeps 1/N of the all-gather's output,
+        # sharded over N consecutive ranks (``post_forward_group``), and backward all-gathers only over them
+        self.post_forward_group: ProcessGroup | None = None
+        self._gathered: Tensor | None = None  # the all-gather's output while unsharded (int mode only)
+        self._kept: Tensor | None = None  # this rank's 1/N of it between forward and backward (int mode)
         self.on_all_grads_ready: Callable[[], None] | None = None  # set by the state: its post-backward
         self._ready: set[int] = set()
         self.trainable = sum(1 for s in self.slots if s.unsharded.requires_grad)
@@ -174,11 +179,16 @@ class FSDPParamGroup:
                 self.wait_for_unshard()
             return
         with ag.no_grad():
-            source = self.flat
-            if source.device != self.device or source.dtype != self.param_dtype:
-                source = source.to(device=self.device, dtype=self.param_dtype)
             out = ag.empty(self.world * self.numel, dtype=self.param_dtype, device=self.device)
-            work = all_gather_into_tensor(out, source, group=self.shard_group, async_op=True)
+            if self._kept is not None:  # after a forward of reshard_after_forward=N: gather over the N ranks
+                source, self._kept = self._kept, None
+                group = self.post_forward_group
+                work = all_gather_into_tensor(out, source, group=group, async_op=True)
+            else:
+                source = self.flat
+                if source.device != self.device or source.dtype != self.param_dtype:
+                    source = source.to(device=self.device, dtype=self.param_dtype)
+                work = all_gather_into_tensor(out, source, group=self.shard_group, async_op=True)
         self._unshard = _Pending(work, [out, source])
         if not async_op:
             self.wait_for_unshard()
@@ -200,11 +210,30 @@ class FSDPParamGroup:
                     chunked = _rows_view(out, slot, self.world, self.numel)
                     _copy_rows(full, chunked, spec.chunk, spec.global_shape[0], into_chunks=False)
                 slot.unsharded.data = full.view(spec.global_shape).data
+        if self.post_forward_group is not None:
+            self._gathered = out
         self._register(unsharded=True)
         self.is_unsharded = True
 
+    def reshard_after_forward(self) -> None:
+        """The end of a forward: free the unsharded parameters; with ``post_forward_group`` (an int
+        reshard_after_forward), keep this rank's 1/N of the all-gathered flat shards for backward's
+        all-gather over those N ranks. Rows ``[j * world / N, (j + 1) * world / N)`` of the output's
+        ``world`` flat shards go to rank j of the N, so their all-gather in rank order is the output again."""
+        group, gathered = self.post_forward_group, self._gathered
+        if group is None or gathered is None or not self.is_unsharded:
+            self.reshard()
+            return
+        per_rank = self.world // group.size() * self.numel
+        j = group.rank()
+        with ag.no_grad():
+            kept = gathered[j * per_rank : (j + 1) * per_rank].clone()
+        self.reshard()
+        self._kept = kept
+
     def reshard(self) -> None:
         """Free the unsharded parameters (their data becomes empty) and register the sharded ones."""
+        self._gathered = self._kept = None
         if self._unshard is not None:
             self._unshard.work.wait()  # never free a buffer a collective still writes
             self._unshard = None

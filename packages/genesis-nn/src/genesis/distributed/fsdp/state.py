@@ -3,7 +3,8 @@
 Forward: the pre-forward hook all-gathers the module's parameter group (and starts the next module's
 all-gather: prefetch), casts the floating inputs to ``param_dtype``; the post-forward hook frees the
 unsharded parameters (``reshard_after_forward``; never for the root, whose parameters backward needs
-first) and registers a hook on the outputs. Backward: the first output gradient to arrive all-gathers
+first; an int N keeps each rank's 1/N of them, sharded over N consecutive ranks, for backward) and
+registers a hook on the outputs. Backward: the first output gradient to arrive all-gathers
 the parameters again (and prefetches the module whose backward comes next); once every gradient of the
 group is accumulated (post-accumulate-grad hooks), they are reduce-scattered and the parameters freed.
 The root queues a final callback on the engine that reduces what the hooks did not (parameters unused
@@ -133,7 +134,10 @@ class FSDPState:
         if self.training_state is TrainingState.PRE_BACKWARD:
             return output
         if self.group is not None and self.reshard_after_forward:
-            self.group.reshard()
+            if ag.is_grad_enabled():  # an int reshard_after_forward keeps 1/N for backward's all-gather
+                self.group.reshard_after_forward()
+            else:  # no backward follows: free everything
+                self.group.reshard()
         self.training_state = TrainingState.IDLE
         if ag.is_grad_enabled():
             self._pre_backward_done = self._post_backward_done = False
