@@ -79,5 +79,5 @@ def broadcast_optim_state_dict(model: Module, optim_state_dict: dict[str, Any]) 
                 with ag.no_grad():
                     buf.copy_(optim_state_dict["state"][name][key].detach().to(device=device, dtype=buf.dtype))
             broadcast(buf, src)
-            state[name][key] = local_rows_of(buf, spec).clone() if shaped else buf
+            state[name][key] = local_rows_of(buf, spec).clone() if spec is not None and shaped else buf
     return {"state": state, "param_groups": [_group_from_json(g) for g in layout["param_groups"]]}
