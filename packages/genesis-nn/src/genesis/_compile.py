@@ -10,9 +10,13 @@ Guards: the tensor inputs' shapes, dtypes, devices and requires_grad; the other 
 identity when unhashable) and the arguments' structure; grad mode; autocast state; for a module, every
 submodule's training flag and every parameter's identity and requires_grad. A call that matches no
 graph captures a new one, up to ``genesis.compiler.config.recompile_limit`` graphs; past it the call
-runs eagerly, with a warning (once). A graph break (a host read such as ``.item()``, data-dependent
-control flow, a tensor made where the capture cannot follow) makes the call, and later calls with the
-same guards, run eagerly; ``fullgraph=True`` raises ``genesis.compiler.Unsupported`` instead, naming
+runs eagerly, with a warning (once). A host read (``.item()``, ``.tolist()``, data-dependent control
+flow through ``bool(tensor)``) breaks the graph as torch's does: the ops before it are one graph, the
+read runs eagerly, and the ops after it are another graph, chosen on replay by the value read (a value
+not seen before captures the call again, up to the recompile limit of paths; genesis_autograd's
+compile/pieces.py). Other breaks (a tensor made where the capture cannot follow, ``.numpy()``, a host
+read after an in-place write of an input or parameter) make the call, and later calls with the same
+guards, run eagerly. ``fullgraph=True`` raises ``genesis.compiler.Unsupported`` at any break, naming
 the op and the line. ``dynamic`` is accepted: shapes are always specialised (a new shape recompiles).
 ``mode`` is checked as torch checks it; "reduce-overhead" (CUDA graphs) is not implemented yet and
 runs as the default mode.
@@ -32,14 +36,14 @@ from typing import Any
 
 from genesis_autograd import Tensor, is_grad_enabled
 from genesis_autograd.compile import (
+    MISS,
     Capture,
     Graph,
     GraphBreak,
+    PieceTree,
     autocast_key,
-    fuse_pointwise,
     is_capturing,
     kernel_sources,
-    replay,
 )
 
 from .nn.module import Module
@@ -72,7 +76,7 @@ _dumped = 0
 
 @dataclass
 class _Entry:
-    graph: Graph | None  # None: a graph break, the call runs eagerly
+    tree: PieceTree | None  # None: a graph break the pieces cannot cover, the call runs eagerly
     broken: GraphBreak | None
 
 
@@ -92,13 +96,14 @@ class CompiledFunction:
 
     @property
     def graphs(self) -> list[Graph]:
-        """The graphs captured so far (one per set of guards that did not break)."""
-        return [e.graph for e in self._cache.values() if e.graph is not None]
+        """The graphs captured so far: per set of guards, the pieces between its host reads."""
+        return [g for e in self._cache.values() if e.tree is not None for g in e.tree.graphs]
 
     @property
     def graph_breaks(self) -> list[GraphBreak]:
-        """The graph breaks met so far: what and where."""
-        return [e.broken for e in self._cache.values() if e.broken is not None]
+        """The graph breaks met so far: what and where (host reads compiled around, and eager fallbacks)."""
+        found = [b for e in self._cache.values() if e.tree is not None for b in e.tree.breaks]
+        return found + [e.broken for e in self._cache.values() if e.broken is not None]
 
     def reset(self) -> None:
         """Forget every graph (the next call captures again)."""
@@ -113,29 +118,51 @@ class CompiledFunction:
         key = (structure, _tensor_guards(tensors), is_grad_enabled(), autocast_key(), _module_guards(self._module))
         entry = self._cache.get(key)
         if entry is not None:
-            return self._fn(*args, **kwargs) if entry.graph is None else replay(entry.graph, tensors)
+            if entry.tree is None:
+                return self._fn(*args, **kwargs)
+            out = entry.tree.replay(tensors)
+            if out is not MISS:
+                return out
+            if entry.tree.leaves >= config.recompile_limit:  # the pieces before the read may run twice
+                self._warn()
+                return self._fn(*args, **kwargs)
+            return self._capture(key, tensors, args, kwargs, entry.tree)
         if len(self._cache) >= config.recompile_limit:
-            if not self._warned:
-                self._warned = True
-                warnings.warn(
-                    f"genesis.compile: {getattr(self._fn, '__qualname__', self._fn)} hit "
-                    f"genesis.compiler.config.recompile_limit ({config.recompile_limit}); calls whose guards "
-                    "match none of its graphs run eagerly from now on (genesis.compiler.reset() starts over)",
-                    UserWarning,
-                    stacklevel=2,
-                )
+            self._warn()
             return self._fn(*args, **kwargs)
-        return self._capture(key, tensors, args, kwargs)
+        return self._capture(key, tensors, args, kwargs, None)
 
-    def _capture(self, key: tuple, tensors: list[Tensor], args: tuple, kwargs: dict) -> Any:
+    def _warn(self) -> None:
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"genesis.compile: {getattr(self._fn, '__qualname__', self._fn)} hit "
+                f"genesis.compiler.config.recompile_limit ({config.recompile_limit}); calls whose guards "
+                "match none of its graphs run eagerly from now on (genesis.compiler.reset() starts over)",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _capture(self, key: tuple, tensors: list[Tensor], args: tuple, kwargs: dict, tree: PieceTree | None) -> Any:
+        """Run the call under a capture: a new tree of pieces for ``key``, or new pieces for ``tree``."""
         with Capture(self._fullgraph) as cap:
             cap.add_inputs(tensors)
             out = self._fn(*args, **kwargs)
             graph = cap.finish(out)
-        if graph is not None and self._fuse:
-            fuse_pointwise(graph, autocast_active=bool(key[3][0]))
-        self._cache[key] = _Entry(graph, cap.broken)
-        _dump(getattr(self._fn, "__qualname__", "fn"), graph, cap.broken)
+        name = getattr(self._fn, "__qualname__", "fn")
+        if tree is not None:
+            if graph is not None and tree.merge(graph, cap.segments):
+                for piece_graph in tree.graphs:
+                    _dump(name, piece_graph, None)
+            return out
+        if graph is None:
+            self._cache[key] = _Entry(None, cap.broken)
+            _dump(name, None, cap.broken)
+            return out
+        tree = PieceTree(graph, cap.segments, self._fuse, autocast_active=bool(key[3][0]))
+        self._cache[key] = _Entry(tree, None)
+        for piece_graph in tree.graphs:
+            _dump(name, piece_graph, None)
         return out
 
 

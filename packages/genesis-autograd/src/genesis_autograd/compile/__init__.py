@@ -4,7 +4,8 @@ the graph (pointwise fusion), replay it on new inputs.
 errors.py    Unsupported (what fullgraph=True raises), GraphBreak, the user's source line
 graph.py     Graph / Op / Ref (plain data), replay(graph, inputs), a readable listing
 patches.py   what a capture installs on Tensor while it runs; where a tensor made outside an op came from
-capture.py   Capture: records every Function.apply, in-place method and factory of one run
+capture.py   Capture: records every Function.apply, in-place method and factory of one run, split at host reads
+pieces.py    PieceTree: the pieces between host reads, replayed in turn (the value read picks the next)
 fusion.py    fuse_pointwise(graph): maximal chains of pointwise ops become one FusedPointwise each
 
 The genesis front end (genesis.compile: guards, the cache, fallback) lives in genesis/_compile.py.
@@ -14,12 +15,15 @@ from .capture import Capture, autocast_key, is_capturing
 from .errors import GraphBreak, Unsupported, user_site
 from .fusion import fuse_pointwise, fused_programs, kernel_sources
 from .graph import Graph, Op, Ref, replay
+from .pieces import MISS, PieceTree
 
 __all__ = [
     "Capture",
     "Graph",
+    "MISS",
     "GraphBreak",
     "Op",
+    "PieceTree",
     "Ref",
     "Unsupported",
     "autocast_key",

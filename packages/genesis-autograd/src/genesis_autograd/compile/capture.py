@@ -6,11 +6,15 @@ patches.origin) is recorded with its arguments, tensors named by slot; the ops s
 the call returns what it would without the capture. An op inside another op (a Function's forward, an
 in-place method's own ops) is part of the outer one and is not recorded.
 
-Some things cannot be replayed: a host read (``item``, ``tolist``, ``numpy``, ``bool(tensor)``: the
-Python that follows depends on values), a tensor made where the capture cannot follow it, an in-place
-write it did not see (the version counter moved), a change of autocast state inside the function.
-Each ends the capture: the call finishes eagerly and ``cap.broken`` says why and where; under
-``fullgraph=True`` it raises :class:`~.errors.Unsupported` instead.
+A host read of a captured tensor (``item``, ``tolist``, and ``bool`` / ``float`` / ``int`` through
+``item``: the Python that follows depends on the value) splits the record: the ops before it are one
+piece, the read itself is remembered with the value it returned, and recording goes on into the next
+piece (see pieces.py, which replays the pieces and picks the next one by the value read). Other things
+cannot be replayed: a read of ``numpy`` / ``__array__`` / ``__dlpack__``, a host read of a tensor the
+capture cannot follow, a tensor made where the capture cannot follow it, an in-place write it did not
+see (the version counter moved), a change of autocast state inside the function. Each ends the
+capture: the call finishes eagerly and ``cap.broken`` says why and where. Under ``fullgraph=True``
+every break, host reads included, raises :class:`~.errors.Unsupported` instead.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ from ..tensor import Tensor
 from .errors import GraphBreak, Unsupported, user_site
 from .graph import Graph, Op, Ref
 from .patches import Patches, origin
+from .pieces import Read, Segment, value_key
 
 _CONVERSIONS = frozenset({"__bool__", "_scalar", "__index__", "__float__", "__int__"})
+_RESUMABLE = frozenset({"item", "tolist"})  # reads whose value is a hashable-once-frozen Python object
 
 
 class _Break(Exception):
@@ -61,6 +67,9 @@ class Capture:
         self._thread = threading.get_ident()
         self._autocast = autocast_key()
         self._patches: Patches | None = None
+        self.segments: list[Segment] = []  # the pieces ended by a host read, in order
+        self._pending: tuple[int, str, GraphBreak] | None = None  # a host read running now: slot, name, why
+        self._writes_outside = False  # an op wrote an input or a constant in place (the prefix is not pure)
 
     # ------------------------------------------------------------------ install / remove
     def __enter__(self) -> Capture:
@@ -92,7 +101,9 @@ class Capture:
             self.input_slots.append(self._new_slot(t))
 
     def finish(self, output: Any) -> Graph | None:
-        """The graph of the run that returned ``output``; None after a break (``self.broken`` says why)."""
+        """The graph of the run's last piece (the whole run when no host read split it), which returned
+        ``output``; None after a break (``self.broken`` says why). ``self.segments`` holds the pieces
+        before it."""
         if self.broken is None:
             try:
                 template = self._template(output)
@@ -125,6 +136,8 @@ class Capture:
             except _Break as e:
                 self._break(f"{e} (an argument of {label})")
                 top = False
+        outside = [a._version for a in args if top and isinstance(a, Tensor) and self._is_outside(a)]
+        before = [(counter, counter[0]) for counter in outside]
         hook, function._capture_hook = function._capture_hook, None
         self._depth += 1
         try:
@@ -133,8 +146,13 @@ class Capture:
             self._depth -= 1
             function._capture_hook = hook if self.active else None
         if top:
+            self._check_writes(before)
             self._record(fn, arg_t, kw_t, out, label, cls, args)
         return out
+
+    def _check_writes(self, before: list[tuple[list[int], int]]) -> None:
+        if any(counter[0] != seen for counter, seen in before):
+            self._writes_outside = True
 
     def on_birth(self, t: Tensor, frame: FrameType) -> None:
         """A Tensor was made: outside an op, record the call that made it (or why it cannot be replayed)."""
@@ -154,15 +172,42 @@ class Capture:
             return
         self._record(fn, arg_t, kw_t, t, label, cls, args)
 
-    def on_host_read(self, t: Tensor, name: str, frame: FrameType) -> None:
-        """``item`` / ``tolist`` / ``numpy`` ...: the Python after it depends on values, so the graph ends."""
+    def on_host_read(self, t: Tensor, name: str, frame: FrameType, has_args: bool) -> bool:
+        """``item`` / ``tolist`` / ``numpy`` ... is about to run: the Python after it depends on values.
+        True when the read splits the record (:meth:`after_host_read` follows with its value); otherwise
+        the capture ends here (or, under fullgraph=True, raises)."""
         if self._depth or not self.active or threading.get_ident() != self._thread:
-            return
+            return False
         caller = frame.f_code.co_name
         if caller in _CONVERSIONS:
-            self._break(f"data-dependent control flow or conversion (Tensor.{caller} reads the tensor on the host)")
+            reason = f"data-dependent control flow or conversion (Tensor.{caller} reads the tensor on the host)"
         else:
-            self._break(f"a host read (Tensor.{name}())")
+            reason = f"a host read (Tensor.{name}())"
+        slot = self._slots.get(id(t))
+        resumable = name in _RESUMABLE and not has_args and slot is not None and not self.fullgraph
+        if resumable and self._writes_outside:
+            reason += " after an in-place write of an input or a parameter (the pieces before it cannot run twice)"
+            resumable = False
+        if not resumable:
+            self._break(reason)
+            return False
+        try:
+            self._template(t)  # an in-place write of the read tensor that the capture did not see
+        except _Break as e:
+            self._break(str(e))
+            return False
+        assert slot is not None
+        self._pending = (slot, name, GraphBreak(reason, user_site(3)))
+        return self.active
+
+    def after_host_read(self, value: Any) -> None:
+        """The read announced by :meth:`on_host_read` returned ``value``: the ops so far become a piece."""
+        if self._pending is None or not self.active:
+            return
+        slot, name, why = self._pending
+        self._pending = None
+        self.segments.append(Segment(self.ops, Read(slot, name, value_key(value)), why))
+        self.ops = []
 
     # ------------------------------------------------------------------ helpers
     def _break(self, reason: str, skip: int = 3) -> None:
@@ -188,6 +233,11 @@ class Capture:
         self.meta[slot] = (tuple(t.shape), t.dtype)
         self._remember(t)
         return slot
+
+    def _is_outside(self, t: Tensor) -> bool:
+        """Whether ``t`` is an input or a constant of the graph (a write to it outlives the call)."""
+        slot = self._slots.get(id(t))
+        return slot is None or slot in self.constants or slot in self.input_slots
 
     def _remember(self, t: Tensor) -> None:
         counter = t._version

@@ -119,7 +119,7 @@ def _fused(graph: Graph, run: list[Op]) -> list[Op]:
         return run
     in_run = {id(op) for op in run}
     read_after = {r.slot for op in graph.ops if id(op) not in in_run for r in refs(op.args) + refs(op.kwargs)}
-    read_after |= {r.slot for r in refs(graph.output)}
+    read_after |= {r.slot for r in refs(graph.output)} | graph.keep
     escaping = [op.outputs for op in run if op.outputs.slot in read_after]
     if not escaping:
         return run
@@ -162,7 +162,7 @@ def _split_linear_bias(graph: Graph) -> None:
     for op in graph.ops:
         for r in refs(op.args) + refs(op.kwargs):
             reads[r.slot] = reads.get(r.slot, 0) + 1
-    returned = {r.slot for r in refs(graph.output)}
+    returned = {r.slot for r in refs(graph.output)} | graph.keep
     ops: list[Op] = []
     for i, op in enumerate(graph.ops):
         after = graph.ops[i + 1] if i + 1 < len(graph.ops) else None

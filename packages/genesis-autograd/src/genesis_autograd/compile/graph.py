@@ -52,6 +52,7 @@ class Graph:
     n_slots: int
     meta: dict[int, tuple[tuple[int, ...], Any]] = field(default_factory=dict)  # slot -> (shape, dtype)
     frees: list[list[int]] = field(default_factory=list)  # per op: the slots read for the last time
+    keep: set[int] = field(default_factory=set)  # slots read after the graph (by the pieces that follow it)
 
     def plan(self) -> None:
         """Work out, per op, the slots no later op or the output reads (freed during replay)."""
@@ -59,7 +60,7 @@ class Graph:
         for i, op in enumerate(self.ops):
             for r in refs(op.args) + refs(op.kwargs):
                 last[r.slot] = i
-        kept = {r.slot for r in refs(self.output)} | set(self.constants)
+        kept = {r.slot for r in refs(self.output)} | set(self.constants) | self.keep
         self.frees = [[] for _ in self.ops]
         for slot, i in last.items():
             if slot not in kept:
@@ -118,6 +119,12 @@ def replay(graph: Graph, inputs: list) -> Any:
         env[slot] = value
     for slot, value in graph.constants.items():
         env[slot] = value
+    run_ops(graph, env)
+    return fill(graph.output, env)
+
+
+def run_ops(graph: Graph, env: list) -> None:
+    """Run ``graph``'s ops on the values in ``env`` (by slot), storing their results there."""
     for op, frees in zip(graph.ops, graph.frees):
         args = fill(op.args, env)
         kwargs = fill(op.kwargs, env) if op.kwargs else op.kwargs
@@ -129,7 +136,6 @@ def replay(graph: Graph, inputs: list) -> Any:
         bind(op.outputs, out, env)
         for slot in frees:
             env[slot] = None
-    return fill(graph.output, env)
 
 
 def _show(item: Any) -> str:

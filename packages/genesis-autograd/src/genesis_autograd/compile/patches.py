@@ -2,7 +2,7 @@
 
 Every op of the framework is a ``Function.apply`` (function.py calls ``capture_hook`` when one is set),
 except a few ways of making tensors that skip it: the arithmetic operators' and unary methods' inline
-paths when no graph is recorded, the factories (``arange``, ``empty``, ``randn``, ...), in-place
+paths when no graph is recorded, the comparisons, the factories (``arange``, ``empty``, ``randn``, ...), in-place
 methods (which write through ``Tensor._inplace``) and host reads (``item``, ``tolist``, ``numpy``). For
 the capture's duration only, Tensor's ``__init__``, its in-place methods and its host reads are wrapped
 (the class is restored afterwards, so eager code never pays for this): a tensor born outside an op is
@@ -55,6 +55,13 @@ def _inline_table() -> dict[Any, Callable[[FrameType], tuple[Callable[..., Any],
         Tensor.__mul__.__code__: binary(Mul),
         Tensor.__truediv__.__code__: binary(Div),
         Tensor.detach.__code__: lambda f: (Tensor.detach, (f.f_locals["self"],), "Tensor.detach", None),
+        # comparisons and logic (==, <, &, ...): the NDArray op wrapped, no Function (no gradient)
+        Tensor._no_grad_binary.__code__: lambda f: (
+            Tensor._no_grad_binary,
+            (f.f_locals["self"], f.f_locals["op"], f.f_locals["other"]),
+            f"Tensor.{f.f_locals['op']}",
+            None,
+        ),
     }
     unary_code = Tensor.exp.__code__  # every unary method is _unary_method's one closure
     if unary_code.co_name == "method":
@@ -133,8 +140,11 @@ class Patches:
 def _host_read(capture: Capture, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def read(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        capture.on_host_read(self, name, sys._getframe(1))
-        return method(self, *args, **kwargs)
+        splits = capture.on_host_read(self, name, sys._getframe(1), bool(args or kwargs))
+        value = method(self, *args, **kwargs)
+        if splits:
+            capture.after_host_read(value)
+        return value
 
     return read
 
