@@ -20,8 +20,10 @@ DistributedDataParallel, each rank trains on its slice of --batch-size of a glob
 batch), and rank 0 alone reports the global batch's loss, evaluates, writes the checkpoint and samples.
 With --fsdp each block and then the whole model are fully_shard-ed instead (parameters, gradients and
 AdamW state split over the ranks; bf16 parameters for compute with --dtype bfloat16, fp32 reduction and
-master weights): every rank evaluates (the forward all-gathers), the checkpoint holds the weights
-gathered on rank 0 (no optimizer state: --resume is refused with --fsdp).
+master weights): every rank evaluates (the forward all-gathers), ckpt.safetensors holds the weights
+gathered on rank 0, and OUT_DIR/ckpt_sharded/ a sharded checkpoint (genesis.distributed.checkpoint: each
+rank's shards of the weights and AdamW state, the scheduler, step and history) that --fsdp --resume reads
+on the same or another number of processes (one process included: the shards are resharded on load).
 
 The script uses torch's names only: replace its genesis imports by torch's and it runs
 under PyTorch unchanged (tests/e2e/test_e2e_gpt.py does exactly that).
@@ -293,8 +295,6 @@ def parse_args(argv=None):
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    if args.fsdp and args.resume:
-        parser.error("--resume is not supported with --fsdp (its checkpoint holds the weights only)")
     return args
 
 
@@ -312,6 +312,33 @@ def gathered_weights(model) -> dict:
     """The whole model's weights on rank 0's host ({} elsewhere): a collective, every rank calls it."""
     sd = importlib.import_module(genesis.__name__ + ".distributed.checkpoint.state_dict")
     return sd.get_model_state_dict(model, options=sd.StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+
+def sharded_state(model, optimizer, scheduler, step: int, history: dict) -> dict:
+    """The sharded checkpoint's contents: this rank's shards of the weights and AdamW state (whole tensors
+    when the model is not sharded), the scheduler, the step and the history (as JSON text: one value)."""
+    sd = importlib.import_module(genesis.__name__ + ".distributed.checkpoint.state_dict")
+    model_sd, optim_sd = sd.get_state_dict(model, optimizer)
+    sched = scheduler.state_dict()
+    return {"model": model_sd, "optim": optim_sd, "scheduler": sched, "step": step, "history": json.dumps(history)}
+
+
+def save_sharded(folder: Path, model, optimizer, scheduler, step: int, history: dict) -> None:
+    """Every rank writes its shards to ``folder`` (genesis.distributed.checkpoint.save: safetensors, an index)."""
+    dcp = importlib.import_module(genesis.__name__ + ".distributed.checkpoint")
+    dcp.save(sharded_state(model, optimizer, scheduler, step, history), checkpoint_id=str(folder))
+
+
+def load_sharded(folder: Path, model, optimizer, scheduler) -> tuple[int, dict]:
+    """Read ``folder`` into the (sharded or whole) model, optimizer and scheduler, whatever number of ranks
+    wrote it; returns (step, history)."""
+    dcp = importlib.import_module(genesis.__name__ + ".distributed.checkpoint")
+    sd = importlib.import_module(genesis.__name__ + ".distributed.checkpoint.state_dict")
+    state = sharded_state(model, optimizer, scheduler, 0, {})
+    dcp.load(state, checkpoint_id=str(folder))
+    sd.set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    scheduler.load_state_dict(state["scheduler"])
+    return state["step"], json.loads(state["history"])
 
 
 def init_distributed(args):
@@ -362,7 +389,13 @@ def main(argv=None) -> dict:
     ckpt_path = args.out_dir / "ckpt.safetensors"
     history = {"step": [], "train": [], "eval_step": [], "val": []}
     start_step = 0
-    if args.resume:
+    sharded_path = args.out_dir / "ckpt_sharded"
+    if args.resume and args.fsdp:  # the sharded checkpoint, written by any number of ranks
+        start_step, history = load_sharded(sharded_path, model, optimizer, scheduler)
+        rng = np.random.default_rng([args.seed, start_step])
+        if rank == 0:
+            print(f"resumed from {sharded_path} at step {start_step}")
+    elif args.resume:
         state = genesis.load(ckpt_path, map_location=args.device)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -430,10 +463,13 @@ def main(argv=None) -> dict:
         if (rank == 0 or fsdp) and ((step + 1) % args.eval_interval == 0 or step == args.steps - 1):
             val = estimate_loss(raw_model, data, args, autocast, np.random.default_rng(0))
             weights = gathered_weights(model) if fsdp else raw_model.state_dict()
+            if rank == 0:
+                history["eval_step"].append(step + 1)
+                history["val"].append(val)
+            if fsdp:  # every rank writes its shards of the weights and the AdamW state (rank 0: the history)
+                save_sharded(sharded_path, model, optimizer, scheduler, step + 1, history)
             if rank != 0:
                 continue
-            history["eval_step"].append(step + 1)
-            history["val"].append(val)
             message = f"step {step + 1:5d}  train {smoothed:.4f}  val {val:.4f}"
             if bar is not None:
                 tqdm.write(message)
