@@ -8,6 +8,9 @@ the dtype eager gave it. Inside the kernel every value stays in float32 (float64
 a low-precision chain rounds once instead of after every op (as torch.compile's kernels do). Its
 backward is the program's generated gradient program (FusedPointwise).
 
+Eager dropout's ops are first folded into one op (dropout.py), which joins a chain as the generated
+program's Philox dropout.
+
 A ``Linear`` whose bias-added output feeds straight into a chain gives its bias to the chain (the bias
 add moves out of the matmul's epilogue into the fused kernel), so bias + GELU is one kernel.
 """
@@ -24,6 +27,7 @@ from ..functions.elementwise import Add, Div, Mul, Sub, Unary
 from ..functions.fused_pointwise import FusedPointwise
 from ..functions.matmul import Linear
 from ..functions.memory import Cast
+from .dropout import DropoutOp, fold_dropout
 from .graph import Graph, Op, Ref, refs
 
 _BINARY = {Add: "add", Sub: "sub", Mul: "mul", Div: "div"}
@@ -36,6 +40,7 @@ _FLOAT = frozenset({"float32", "float16", "bfloat16", "float64"})
 def fuse_pointwise(graph: Graph, autocast_active: bool = False) -> Graph:
     """``graph`` with each chain of two or more pointwise ops replaced by one FusedPointwise op (in place;
     returned). Under autocast, ops with an autocast policy keep their own casts and are not fused."""
+    fold_dropout(graph)
     if not autocast_active:
         _split_linear_bias(graph)
     ops = graph.ops
@@ -78,6 +83,8 @@ def _op_name(op: Op) -> str | None:
         return _BINARY[cls]
     if cls is Cast:
         return "cast"
+    if cls is DropoutOp:
+        return "dropout"
     if isinstance(cls, type) and issubclass(cls, (Unary, _Activation)) and cls.op in _UNARY:
         return str(cls.op)
     return None
@@ -87,7 +94,7 @@ def _fusible(graph: Graph, op: Op, autocast_active: bool) -> bool:
     name = _op_name(op)
     if name is None or op.kwargs or not isinstance(op.outputs, Ref):
         return False
-    if autocast_active and resolved_policy(op.cls) is not None:  # type: ignore[arg-type]
+    if autocast_active and name != "dropout" and resolved_policy(op.cls) is not None:  # type: ignore[arg-type]
         return False
     tensors = [a for a in op.args if isinstance(a, Ref)]
     if not tensors or not _is_float(graph, op.outputs) or not all(_is_float(graph, r) for r in tensors):
@@ -141,6 +148,8 @@ def _fused(graph: Graph, run: list[Op]) -> list[Op]:
         labels.append(op.label)
         if name == "cast":
             v = b.cast(operand(op.args[0]), op.args[1].name)
+        elif name == "dropout":
+            v = b.dropout(operand(op.args[0]), op.args[1])
         elif name in _BINARY.values():
             v = b.op(name, operand(op.args[0]), operand(op.args[1]))  # type: ignore[arg-type]
         else:
