@@ -320,7 +320,7 @@ def _bwd_tma_launch(kernel: str, fn: LaunchFn, grid: Grid, bufs: dict[str, Buffe
         Lq=q.shape[2], Lk=k.shape[2], qk_scale=scale * _LOG2E, sm_scale=scale, **fn._consts,  # type: ignore[attr-defined]
     )  # fmt: skip
     kern = _DKDV_TMA_KERNEL if kernel == "dkdv" else _DQ_TMA_KERNEL
-    fn(grid, stream, tuple(args[n] for n in kern.arg_names))
+    fn(grid, stream, tuple([args[n] for n in kern.arg_names]))
 
 
 def _mask_args(mask: BufferLike | None, b: int, hq: int, lq: int, lk: int) -> tuple[int, tuple[int, ...], int, str]:
@@ -455,7 +455,7 @@ def attention_forward(
         seed=seed & (2**63 - 1), offset=offset, rng=rng_ptr if seed_ptr else 0,
     )  # fmt: skip
     args.update(fn._consts)  # type: ignore[attr-defined]
-    fn((grid_m, b * hq, splits), stream, tuple(args[n] for n in _FWD.arg_names))
+    fn((grid_m, b * hq, splits), stream, tuple([args[n] for n in _FWD.arg_names]))
     if split:
         _combine(part, splits, out, lse, b, hq, lq, d, block_d, stream)
 
@@ -597,7 +597,7 @@ def attention_backward(
             **{f"sv{c}2": s for c, s in zip("bhnd", dv.strides)},
             **fn._consts,  # type: ignore[attr-defined]
         )  # fmt: skip
-        fn((cdiv(lk, bn), b * hkv, 1), stream, tuple(args[n] for n in _DKDV.arg_names))
+        fn((cdiv(lk, bn), b * hkv, 1), stream, tuple([args[n] for n in _DKDV.arg_names]))
     # dQ: one program per query block and query head
     if "dq" in tma:
         fn, grid, st = tma["dq"]
@@ -629,7 +629,7 @@ def attention_backward(
             common, dq=dq.ptr, **{f"sd{c}": s for c, s in zip("bhmd", dq.strides)},
             **fn._consts,  # type: ignore[attr-defined]
         )  # fmt: skip
-        fn((cdiv(lq, bm), b * hq, 1), stream, tuple(args[n] for n in _DQ.arg_names))
+        fn((cdiv(lq, bm), b * hq, 1), stream, tuple([args[n] for n in _DQ.arg_names]))
 
 
 __all__ = ["attention_backward", "attention_forward"]

@@ -67,6 +67,16 @@ def normalize_dims(dims, ndim: int) -> tuple[int, ...]:
 
 def infer_shape(shape: Sequence[int], numel: int) -> Shape:
     """Resolve one -1 in a requested shape; RuntimeError when the sizes disagree."""
+    # Every reshape / view asks this: the usual shape (a tuple of non-negative ints that matches) in one loop.
+    if type(shape) is tuple:
+        known = 1
+        for s in shape:
+            if s.__class__ is not int or s < 0:
+                break
+            known *= s
+        else:
+            if known == numel:
+                return shape
     shape = tuple(int(s) for s in shape)
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:

@@ -58,7 +58,12 @@ def backward_recorded(*grads) -> bool:
     """Whether a backward is itself recorded (create_graph, or a gradient that requires grad): it must
     then use Tensor ops, which can be differentiated; otherwise it may work on the NDArrays directly,
     without the Tensor layer's per-op cost (the usual case)."""
-    return grad_mode.is_grad_enabled() or any(g is not None and g.requires_grad for g in grads)
+    if grad_mode.is_grad_enabled():
+        return True
+    for g in grads:  # (a loop, not any() over a generator: every backward of every op asks)
+        if g is not None and g.requires_grad:
+            return True
+    return False
 
 
 def plain(x):

@@ -288,9 +288,28 @@ class Module:
         if remove_duplicate:
             memo.add(id(self))
         yield prefix, self
-        for name, module in self._modules.items():
-            if module is not None:
-                yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
+        # Depth first over a stack of child iterators, in the order the recursive form gives: recursion
+        # would pass every module up through one generator frame per level (parameters() walks this on
+        # every clip_grad_norm_ call). A child that overrides named_modules still gets its own call.
+        stack = [(prefix, iter(self._modules.items()))]
+        while stack:
+            base, children = stack[-1]
+            for name, module in children:
+                if module is None:
+                    continue
+                path = f"{base}.{name}" if base else name
+                if type(module).named_modules is not Module.named_modules:
+                    yield from module.named_modules(memo, path, remove_duplicate)
+                    continue
+                if id(module) in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(id(module))
+                yield path, module
+                stack.append((path, iter(module._modules.items())))
+                break
+            else:
+                stack.pop()
 
     def modules(self) -> Iterator[Module]:
         """This module and every descendant, depth first, each once."""

@@ -65,12 +65,22 @@ def _upload(device: int) -> Callable[[np.ndarray, Hashable], int]:
     return upload
 
 
+def _one_dtype_each(lists: tuple[list | None, ...]) -> bool:
+    """Whether every list holds one dtype throughout (plain loops: this runs on every optimizer step)."""
+    for lst in lists:
+        if lst:
+            dtype = lst[0].dtype
+            for t in lst:
+                if t.dtype != dtype:
+                    return False
+    return True
+
+
 def _by_dtype(*lists: list | None) -> list[list[int] | None]:
     """Indices grouped so that every list holds one dtype within a group (a launch specialises on it);
     ``[None]`` (every index, one launch) in the usual case that each list has one dtype throughout."""
-    present = [lst for lst in lists if lst]
     count = len(lists[0] or [])
-    if all(all(t.dtype == lst[0].dtype for t in lst) for lst in present):
+    if _one_dtype_each(lists):
         return [None] if count else []
     groups: dict[tuple, list[int]] = {}
     for i in range(count):
