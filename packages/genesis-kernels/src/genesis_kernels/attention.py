@@ -338,7 +338,10 @@ def _int_type(*bufs: BufferLike | None) -> str:
     worst = 0
     for t in bufs:
         if t is not None:
-            worst = max(worst, sum((s - 1) * abs(st) for s, st in zip(t.shape, t.strides)) + 1)
+            reach = 1
+            for s, st in zip(t.shape, t.strides):  # (a loop, not sum() over a generator: per attention call)
+                reach += (s - 1) * abs(st)
+            worst = max(worst, reach)
     return "i64" if worst >= 2**31 - 4096 else "i32"
 
 
