@@ -119,7 +119,9 @@ def test_parameters_are_read_live_after_an_optimizer_step(device: str) -> None:
 
 def test_guards_recompile_on_shape_dtype_requires_grad_grad_mode_autocast_and_training(device: str) -> None:
     m = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.ReLU()).to(device)
-    compiled = genesis.compile(m)
+    # unfused replay: its dropout draws as eager does under the same seed (fused masks differ; see
+    # test_compile_dropout.py)
+    compiled = genesis.compile(m, backend="aot_eager")
     x = genesis.randn(3, 4, device=device)
 
     def check(x, expected_graphs):

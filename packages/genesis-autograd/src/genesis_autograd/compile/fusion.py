@@ -13,6 +13,12 @@ program's Philox dropout.
 
 A ``Linear`` whose bias-added output feeds straight into a chain gives its bias to the chain (the bias
 add moves out of the matmul's epilogue into the fused kernel), so bias + GELU is one kernel.
+
+Under autocast the ops of a chain fuse too. The casts autocast inserts run inside an op's apply, so
+they are not in the graph; the program puts them back: an op with the "float32" policy (exp, log,
+rsqrt) casts its lower-precision inputs to float32 first, which the recorded output dtype shows. A split
+Linear's bias is cast to the Linear's output dtype (the autocast dtype) before its add, as the Linear
+would have cast it.
 """
 
 from __future__ import annotations
@@ -39,10 +45,10 @@ _FLOAT = frozenset({"float32", "float16", "bfloat16", "float64"})
 
 def fuse_pointwise(graph: Graph, autocast_active: bool = False) -> Graph:
     """``graph`` with each chain of two or more pointwise ops replaced by one FusedPointwise op (in place;
-    returned). Under autocast, ops with an autocast policy keep their own casts and are not fused."""
+    returned). Under autocast (``autocast_active``: the graph was captured in an autocast region), the
+    casts of ops with the "float32" policy go into the program; ops of other policies do not fuse."""
     fold_dropout(graph)
-    if not autocast_active:
-        _split_linear_bias(graph)
+    _split_linear_bias(graph, autocast_active)
     ops = graph.ops
     out: list[Op] = []
     run: list[Op] = []
@@ -94,8 +100,9 @@ def _fusible(graph: Graph, op: Op, autocast_active: bool) -> bool:
     name = _op_name(op)
     if name is None or op.kwargs or not isinstance(op.outputs, Ref):
         return False
-    if autocast_active and name != "dropout" and resolved_policy(op.cls) is not None:  # type: ignore[arg-type]
-        return False
+    if autocast_active and name not in ("dropout", "cast"):
+        if resolved_policy(op.cls) not in (None, "float32"):  # type: ignore[arg-type]
+            return False
     tensors = [a for a in op.args if isinstance(a, Ref)]
     if not tensors or not _is_float(graph, op.outputs) or not all(_is_float(graph, r) for r in tensors):
         return False
@@ -153,7 +160,7 @@ def _fused(graph: Graph, run: list[Op]) -> list[Op]:
         elif name in _BINARY.values():
             v = b.op(name, operand(op.args[0]), operand(op.args[1]))  # type: ignore[arg-type]
         else:
-            v = b.op(name, operand(op.args[0]))  # type: ignore[arg-type]
+            v = b.op(name, _autocast_float32(graph, op, b, operand(op.args[0]), op.args[0]))  # type: ignore[arg-type]
         values[op.outputs.slot] = v
     for r in escaping:
         b.output(values[r.slot], graph.meta[r.slot][1].name)
@@ -164,9 +171,21 @@ def _fused(graph: Graph, run: list[Op]) -> list[Op]:
                run[0].grad_enabled)]  # fmt: skip
 
 
-def _split_linear_bias(graph: Graph) -> None:
+def _autocast_float32(graph: Graph, op: Op, b: ProgramBuilder, value: Any, arg: Any) -> Any:
+    """``value`` (the op's operand ``arg``) cast to float32 where autocast's "float32" policy cast it: the
+    op's output is float32 while the operand is of another float dtype."""
+    if not isinstance(arg, Ref) or not isinstance(op.outputs, Ref) or op.cls is None:
+        return value
+    out_dtype, in_dtype = graph.meta[op.outputs.slot][1], graph.meta[arg.slot][1]
+    if resolved_policy(op.cls) == "float32" and out_dtype.name == "float32" and in_dtype.name != "float32":
+        return b.cast(value, "float32")
+    return value
+
+
+def _split_linear_bias(graph: Graph, autocast_active: bool) -> None:
     """``Linear(x, w, b)`` read only by the pointwise op right after it -> ``Linear(x, w, None)`` then
-    ``Add(., b)``, so that the bias add joins that op's chain."""
+    ``Add(., b)``, so that the bias add joins that op's chain. Where the Linear's output dtype is not the
+    bias's (autocast), the bias is cast to it first (``Cast(b)``: a separate op, the bias's shape)."""
     reads: dict[int, int] = {}
     for op in graph.ops:
         for r in refs(op.args) + refs(op.kwargs):
@@ -181,7 +200,7 @@ def _split_linear_bias(graph: Graph) -> None:
             and len(op.args) == 3
             and isinstance(op.args[2], Ref)
             and after is not None
-            and _fusible(graph, after, False)
+            and _fusible(graph, after, autocast_active)
             and op.outputs in after.args
             and reads.get(op.outputs.slot) == 1
             and op.outputs.slot not in returned
@@ -191,8 +210,16 @@ def _split_linear_bias(graph: Graph) -> None:
             plain = Ref(graph.n_slots)
             graph.n_slots += 1
             graph.meta[plain.slot] = graph.meta[op.outputs.slot]
+            bias = op.args[2]
+            out_dtype = graph.meta[op.outputs.slot][1]
+            if graph.meta[bias.slot][1] != out_dtype:  # autocast: the Linear cast its bias
+                cast = Ref(graph.n_slots)
+                graph.n_slots += 1
+                graph.meta[cast.slot] = (graph.meta[bias.slot][0], out_dtype)
+                ops.append(Op(Cast.apply, (bias, out_dtype), {}, cast, "Cast", Cast, op.grad_enabled))
+                bias = cast
             ops.append(Op(op.fn, (*op.args[:2], None), op.kwargs, plain, "Linear", Linear, op.grad_enabled))
-            ops.append(Op(Add.apply, (plain, op.args[2]), {}, op.outputs, "Add", Add, op.grad_enabled))
+            ops.append(Op(Add.apply, (plain, bias), {}, op.outputs, "Add", Add, op.grad_enabled))
         else:
             ops.append(op)
     graph.ops = ops

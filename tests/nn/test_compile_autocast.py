@@ -1,0 +1,81 @@
+"""genesis.compile under autocast: pointwise chains fuse with the casts autocast would insert (the
+"float32" policy's, a split Linear's bias cast to the autocast dtype), against eager genesis under the
+same autocast (bf16 tolerance: the fused chain rounds once where eager rounds after every op) and
+against torch's autocast for the outputs' dtypes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from nn_helpers import assert_close, g
+
+import genesis
+import genesis.nn as nn
+
+BF16 = {"rtol": 2e-2, "atol": 2e-2}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_compiler():
+    yield
+    genesis.compiler.reset()
+
+
+def _labels(compiled) -> str:
+    return "\n".join(graph.describe() for graph in compiled.graphs)
+
+
+def _autocast(device: str):
+    return genesis.autocast(device, dtype=genesis.bfloat16)
+
+
+def test_linear_bias_gelu_residual_fuse_under_autocast_as_eager(device: str) -> None:
+    torch.manual_seed(0)
+    block = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16)).to(device)
+
+    def fn(x):
+        h = block(x)
+        return (h + x).exp() * 0.5 - (h.abs() + 1.0).rsqrt()
+
+    compiled = genesis.compile(fn)
+    for _ in range(2):
+        tx = torch.rand(6, 16) + 0.5
+        xe, xc = g(tx, device, True), g(tx, device, True)
+        with _autocast(device):  # separate regions: each casts the weights (the cast cache is per region)
+            want = fn(xe)
+        with _autocast(device):
+            out = compiled(xc)
+        assert out.dtype == want.dtype == genesis.float32  # exp and rsqrt run in float32 under autocast
+        assert_close(out, torch.from_numpy(want.detach().float().cpu().numpy()), **BF16)
+        upstream = torch.rand(6, 16)
+        (want * g(upstream, device)).sum().backward()
+        eager_grads = [p.grad.float().cpu().numpy().copy() for p in block.parameters()]
+        block.zero_grad()
+        (out * g(upstream, device)).sum().backward()
+        assert_close(xc.grad, torch.from_numpy(xe.grad.float().cpu().numpy()), **BF16)
+        for p, want_grad in zip(block.parameters(), eager_grads):
+            assert p.grad.dtype == genesis.float32
+            assert_close(p.grad, torch.from_numpy(want_grad), **BF16)
+        block.zero_grad()
+    labels = _labels(compiled)
+    assert "FusedPointwise[Add -> Gelu]" in labels  # the Linear's bias split off under autocast
+    fused = [line for line in labels.splitlines() if "FusedPointwise[" in line]
+    assert any("Exp" in line for line in fused) and any("Rsqrt" in line for line in fused)  # float32 policy
+
+
+def test_autocast_chain_outputs_keep_eagers_dtypes_and_values(device: str) -> None:
+    def fn(x, w):
+        y = x @ w  # bf16 under autocast
+        return y.sigmoid() * 2.0 + 1.0, (y * 0.5).exp() - 1.0  # bf16, and float32 (exp's policy)
+
+    compiled = genesis.compile(fn)
+    tx, tw = torch.rand(4, 8), torch.rand(8, 8)
+    for _ in range(2):
+        x, w = g(tx, device), g(tw, device)
+        with _autocast(device):
+            outs, wants = compiled(x, w), fn(x, w)
+        for out, want in zip(outs, wants):
+            assert out.dtype == want.dtype
+            assert_close(out.float(), torch.from_numpy(want.float().cpu().numpy()), **BF16)
+    assert [o.dtype for o in outs] == [genesis.bfloat16, genesis.float32]
+    assert _labels(compiled).count("FusedPointwise") == 2
