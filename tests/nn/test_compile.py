@@ -175,7 +175,7 @@ def test_recompile_limit_falls_back_to_eager_with_a_warning_and_reset_starts_ove
     assert len(compiled.graphs) == 1
 
 
-def test_graph_breaks_run_eagerly_with_correct_results(device: str) -> None:
+def test_graph_breaks_give_correct_results_and_name_the_site(device: str) -> None:
     def item_read(x):
         scale = x.abs().max().item()  # a host read
         return x / scale

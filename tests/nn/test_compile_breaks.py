@@ -29,7 +29,7 @@ def _with_max(shape: tuple[int, ...], top: float) -> torch.Tensor:
     return t
 
 
-def test_item_in_the_middle_compiles_two_graphs_both_replayed(device: str) -> None:
+def test_item_in_the_middle_matches_torch_values_and_gradients(device: str) -> None:
     runs = []
 
     def fn(x, w):
