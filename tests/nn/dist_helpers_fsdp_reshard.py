@@ -46,6 +46,15 @@ def _kept_between_forward_and_backward(rank: int, world: int, n: int) -> None:
     with genesis.no_grad():  # nothing to keep for a backward that will not come
         loss_fn(model, *local_batch(0, rank, world))
     assert all(b._fsdp_state.group._kept is None for b in model.blocks)
+    # a forward whose backward never comes, then the parameters change: the next forward sees the new ones
+    loss_fn(model, *local_batch(0, rank, world))
+    ref = make_net()
+    with genesis.no_grad():
+        for p in (*model.parameters(), *ref.parameters()):
+            p.mul_(0.5)
+        got = mean_over_ranks(loss_fn(model, *local_batch(1, rank, world)))
+        want = loss_fn(ref, *global_batch(1)).item()
+    assert abs(got - want) < helpers.TOL, (got, want)
 
 
 def _int_reshard_after_forward(rank: int, world: int) -> None:

@@ -231,6 +231,10 @@ class FSDPParamGroup:
         self.reshard()
         self._kept = kept
 
+    def drop_kept(self) -> None:
+        """Forget the 1/N kept after a forward (the next all-gather reads the flat shards again)."""
+        self._kept = None
+
     def reshard(self) -> None:
         """Free the unsharded parameters (their data becomes empty) and register the sharded ones."""
         self._gathered = self._kept = None

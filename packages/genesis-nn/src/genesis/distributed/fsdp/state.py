@@ -117,6 +117,10 @@ class FSDPState:
             if self.group is not None:
                 self.group.unshard()
             return args, kwargs
+        if self.is_root:  # a new forward: parameters kept from an earlier one may be stale (an optimizer step)
+            for state in self.states:
+                if state.group is not None:
+                    state.group.drop_kept()
         if root._recording and ag.is_grad_enabled():
             root.order.append(self)
         self.training_state = TrainingState.FORWARD
