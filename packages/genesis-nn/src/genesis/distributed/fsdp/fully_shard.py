@@ -17,7 +17,7 @@ import genesis_autograd as ag
 from ...nn.module import Module
 from ...nn.parameter import Parameter
 from ..device_mesh import DeviceMesh, init_device_mesh
-from ..process_group import ProcessGroup, default_group
+from ..process_group import GroupMember, ProcessGroup, default_group, new_group
 from .param_group import FSDPParamGroup
 from .policies import MixedPrecisionPolicy, OffloadPolicy
 from .state import FSDPState
@@ -185,8 +185,10 @@ def _post_forward_group(mesh: DeviceMesh, n: int) -> ProcessGroup:
     ranks = tuple(mesh.mesh.reshape(-1).tolist())
     key = (default_group(), ranks, n)
     if key not in _post_forward_groups:
-        post_mesh = DeviceMesh(mesh.device_type, mesh.mesh.reshape(-1, n))
-        _post_forward_groups[key] = post_mesh.get_group(1)
+        for row in mesh.mesh.reshape(-1, n).tolist():  # every rank makes every row's group, in order
+            group = new_group(row)
+            if group is not GroupMember.NON_GROUP_MEMBER:
+                _post_forward_groups[key] = group
     return _post_forward_groups[key]
 
 
