@@ -298,6 +298,34 @@ def _prefetch(rank: int, world: int) -> None:
         assert not any(started(i) for i in range(3))  # everything freed after backward
 
 
+def _global_shapes(rank: int, world: int) -> None:
+    """Sharded parameters report the global shape / size / numel / dim, as torch's DTensor parameters do
+    (torch's fully_shard over the same gloo world), while to_local(), the gradients and the optimizer
+    state are this rank's rows; state-dict values report the global shape too."""
+    import torch
+    from torch.distributed.fsdp import fully_shard as torch_fully_shard
+
+    ref, model = make_net(), shard(make_net())
+    theirs = torch_fully_shard(torch.nn.Linear(5, 7))
+    for p in (model.inp.weight, model.inp.bias):
+        q = theirs.weight if p.ndim == 2 else theirs.bias
+        assert tuple(p.shape) == tuple(q.shape) and p.numel() == q.numel() and p.dim() == q.dim() == p.ndim
+        assert tuple(p.to_local().shape) == tuple(q.to_local().shape) and p.size(0) == q.size(0)
+    for (name, want), p in zip(ref.named_parameters(), model.parameters()):
+        assert tuple(p.shape) == tuple(want.shape) == tuple(p.size()) and p.numel() == want.numel(), name
+        assert tuple(p.to_local().shape) == p.shard_spec.local_shape, name
+    assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in ref.parameters())
+    opt = genesis.optim.AdamW(model.parameters(), lr=1e-2)
+    loss_fn(model, *local_batch(0, rank, world)).backward()
+    opt.step()
+    for p in model.parameters():
+        local = tuple(p.to_local().shape)
+        assert tuple(p.grad.shape) == local and tuple(opt.state[p]["exp_avg"].shape) == local
+    sd = get_model_state_dict(model)
+    head = sd["head.weight"]
+    assert tuple(head.shape) == (2, 7) and tuple(head.to_local().shape) == tuple(model.head.weight.to_local().shape)
+
+
 def training(rank: int, world: int, url: str, cuda: bool = False) -> None:
     init(rank, world, url, cuda)
     kind = "cuda" if cuda else "cpu"
@@ -312,6 +340,8 @@ def training(rank: int, world: int, url: str, cuda: bool = False) -> None:
     ]:
         _train_and_compare(rank, world, nested, reshard, opt_name, checkpointing, **kw)
     _prefetch(rank, world)
+    if not cuda:  # torch's fully_shard over gloo as the reference
+        _global_shapes(rank, world)
     _grad_accumulation(rank, world)
     _clip_grad_norm(rank, world)
     _mixed_precision(rank, world)

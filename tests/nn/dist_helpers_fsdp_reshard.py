@@ -95,7 +95,7 @@ def _optimizer_from_rank0(rank: int, world: int) -> None:
     set_optimizer_state_dict(fresh, fresh_opt, full_optim, options=loading)
     assert fresh_opt.param_groups[0]["lr"] == 1e-2 and fresh_opt.param_groups[0]["betas"] == (0.9, 0.999)
     for p in fresh.parameters():  # each rank holds its rows of the moments
-        assert tuple(fresh_opt.state[p]["exp_avg"].shape) == tuple(p.shape)
+        assert tuple(fresh_opt.state[p]["exp_avg"].shape) == tuple(p.to_local().shape)
     for step in range(2, 4):
         opt_ref.zero_grad()
         want = loss_fn(ref, *global_batch(60 + step))

@@ -329,9 +329,10 @@ def _like(
     asks of ``t`` (preserve: ``t``'s own strides when it is dense); ``make(shape, dtype, device)`` builds
     the NDArray from its physical shape."""
     dt, dev = dtype or t.dtype, device or t.device
+    shape = tuple(t.data.shape)  # the data's: a sharded parameter reports its global shape, holds its shard
     if memory_format is mf.preserve_format and t.is_contiguous():  # the common call: row-major
-        return _leaf(make(tuple(t.shape), dt, dev), requires_grad)
-    array = mf.new_in_layout(lambda shape: make(shape, dt, dev), tuple(t.shape), tuple(t.data.stride()), memory_format)
+        return _leaf(make(shape, dt, dev), requires_grad)
+    array = mf.new_in_layout(lambda s: make(s, dt, dev), shape, tuple(t.data.stride()), memory_format)
     return _leaf(array, requires_grad)
 
 

@@ -321,9 +321,9 @@ class Tensor(
         def run(x: Tensor) -> Tensor:
             out = getattr(x, method)(*args, **kwargs)
             refuse_narrowing(self.dtype, out.dtype)
-            if tuple(out.shape) != tuple(self.shape):
+            if tuple(out.shape) != tuple(self.data.shape):  # the data's (a sharded parameter's is its shard)
                 raise RuntimeError(
-                    f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}"
+                    f"output with shape {list(self.data.shape)} doesn't match the broadcast shape {list(out.shape)}"
                 )
             return out
 

@@ -88,7 +88,8 @@ def get_model_state_dict(
 
 
 def _local(value: Any, target: Tensor) -> Any:
-    """What ``target`` (a parameter or state of this rank) takes from a state-dict value."""
+    """What ``target`` (a parameter or state of this rank) takes from a state-dict value: this rank's rows
+    as a plain tensor (the data's shape)."""
     if not isinstance(value, Tensor):
         return value
     spec = getattr(target, "shard_spec", None)
@@ -97,6 +98,14 @@ def _local(value: Any, target: Tensor) -> Any:
     if tuple(value.shape) == tuple(spec.global_shape):  # a whole tensor: this rank's rows of it
         return local_rows_of(value.detach(), spec)
     return value.detach()
+
+
+def _for_module(value: Any, target: Tensor) -> Any:
+    """What load_state_dict gets for ``target``: this rank's rows, as a ShardedTensor for a sharded
+    parameter (which, like the parameter, reports the global shape that load_state_dict checks)."""
+    local = _local(value, target)
+    spec = getattr(target, "shard_spec", None)
+    return ShardedTensor(local, spec) if spec is not None and isinstance(local, Tensor) else local
 
 
 def set_model_state_dict(
@@ -109,7 +118,7 @@ def set_model_state_dict(
     targets = model.state_dict(keep_vars=True)
     if options.broadcast_from_rank0:
         model_state_dict = _broadcast_full(targets, model_state_dict)
-    local = {k: _local(v, targets[k]) if k in targets else v for k, v in model_state_dict.items()}
+    local = {k: _for_module(v, targets[k]) if k in targets else v for k, v in model_state_dict.items()}
     with ag.no_grad():
         return model.load_state_dict(local, strict=options.strict)
 
@@ -173,7 +182,8 @@ def get_optimizer_state_dict(
                 entry = {}
                 for key, value in optim.state.get(p, {}).items():
                     if isinstance(value, Tensor):
-                        shaped = spec is not None and tuple(value.shape) == tuple(p.shape) and value.ndim > 0
+                        local_shape = tuple(p.data.shape)  # the shard's (p.shape is the global one)
+                        shaped = spec is not None and tuple(value.shape) == local_shape and value.ndim > 0
                         value = _export(value, spec if shaped else None, options)
                     entry[key] = value
                 state[name] = entry

@@ -5,8 +5,12 @@ rows (torch.chunk's sizes, the last ones shorter or empty); rank r holds chunk r
 which rows and of what global shape, over which group. ``ShardedParameter`` (what ``module.parameters()``
 yields, what the optimizer steps) and ``ShardedTensor`` (a state-dict value: a parameter's shard, or an
 optimizer state shaped like one) carry it; ``full_tensor()`` all-gathers the whole tensor. They stand in
-for torch's DTensor with a ``Shard(0)`` placement, reduced to what FSDP needs. ``clip_grad_norm_`` reads
-``shard_spec`` to know that a gradient is one rank's part of a larger one.
+for torch's DTensor with a ``Shard(0)`` placement, reduced to what FSDP needs: like a DTensor they report
+the global ``shape`` / ``size()`` / ``numel()`` / ``dim()``, while their data (what every op reads, what
+``to_local()`` returns, what the optimizer steps and its state is shaped like) is this rank's rows; code
+that needs the data's shape reads ``t.data.shape`` (zeros_like, in-place ops). Unlike a DTensor, a
+gradient is a plain tensor of the local shape. ``clip_grad_norm_`` reads ``shard_spec`` to know that a
+gradient is one rank's part of a larger one.
 """
 
 from __future__ import annotations
@@ -81,8 +85,41 @@ def local_rows_of(full: Tensor, spec: ShardSpec) -> Tensor:
     return full[spec.row_start : spec.row_start + spec.local_rows]
 
 
-class ShardedParameter(Parameter):
-    """A parameter's rows on this rank (see the module docstring); a Parameter in every other respect."""
+class _GlobalShape:
+    """``shape`` / ``size()`` / ``numel()`` / ``dim()`` / ``ndim`` of the whole tensor, as torch's DTensor
+    reports them; the data (what every op reads, what ``to_local()`` returns) is this rank's rows."""
+
+    __slots__ = ()
+    shard_spec: ShardSpec
+
+    @property
+    def shape(self) -> ag.Size:
+        """The global shape (``to_local().shape``: this rank's rows)."""
+        return ag.Size(self.shard_spec.global_shape)
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self.shard_spec.global_shape)
+
+    def dim(self) -> int:
+        """The number of dimensions."""
+        return len(self.shard_spec.global_shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        """The global shape, or with ``dim`` the global size of that dimension."""
+        shape = self.shape
+        return shape if dim is None else shape[dim]
+
+    def numel(self) -> int:
+        """The number of elements of the whole tensor (``to_local().numel()``: this rank's)."""
+        return math.prod(self.shard_spec.global_shape)
+
+
+class ShardedParameter(_GlobalShape, Parameter):
+    """A parameter's rows on this rank (see the module docstring): it reports the global shape and numel,
+    as torch's DTensor parameters do, while its data, gradient and optimizer state are the rows; a
+    Parameter in every other respect."""
 
     __slots__ = {"shard_spec": "Which rows of which global shape this rank holds (ShardSpec)."}
 
@@ -109,9 +146,9 @@ class ShardedParameter(Parameter):
         return out
 
 
-class ShardedTensor(Tensor):
+class ShardedTensor(_GlobalShape, Tensor):
     """A state-dict value that is this rank's rows of a larger tensor (a parameter's, or an optimizer
-    state shaped like the parameter's shard)."""
+    state shaped like the parameter's shard); it reports the global shape, as a DTensor does."""
 
     __slots__ = {"shard_spec": "Which rows of which global shape this rank holds (ShardSpec)."}
 
