@@ -7,7 +7,7 @@ frameworks; each step is timed from a synchronised start to a synchronised end, 
 after warm-up give tokens per second. Peak memory is each allocator's own peak.
     python3 benchmarks/bench_gpt.py                 # GPT-2 small: 12 x 768, vocabulary 50,304, 1024 x 8
     python3 benchmarks/bench_gpt.py --quick         # a smaller model, for a smoke run
-    python3 benchmarks/bench_gpt.py --example       # the example's own default on cuda: 6 x 384, 256 x 64, 65 characters
+    python3 benchmarks/bench_gpt.py --example       # the example's default on cuda: 6 x 384, 256 x 64, 65 chars
     python3 benchmarks/bench_gpt.py --graph         # also genesis with the whole step captured as a CUDA graph
 """
 

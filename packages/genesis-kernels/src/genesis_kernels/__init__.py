@@ -141,6 +141,7 @@ __all__ = [
     "rnn_cell",
     "rnn_cell_backward",
     "rope",
+    "sampling_check",
     "scatter",
     "scatter_add",
     "searchsorted",
