@@ -78,10 +78,6 @@ def layer_of(filename: str) -> str:
     return "other Python"
 
 
-def _profiled_pythonpath() -> str:
-    return os.environ.get("PYTHONPATH", "")
-
-
 # ------------------------------------------------------------------ 1. wall and issue time
 def timed_steps(trainers: dict[str, Trainer], batches: list, warmup: int) -> dict[str, dict[str, float]]:
     wall: dict[str, list[float]] = defaultdict(list)

@@ -31,7 +31,6 @@ LaunchFn = Callable[..., None]
 
 # Triton signature type -> the C launcher's type code.
 _CODES: dict[str, str] = {"i32": "i", "u32": "I", "i64": "q", "u64": "Q", "fp32": "f", "fp64": "d", "constexpr": "c"}
-CUDA_ERROR_INVALID_CONTEXT = 201
 MAX_ARGS = 256  # native_launcher.c's MAX_ARGS
 ENABLED = os.environ.get("GENESIS_DRIVER_LAUNCH", "1") not in ("0", "")
 

@@ -97,6 +97,24 @@ static int convert(char code, PyObject *value, uint64_t *slot) {
     return -1;
 }
 
+/* Each runtime argument converted into its own slot, then Triton's global scratch (``scratch``) and profile
+ * scratch (null) pointers; params[i] points at slots[i]. Returns -1 with an exception set. */
+static int pack_params(Launcher *self, PyObject *args, unsigned long long scratch, uint64_t *slots, void **params) {
+    int k = 0;
+    for (Py_ssize_t i = 0; i < self->n_args; i++) {
+        char code = self->codes[i];
+        if (code == 'c') continue;
+        if (convert(code, PyTuple_GET_ITEM(args, i), &slots[k]) < 0) return -1;
+        params[k] = &slots[k];
+        k++;
+    }
+    slots[k] = scratch;
+    params[k] = &slots[k];
+    slots[k + 1] = 0;
+    params[k + 1] = &slots[k + 1];
+    return 0;
+}
+
 static PyObject *launcher_call(PyObject *self_obj, PyObject *const *a, size_t nargsf, PyObject *kwnames) {
     Launcher *self = (Launcher *)self_obj;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
@@ -125,25 +143,14 @@ static PyObject *launcher_call(PyObject *self_obj, PyObject *const *a, size_t na
                      PyTuple_GET_SIZE(args), self->n_args);
         return NULL;
     }
-    uint64_t slots[MAX_ARGS + 2];
-    void *params[MAX_ARGS + 2];
-    int k = 0;
-    for (Py_ssize_t i = 0; i < self->n_args; i++) {
-        char code = self->codes[i];
-        if (code == 'c') continue;
-        if (convert(code, PyTuple_GET_ITEM(args, i), &slots[k]) < 0) return NULL;
-        params[k] = &slots[k];
-        k++;
-    }
-    slots[k] = 0; /* global scratch */
+    unsigned long long scratch = 0; /* Triton's global scratch, for the kernels that take it */
     if (n == 4 && a[3] != Py_None) {
-        slots[k] = PyLong_AsUnsignedLongLong(a[3]);
+        scratch = PyLong_AsUnsignedLongLong(a[3]);
         if (PyErr_Occurred()) return NULL;
     }
-    params[k] = &slots[k];
-    k++;
-    slots[k] = 0; /* profile scratch */
-    params[k] = &slots[k];
+    uint64_t slots[MAX_ARGS + 2];
+    void *params[MAX_ARGS + 2];
+    if (pack_params(self, args, scratch, slots, params) < 0) return NULL;
     int err = cu_launch_kernel(self->function, (unsigned)gx, (unsigned)gy, (unsigned)gz, self->block, 1, 1,
                                self->shared, (void *)(uintptr_t)stream, params, NULL);
     if (err == CUDA_ERROR_INVALID_CONTEXT && self->on_error != Py_None) {
@@ -226,17 +233,7 @@ static PyObject *launcher_repeat(PyObject *self_obj, PyObject *const *a, Py_ssiz
     void *stream = (void *)(uintptr_t)PyLong_AsUnsignedLongLong(a[2]);
     uint64_t slots[MAX_ARGS + 2];
     void *params[MAX_ARGS + 2];
-    int k = 0;
-    for (Py_ssize_t i = 0; i < self->n_args; i++) {
-        if (self->codes[i] == 'c') continue;
-        if (convert(self->codes[i], PyTuple_GET_ITEM(args, i), &slots[k]) < 0) return NULL;
-        params[k] = &slots[k];
-        k++;
-    }
-    slots[k] = 0;
-    params[k] = &slots[k];
-    slots[k + 1] = 0;
-    params[k + 1] = &slots[k + 1];
+    if (pack_params(self, args, 0, slots, params) < 0) return NULL;
     for (long i = 1; i < count; i++) {
         int err = cu_launch_kernel(self->function, gx, gy, gz, self->block, 1, 1, self->shared, stream, params, NULL);
         if (err) {

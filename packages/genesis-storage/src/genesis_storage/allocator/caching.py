@@ -439,19 +439,11 @@ class CachingAllocator:
                 return fit
         return None
 
-    def _flush_front(self, stream: int | None = None, kind: int | None = None) -> None:
-        """Move the blocks of the front cache to their pools (merging neighbours): all of them, or with
-        ``stream`` and ``kind`` only those of that one pool, the only ones a request short of that pool
-        can use. (A lazy epoch's step keeps the rest where its next requests find them.)"""
+    def _flush_front(self) -> None:
+        """Move every block of the front cache to its pool (merging neighbours)."""
         front = self._front
-        if stream is None:
-            self._front = {}
-            for lst in front.values():
-                for b in lst:
-                    self._pool_insert(b)
-            return
-        for key in [k for k, lst in front.items() if lst and lst[0].stream == stream and lst[0].kind == kind]:
-            lst = front.pop(key)
+        self._front = {}
+        for lst in front.values():
             for b in lst:
                 self._pool_insert(b)
 
