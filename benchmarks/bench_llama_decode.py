@@ -25,6 +25,7 @@ import argparse
 import gc
 import statistics
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -250,6 +251,34 @@ def prefill_bench(config, gmodel, tmodel, length: int, reps: int) -> None:
 
     ms = interleave({"torch": (torch, theirs), "genesis": (genesis, ours)}, reps)
     ratio_line(f"prefill, 1 x {length} tokens into the cache", ms, length, "tokens/s")
+    attribute_prefill({"torch": (torch, theirs), "genesis": (genesis, ours)})
+
+
+def attribute_prefill(variants: dict) -> None:
+    """Host issue time against GPU busy time, and the largest kernels, for each framework's prefill.
+
+    Issue time is the host's wall time until the call returns (no synchronisation inside); GPU busy time is
+    the sum of the kernels' durations that torch.profiler (CUPTI, process-wide, so it sees genesis's Triton
+    kernels too) records. Issue time above busy time means the GPU waits on the host.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    for name, (lib, fn) in variants.items():
+        lib.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        issue = (time.perf_counter() - start) * 1e3
+        lib.cuda.synchronize()
+        wall = (time.perf_counter() - start) * 1e3
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            lib.cuda.synchronize()
+        kernels = [e for e in prof.key_averages() if e.device_time_total > 0]
+        busy = sum(e.device_time_total for e in kernels) / 1e3
+        launches = sum(e.count for e in kernels)
+        print(f"  {name}: issue {issue:.2f} ms, wall {wall:.2f} ms, GPU busy {busy:.2f} ms over {launches} kernels")
+        for e in sorted(kernels, key=lambda e: -e.device_time_total)[:8]:
+            print(f"      {e.device_time_total / 1e3:7.2f} ms  x{e.count:<4d} {e.key[:90]}")
 
 
 def train_bench(config, length: int, reps: int, inv_freq) -> None:

@@ -10,12 +10,14 @@ defined and every index it returns lies in [0, k).
 The flag is pinned host memory mapped into the device, so the host reads it with a load, never a
 stream synchronisation:
 
-- eagerly, each stream has a flag per message style (:func:`eager_flag`); it is read right after the
-  launch (under the interpreter, or once the GPU has caught up, the error shows at once), before the
-  next launch on the stream, and at every host read-back (:func:`raise_pending`, called by the cuda
-  backend once the data has reached the host: the stream has then run the check). That is torch's
-  device-side assert, whose error also surfaces at the next synchronisation, without making the
-  process unusable;
+- eagerly, each stream has a flag per message style (:func:`eager_flag`); it is read at every host
+  read-back (:func:`raise_pending`, called by the cuda backend once the data has reached the host: the
+  stream has then run the check). That is torch's device-side assert, whose error also surfaces at the
+  next synchronisation, without making the process unusable. On the GPU the flag is never read while a
+  check may still be running: its slots are written by many programs, so a read mid-kernel can see the
+  "bad element" slot set and the first invalid row not yet, or a later row's error before an earlier
+  one's. Under the interpreter a launch has finished when it returns, so the flag is also read right
+  after it;
 - under CUDA-graph capture, the flag belongs to the graph (``capture.graph_error_flag``), and a replay
   raises what an earlier replay recorded (as the captured bounds checks of the index kernels do).
 
@@ -97,8 +99,9 @@ def probability_error(raw: np.ndarray, row_messages: bool = False, where: str = 
     """torch's RuntimeError for what a flag recorded. Its up-front check (a draw without replacement or of
     one sample): a bad element anywhere first, else a row sum <= 0. ``row_messages``: its with-replacement
     kernel's, for the first invalid row (its first bad entry, else its sum)."""
-    if row_messages:
+    if row_messages and raw[2]:
         return RuntimeError(_ROW_MESSAGES[int(raw[2]) % 4] + where)
+    # (a replay's flag is read at the next replay, which may see the first two slots before the third)
     return RuntimeError((BAD_VALUE if raw[0] else BAD_SUM) + where)
 
 
@@ -144,7 +147,6 @@ def check_probabilities(p: BufferLike, out: BufferLike, *, row_messages: bool = 
         err = capture.graph_error_flag(_SLOTS, _replay_error(row_messages))
     else:
         flag = eager_flag(stream, row_messages)
-        flag.check()  # an earlier launch's error, if the GPU has run it by now
         err = flag.dev
     block_c = min(next_pow2(k), _TILE)
     block_r = _TILE // block_c
@@ -156,8 +158,8 @@ def check_probabilities(p: BufferLike, out: BufferLike, *, row_messages: bool = 
         fn = _KERNEL.build(key, types, {"BLOCK_R": block_r, "BLOCK_C": block_c}, num_warps=4)
     args = (p.ptr, out.ptr, err, rows, k, p.strides[0], p.strides[1], block_r, block_c)
     fn((cdiv(rows, block_r), 1, 1), stream, args)
-    if flag is not None:
-        flag.check()  # no wait: raises now only where the launch has already run (the interpreter)
+    if flag is not None and rt.INTERPRET:
+        flag.check()  # the launch has run to its end: its record is whole
 
 
 __all__ = ["BAD_SUM", "BAD_VALUE", "check_probabilities", "eager_flag", "probability_error", "raise_pending"]
