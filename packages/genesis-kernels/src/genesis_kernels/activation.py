@@ -198,7 +198,10 @@ class _Plan:
     Made by :func:`_plan_of`, once per layout: it depends on the operands' shapes, strides and
     dtypes, never on their addresses (whose alignment each launch reads for itself)."""
 
-    __slots__ = ("aligned", "big", "block_n", "block_r", "contig", "inner", "n", "rank", "rows", "sizes", "strides")
+    __slots__ = (
+        "aligned", "big", "block_n", "block_r", "contig", "inner", "n", "rank", "rows", "sizes", "strides",
+        "_args", "_grid",
+    )  # fmt: skip
 
     def __init__(self, bufs: Sequence[BufferLike], prefixes: str) -> None:
         shape = tuple(bufs[0].shape)
@@ -232,9 +235,13 @@ class _Plan:
             ["N"] * (self.n % 16 == 0)
             + [f"{p}{d}" for p, st in zip(prefixes, self.strides) for d in range(MAX_RANK) if st[d] % 16 == 0]
         )
+        # What every launch of this layout passes: worked out once (a launch adds only its pointers).
+        self._grid = (cdiv(self.rows, self.block_r) * cdiv(self.n, self.block_n), 1, 1)
+        flat = [s for st in self.strides for s in st]
+        self._args = (self.rows, self.n, *self.inner, *self.sizes, *flat)
 
     def grid(self) -> tuple[int, int, int]:
-        return (cdiv(self.rows, self.block_r) * cdiv(self.n, self.block_n), 1, 1)
+        return self._grid
 
     def key(self, *extra: Any) -> tuple:
         return (*extra, self.rank, self.contig, self.big, self.block_r, self.block_n)
@@ -262,8 +269,7 @@ class _Plan:
         }
 
     def args(self) -> tuple:
-        flat = [s for st in self.strides for s in st]
-        return (self.rows, self.n, *self.inner, *self.sizes, *flat)
+        return self._args
 
 
 _PTR_NAMES = {"xgd": ("x", "dy", "dx"), "abo": ("gate", "up", "out"), "gabpq": ("dy", "gate", "up", "dgate", "dup")}
@@ -273,10 +279,18 @@ def _check(kind: str, bufs: list[BufferLike]) -> str:
     """The compute dtype; raises for an unknown kind or a non-float operand."""
     if kind not in KINDS:
         raise ValueError(f"unknown activation kind {kind!r}; expected one of {KINDS}")
-    for b in bufs:
-        if not dtype_info(b.dtype).is_float:
-            raise TypeError(f"activation kernels take float buffers, got {b.dtype}")
-    return "float64" if any(b.dtype == "float64" for b in bufs) else "float32"
+    cdt = "float32"
+    for b in bufs:  # (a loop, not any() over a generator: once per activation launch)
+        dtype = b.dtype
+        if dtype not in _FLOATS:
+            if not dtype_info(dtype).is_float:
+                raise TypeError(f"activation kernels take float buffers, got {dtype}")
+        elif dtype == "float64":
+            cdt = dtype
+    return cdt
+
+
+_FLOATS = ("float32", "bfloat16", "float16", "float64")
 
 
 @by_layout
@@ -286,16 +300,24 @@ def _plan_of(bufs: Sequence[BufferLike], prefixes: str) -> _Plan:
 
 
 def _launch(kernel: Kernel, plan: _Plan, ptrs: dict[str, BufferLike], inner: str, kind: str, cdt: str, stream: int):
-    prefixes = next(p for p, names in _PTR_NAMES.items() if names == tuple(ptrs))
-    aligned = (*[name for name, b in ptrs.items() if b.ptr % 16 == 0], *plan.aligned)
-    key = plan.key(kind, cdt, *(b.dtype for b in ptrs.values()), aligned)
+    # Runs for every activation op: plain loops, no generators (each would be a frame per launch).
+    addrs, dtypes, aligned_ptrs = [], [], []
+    for name, b in ptrs.items():
+        ptr = b.ptr
+        addrs.append(ptr)
+        dtypes.append(b.dtype)
+        if ptr % 16 == 0:
+            aligned_ptrs.append(name)
+    aligned = (*aligned_ptrs, *plan.aligned)
+    key = plan.key(kind, cdt, *dtypes, aligned)
     fn = kernel.cache.get(key)
     if fn is None:
+        prefixes = next(p for p, names in _PTR_NAMES.items() if names == tuple(ptrs))
         consts = plan.consts(kind, cdt)
         types = plan.types({k: b.dtype for k, b in ptrs.items()}, inner, prefixes)
         fn = kernel.build(key, types, consts, aligned, num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn(plan.grid(), stream, (*(b.ptr for b in ptrs.values()), *plan.args(), *fn._consts))  # type: ignore[attr-defined]
+    fn(plan._grid, stream, (*addrs, *plan._args, *fn._consts))  # type: ignore[attr-defined]
 
 
 def activation_backward(dy: BufferLike, x: BufferLike, dx: BufferLike, kind: str, *, stream: int = 0) -> None:

@@ -144,20 +144,27 @@ def _gated(gate: Tensor, up: Tensor, kind: str, op: str) -> Tensor:
             "Expected all tensors to be on the same device, but found at least two devices, "
             f"{gate.device} and {up.device}!"
         )
-    dtype = promote_types(gate.dtype, up.dtype)
+    gdt, udt = gate.dtype, up.dtype
+    dtype = gdt if gdt is udt else promote_types(gdt, udt)
     if not dtype.is_floating_point:
         raise NotImplementedError(f"\"{op}\" not implemented for '{dtype.name}'")
-    gate, up = (t if t.dtype == dtype else t.to(dtype) for t in (gate, up))
+    if gdt is not dtype:
+        gate = gate.to(dtype)
+    if udt is not dtype:
+        up = up.to(dtype)
+    gs, us = gate.shape, up.shape
+    if gs == us:  # the common case (two projections of one input): nothing to broadcast
+        return Gated.apply(gate, up, kind)
     try:
-        shape = broadcast_shapes(tuple(gate.shape), tuple(up.shape))
+        shape = broadcast_shapes(tuple(gs), tuple(us))
     except (RuntimeError, ValueError):
         raise RuntimeError(
-            f"The size of tensor a ({list(gate.shape)}) must match the size of tensor b ({list(up.shape)}) "
+            f"The size of tensor a ({list(gs)}) must match the size of tensor b ({list(us)}) "
             "at non-singleton dimension"
         ) from None
-    if tuple(gate.shape) != shape:
+    if tuple(gs) != shape:
         gate = gate.expand(shape)  # a stride-0 view: read in place; Expand sums its gradient back
-    if tuple(up.shape) != shape:
+    if tuple(us) != shape:
         up = up.expand(shape)
     return Gated.apply(gate, up, kind)
 

@@ -92,22 +92,24 @@ def scaled_dot_product_attention(
     (any strides; Hkv dividing Hq shares each kv head among Hq / Hkv query heads, without a copy).
     ``attn_mask``: bool (True = may attend) or additive float, broadcastable to (B, Hq, Lq, Lk), not itself
     differentiated. ``is_causal``: key j visible from query i when j <= i. Fully masked rows give zeros."""
-    if query.ndim != 4 or key.ndim != 4 or value.ndim != 4:
+    # Each shape read once, as a plain tuple (a Size's indexing is a Python call): every attention layer runs this.
+    qs, ks, vs = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
         raise RuntimeError(
             f"scaled_dot_product_attention (fused): expected 4-D query, key and value, got shapes "
-            f"{tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)}"
+            f"{qs}, {ks} and {vs}"
         )
-    if tuple(key.shape) != tuple(value.shape) or key.shape[0] != query.shape[0] or key.shape[3] != query.shape[3]:
+    if ks != vs or ks[0] != qs[0] or ks[3] != qs[3]:
         raise RuntimeError(
-            f"scaled_dot_product_attention (fused): query {tuple(query.shape)}, key {tuple(key.shape)} and "
-            f"value {tuple(value.shape)} do not match"
+            f"scaled_dot_product_attention (fused): query {qs}, key {ks} and "
+            f"value {vs} do not match"
         )
-    if query.shape[1] % key.shape[1]:
+    if qs[1] % ks[1]:
         raise RuntimeError(
             f"number of heads in key/value must divide the number of heads in query: query heads "
-            f"{query.shape[1]}, key heads {key.shape[1]}"
+            f"{qs[1]}, key heads {ks[1]}"
         )
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    scale = 1.0 / math.sqrt(qs[-1]) if scale is None else float(scale)
     if attn_mask is not None:
         attn_mask = attn_mask.detach()
     return ScaledDotProductAttention.apply(query, key, value, attn_mask, float(dropout_p), bool(is_causal), scale)

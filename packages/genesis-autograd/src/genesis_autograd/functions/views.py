@@ -443,7 +443,10 @@ def _shape(args) -> tuple[int, ...]:
     """view(2, 3) and view((2, 3)) alike."""
     if len(args) == 1 and isinstance(args[0], tuple | list):
         args = args[0]
-    return tuple(int(a) for a in args)
+    for a in args:  # plain ints (the common case) pass as they are; anything else goes through int()
+        if a.__class__ is not int:
+            return tuple([int(a) for a in args])
+    return tuple(args)
 
 
 class ViewsMixin(TensorBase):

@@ -58,14 +58,16 @@ def scaled_dot_product_attention(
     aligned at the top-left. ``enable_gqa``: key / value heads (dim -3) are shared by groups of query heads."""
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+    # Each shape read once, as a plain tuple (a Size's indexing is a Python call): every attention layer runs this.
+    qs, ks, vs = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    if len(qs) < 2 or len(ks) < 2 or len(vs) < 2:
         raise RuntimeError("scaled_dot_product_attention: expected query, key and value of at least 2 dimensions")
-    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
-        hq, hk = query.shape[-3], key.shape[-3]
-        if hq % hk or value.shape[-3] != hk:
+    if enable_gqa and len(qs) >= 3 and ks[-3] != qs[-3]:
+        hq, hk = qs[-3], ks[-3]
+        if hq % hk or vs[-3] != hk:
             raise RuntimeError(
                 f"number of heads in key/value must divide the number of heads in query: query heads "
-                f"{hq}, key heads {hk}, value heads {value.shape[-3]}"
+                f"{hq}, key heads {hk}, value heads {vs[-3]}"
             )
     fused = _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if fused is not None:
@@ -94,27 +96,29 @@ def scaled_dot_product_attention(
 
 def _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa) -> Tensor | None:
     """The fused op's result when the inputs fit it (see the module's docstring), else None."""
-    nd = query.ndim
-    if nd not in (3, 4) or key.ndim != nd or value.ndim != nd or tuple(key.shape) != tuple(value.shape):
+    qs, ks = tuple(query.shape), tuple(key.shape)
+    nd = len(qs)
+    if (nd != 3 and nd != 4) or len(ks) != nd or ks != tuple(value.shape):
         return None
-    if not (query.dtype == key.dtype == value.dtype) or not query.dtype.is_floating_point:
+    dtype = query.dtype
+    if not (dtype == key.dtype == value.dtype) or not dtype.is_floating_point:
         return None
-    if not (query.device == key.device == value.device) or query.shape[-1] != key.shape[-1]:
+    if not (query.device == key.device == value.device) or qs[-1] != ks[-1]:
         return None
     if not fused_attention_supported(query):  # the device's own limits (dtypes, head dims)
         return None
-    hq, hk = query.shape[-3], key.shape[-3]
-    if query.shape[:-3] != key.shape[:-3] or (hq != hk and not (enable_gqa and hq % hk == 0)):
+    hq, hk = qs[-3], ks[-3]
+    if qs[:-3] != ks[:-3] or (hq != hk and not (enable_gqa and hq % hk == 0)):
         return None
     mask = None
     if attn_mask is not None:
         if attn_mask.requires_grad or attn_mask.ndim > 4 or attn_mask.device != query.device:
             return None
         if attn_mask.dtype.name != "bool":
-            attn_mask = attn_mask.to(dtype=query.dtype)
+            attn_mask = attn_mask.to(dtype=dtype)
         # broadcast to (B, Hq, Lq, Lk) as a view: a mask that does not broadcast raises here, as torch's
         mask = attn_mask.reshape(*(1,) * (4 - attn_mask.ndim), *attn_mask.shape)
-        mask = mask.expand(query.shape[0] if nd == 4 else 1, hq, query.shape[-2], key.shape[-2])
+        mask = mask.expand(qs[0] if nd == 4 else 1, hq, qs[-2], ks[-2])
     if nd == 3:  # (H, L, E): one batch
         query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
     out = fused_attention(query, key, value, mask, dropout_p, is_causal, scale)
