@@ -127,6 +127,17 @@ def rope(b) -> None:  # type: ignore[no-untyped-def]
                         interleaved=interleaved, backward=True)  # fmt: skip
 
 
+def kv_cache(b) -> None:  # type: ignore[no-untyped-def]
+    # Llama's shapes: contiguous k, v a transposed (B, T, H, D) view; a prefill and a decode step
+    for dt, ndt in (("bfloat16", "bfloat16"), ("float32", "float32"), ("float16", "float32"), ("float64", "float64")):
+        for B, T in ((1, 2048), (16, 1)):
+            cache = (B, 8, 2304, 64)
+            k, v = b((B, 8, T, 64), ndt), b((B, 8, T, 64), ndt, (T * 512, 64, 512, 1))
+            gk.kv_cache_write(b(cache, dt), b(cache, dt), k, v, b((B,), "int64"))
+    strided = b((2, 3, 5, 80), "float32", (2400, 800, 160, 2))  # head_dim's stride 2: the general path
+    gk.kv_cache_write(b((2, 3, 7, 80)), b((2, 3, 7, 80)), strided, b((2, 3, 5, 80)), b((2,), "int32"))
+
+
 def normalization(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "bfloat16", "float16", "float64"):
         acc = "float64" if dt == "float64" else "float32"

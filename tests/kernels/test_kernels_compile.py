@@ -37,6 +37,7 @@ HERE = Path(__file__).parent
         "optimizer",
         "rnn",
         "rope",
+        "kv_cache",
         "special",
         "search",
     ],

@@ -175,6 +175,21 @@ def _bool_mask() -> nd.NDArray:
     return nd.from_torch(torch.tensor([True, False, True, False, True]), "cuda")
 
 
+def _kv_cache_write(role: str, backend: bool) -> Case:
+    """The KV-cache write with the target as the ``role`` cache (keys or values), the other one fresh."""
+
+    def write(t: nd.NDArray) -> None:
+        other = _floats((1, 1, 5, 1))
+        keys, values = (t, other) if role == "keys" else (other, t)
+        new, pos = _floats((1, 1, 2, 1)), _up([1])
+        if backend:
+            _ops()["kv_cache_write_"](keys.native, values.native, new.native, new.native, pos.native)
+        else:
+            keys.kv_cache_write_(values, new, new, pos)
+
+    return Case(write, "float64", (1, 1, 5, 1))
+
+
 # op name -> the ways it writes (label -> Case); each calls the registered function itself.
 BACKEND_CASES: dict[str, dict[str, Case]] = {
     "binary_": {
@@ -207,6 +222,7 @@ BACKEND_CASES: dict[str, dict[str, Case]] = {
         "tensors": Case(lambda t: _ops()["multi_tensor_clip_"]([t.native], _scalar(100.0).native, 1.0), "float64")
     },
     "cross_entropy_backward": {"out": Case(_cross_entropy_backward, "float64", (2, 5))},
+    "kv_cache_write_": {role: _kv_cache_write(role, backend=True) for role in ("keys", "values")},
     # Exports: whoever holds the address may write through it (NCCL, ctypes, another framework).
     "data_ptr": {"export": Case(lambda t: _ops()["data_ptr"](t.native))},
     "to_dlpack": {"export": Case(lambda t: _exported(t, "__dlpack__"))},
@@ -385,6 +401,7 @@ NDARRAY_CASES: dict[str, dict[str, Case]] = {
     },
     "random_": {"bounds": Case(lambda t: t.random_(42, 43)), "spans_dtype": Case(lambda t: t.random_())},
     "cross_entropy_backward": {"out": Case(_cross_entropy_backward, "float64", (2, 5))},
+    "kv_cache_write_": {role: _kv_cache_write(role, backend=False) for role in ("keys", "values")},
 }
 
 

@@ -74,6 +74,7 @@ from .functions.activation import geglu, glu, swiglu
 from .functions.attention import fused_attention_supported, scaled_dot_product_attention
 from .functions.cross_entropy import cross_entropy
 from .functions.fused_pointwise import fused_pointwise
+from .functions.kv_cache import kv_cache_write_
 from .functions.matmul import linear
 from .functions.normalization import layer_norm, rms_norm
 from .functions.optimizer import (
@@ -178,6 +179,7 @@ __all__ = [
     "int32",
     "int64",
     "is_grad_enabled",
+    "kv_cache_write_",
     "advance_counters_",
     "multi_tensor_adam_",
     "multi_tensor_clip_",

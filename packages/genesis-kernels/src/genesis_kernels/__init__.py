@@ -46,6 +46,7 @@ from .index import (
     scatter,
     scatter_add,
 )
+from .kv_cache import kv_cache_write
 from .matmul import matmul, matmul_plan
 from .normalization import norm_backward, norm_forward
 from .random import bernoulli, dropout, normal, rand, randint, randn, uniform, write_rng_state
@@ -118,6 +119,7 @@ __all__ = [
     "index_add",
     "index_put",
     "index_select",
+    "kv_cache_write",
     "lerp",
     "linspace",
     "logsumexp",

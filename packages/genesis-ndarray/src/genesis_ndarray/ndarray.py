@@ -621,6 +621,34 @@ class NDArray:
         out = self._ops["rope"](self._data, cos._data, sin._data, positions._data, seq_dim, interleaved, inverse)
         return self._like(out)
 
+    def kv_cache_write_(self, values: NDArray, k_new: NDArray, v_new: NDArray, positions: NDArray) -> NDArray:
+        """This keys cache and the ``values`` one (contiguous (batch, heads, max_len, head_dim), one dtype) get
+        ``k_new`` / ``v_new`` (batch, heads, T, head_dim, any strides, cast to the caches' dtype) at slots
+        ``clamp(positions[b] + t, 0, max_len - 1)``, in place; ``positions``: int32 / int64 (batch,), read on the
+        device (cuda: one genesis_kernels.kv_cache_write launch, no host sync). Where the clamp sends several
+        tokens to one slot, the last of them is written. Returns self."""
+        for other in (values, k_new, v_new, positions):
+            if other.device is not self.device:
+                self._same_device(other)
+        cache, new = self.shape, k_new.shape
+        if (
+            len(cache) != 4 or values.shape != cache or values.dtype is not self.dtype or len(new) != 4
+            or v_new.shape != new or new[:2] != cache[:2] or new[3] != cache[3] or cache[2] == 0
+        ):  # fmt: skip
+            raise RuntimeError(
+                f"kv_cache_write_: expected caches of one shape (batch, heads, max_len > 0, head_dim) and dtype and "
+                f"new keys and values (batch, heads, T, head_dim), got caches {list(cache)} {self.dtype.name} and "
+                f"{list(values.shape)} {values.dtype.name}, new {list(new)} and {list(v_new.shape)}"
+            )
+        if positions.dtype.name not in ("int32", "int64") or positions.shape != cache[:1]:
+            raise RuntimeError(f"kv_cache_write_: positions must be int32 / int64 [{cache[0]}], got "
+                               f"{list(positions.shape)} {positions.dtype.name}")  # fmt: skip
+        if not (self.dtype.is_floating_point and k_new.dtype.is_floating_point and v_new.dtype.is_floating_point):
+            raise RuntimeError(f"kv_cache_write_: expected float caches and new values, got {self.dtype.name}, "
+                               f"{k_new.dtype.name} and {v_new.dtype.name}")  # fmt: skip
+        self._ops["kv_cache_write_"](self._data, values._data, k_new._data, v_new._data, positions._data)
+        return self
+
     def multinomial_rows(self, row_messages: bool = False) -> NDArray:
         """The rows of these 1-d / 2-d float probabilities as a fresh contiguous float64 (rows, k) array,
         validated as torch's multinomial does: cpu raises its RuntimeError now; cuda never waits, it marks

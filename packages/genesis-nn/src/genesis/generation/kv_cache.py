@@ -15,7 +15,7 @@ sequence's end are never seen. Rotary position ids are the same per-sequence pos
 
 from __future__ import annotations
 
-from genesis_autograd import Device, DType, Tensor, arange, as_device, as_dtype, float32, int64, zeros
+from genesis_autograd import Device, DType, Tensor, arange, as_device, as_dtype, float32, int64, kv_cache_write_, zeros
 
 __all__ = ["StaticKVCache"]
 
@@ -59,6 +59,8 @@ class StaticKVCache:
         self._offsets: dict[int, Tensor] = {}  # arange(T) per query length T, made once (graph-safe)
         self._key_positions = arange(max_len, dtype=int64, device=self.device)
         self._zeros: Tensor | None = None
+        self._new_dims = (batch_size, num_kv_heads, head_dim)  # what update checks its operands against
+        self._positions_shape = (batch_size,)
 
     @staticmethod
     def estimate_bytes(
@@ -113,24 +115,27 @@ class StaticKVCache:
         """Write ``k_new`` / ``v_new`` (batch, kv_heads, T, head_dim) of every sequence b at positions
         ``positions[b] .. positions[b] + T - 1`` (``positions``: int64 (batch,) on the cache's device) and
         return the layer's whole keys and values. Positions outside [0, max_len) are clamped to the first /
-        last slot (on the device, without a host check: the caller keeps within max_len). ``index``: this
-        step's ``write_index(positions, T)``, shared by the layers (else computed here)."""
-        expected = (self.batch_size, self.num_kv_heads)
-        if tuple(k_new.shape[:2]) != expected or k_new.shape[-1] != self.head_dim or k_new.shape != v_new.shape:
+        last slot (on the device, without a host check: the caller keeps within max_len); where the clamp
+        sends several tokens to one slot, the last of them stays.
+
+        One fused write of keys and values (genesis_autograd.kv_cache_write_: one kernel launch on cuda, the
+        slots computed from ``positions`` on the device). ``index``: this step's ``write_index(positions, T)``,
+        accepted for compatibility and not read: it names the same slots. With gradients flowing into the
+        cache (training through it), the write is a recorded indexed assignment instead."""
+        shape = k_new.shape
+        if len(shape) != 4 or v_new.shape != shape or (shape[0], shape[1], shape[3]) != self._new_dims:
             raise RuntimeError(
                 f"StaticKVCache.update: expected keys and values of shape ({self.batch_size}, {self.num_kv_heads}, "
                 f"T, {self.head_dim}), got {tuple(k_new.shape)} and {tuple(v_new.shape)}"
             )
-        if positions.shape != (self.batch_size,) or positions.device != self.device:
+        device = positions.device
+        if positions.shape != self._positions_shape or (device is not self.device and device != self.device):
             raise RuntimeError(
                 f"StaticKVCache.update: positions must be a ({self.batch_size},) tensor on {self.device}, got "
                 f"{tuple(positions.shape)} on {positions.device}"
             )
-        if index is None:
-            index = self.write_index(positions, k_new.shape[2])
         keys, values = self.keys[layer], self.values[layer]
-        keys[index] = k_new.to(dtype=self.dtype)  # one indexed write in place, no copy of the cache
-        values[index] = v_new.to(dtype=self.dtype)
+        kv_cache_write_(keys, values, k_new, v_new, positions)
         return keys, values
 
     def attention_mask(self, positions: Tensor, query_len: int) -> Tensor:
