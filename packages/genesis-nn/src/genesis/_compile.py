@@ -18,8 +18,9 @@ compile/pieces.py). Other breaks (a tensor made where the capture cannot follow,
 read after an in-place write of an input or parameter) make the call, and later calls with the same
 guards, run eagerly. ``fullgraph=True`` raises ``genesis.compiler.Unsupported`` at any break, naming
 the op and the line. ``dynamic`` is accepted: shapes are always specialised (a new shape recompiles).
-``mode`` is checked as torch checks it; "reduce-overhead" (CUDA graphs) is not implemented yet and
-runs as the default mode.
+``mode`` is checked as torch checks it; "reduce-overhead" and "max-autotune" add CUDA graphs on CUDA
+(genesis/_compile_cudagraphs.py: recorded at a set of guards' third call, the outputs static buffers
+as torch's), the other modes run as the default.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from genesis_autograd.compile import (
     kernel_sources,
 )
 
+from ._compile_cudagraphs import CUDAGRAPH_MODES, GraphedReplay
 from .nn.module import Module
 
 _MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
@@ -78,18 +80,22 @@ _dumped = 0
 class _Entry:
     tree: PieceTree | None  # None: a graph break the pieces cannot cover, the call runs eagerly
     broken: GraphBreak | None
+    cudagraphs: GraphedReplay | None = None  # the CUDA-graph modes' recording of the tree
 
 
 class CompiledFunction:
     """A compiled callable: a graph per set of guards, replayed; ``graphs`` and ``graph_breaks`` show
     what was captured (for inspection and tests)."""
 
-    def __init__(self, fn: Callable[..., Any], module: Module | None, fullgraph: bool, fuse: bool) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], module: Module | None, fullgraph: bool, fuse: bool, cudagraphs: bool = False
+    ) -> None:
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._module = module
         self._fullgraph = fullgraph
         self._fuse = fuse
+        self._cudagraphs = cudagraphs
         self._cache: dict[tuple, _Entry] = {}
         self._warned = False
         _LIVE.add(self)
@@ -98,6 +104,11 @@ class CompiledFunction:
     def graphs(self) -> list[Graph]:
         """The graphs captured so far: per set of guards, the pieces between its host reads."""
         return [g for e in self._cache.values() if e.tree is not None for g in e.tree.graphs]
+
+    @property
+    def cuda_graphs(self) -> list[GraphedReplay]:
+        """The CUDA-graph modes' recordings, one per set of guards (``recorded``, or why not: ``failed``)."""
+        return [e.cudagraphs for e in self._cache.values() if e.cudagraphs is not None]
 
     @property
     def graph_breaks(self) -> list[GraphBreak]:
@@ -120,6 +131,10 @@ class CompiledFunction:
         if entry is not None:
             if entry.tree is None:
                 return self._fn(*args, **kwargs)
+            if entry.cudagraphs is not None:
+                out = entry.cudagraphs(entry.tree, tensors)
+                if out is not None:
+                    return out
             out = entry.tree.replay(tensors)
             if out is not MISS:
                 return out
@@ -160,7 +175,10 @@ class CompiledFunction:
             _dump(name, None, cap.broken)
             return out
         tree = PieceTree(graph, cap.segments, self._fuse, autocast_active=bool(key[3][0]))
-        self._cache[key] = _Entry(tree, None)
+        replay = GraphedReplay() if self._cudagraphs else None
+        if replay is not None:
+            replay.calls = 1  # this call, the capture
+        self._cache[key] = _Entry(tree, None, replay)
         for piece_graph in tree.graphs:
             _dump(name, piece_graph, None)
         return out
@@ -207,7 +225,8 @@ def compile(
         fullgraph: raise genesis.compiler.Unsupported at a graph break instead of running eagerly.
         dynamic: accepted for torch's signature; shapes are specialised (a new shape recompiles).
         backend: "inductor" (fuse; the default), "eager" or "aot_eager" (replay unfused).
-        mode: torch's modes; all run as the default for now (no CUDA graphs yet).
+        mode: torch's modes: "reduce-overhead" and "max-autotune" also replay each graph, forward and
+            backward, as CUDA graphs on CUDA (see genesis/_compile_cudagraphs.py); the others as the default.
         options: accepted for torch's signature (not with ``mode``).
         disable: return ``model`` unchanged.
     """
@@ -227,9 +246,10 @@ def compile(
     if disable:
         return model
     fuse = backend == "inductor"
+    cudagraphs = mode in CUDAGRAPH_MODES
     if isinstance(model, Module):
-        return OptimizedModule(model, CompiledFunction(model.__call__, model, fullgraph, fuse))
-    return CompiledFunction(model, None, fullgraph, fuse)
+        return OptimizedModule(model, CompiledFunction(model.__call__, model, fullgraph, fuse, cudagraphs))
+    return CompiledFunction(model, None, fullgraph, fuse, cudagraphs)
 
 
 def compile_module_forward(module: Module, *args: Any, **kwargs: Any) -> CompiledFunction:
