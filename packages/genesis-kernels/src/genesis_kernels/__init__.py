@@ -14,6 +14,7 @@ from . import (
     sync_debug,  # torch.cuda.set_sync_debug_mode: warn / raise on each implicit host wait
 )
 from .activation import activation_backward, gated_backward, gated_forward
+from .add_norm import add_norm_backward, add_norm_forward
 from .attention import MAX_HEAD_DIM as ATTENTION_MAX_HEAD_DIM
 from .attention import attention_backward, attention_forward
 from .buffer import DTYPES, Buffer, BufferLike
@@ -87,6 +88,8 @@ __all__ = [
     "Buffer",
     "BufferLike",
     "activation_backward",
+    "add_norm_backward",
+    "add_norm_forward",
     "addcdiv",
     "addcmul",
     "arange",

@@ -1,0 +1,356 @@
+"""Residual add + LayerNorm / RMSNorm over the last dim, forward and backward, each one launch.
+
+A pre-norm transformer block does ``s = residual + h; y = norm(s) * weight (+ bias)``, and ``s`` goes
+on to the next residual add. Apart, that is an add that writes ``s`` and a norm that reads it back.
+
+Forward (``add_norm_forward``) reads ``h`` and ``residual`` once and writes ``s`` and ``y`` once, plus
+the per-row statistics (mean for LayerNorm, rstd) in the accumulation dtype, as ``norm_forward``.
+The sum is rounded to ``s``'s dtype before the norm reads it: the norm sees the ``s`` it returns, as
+torch's eager ``norm(residual + h)`` does.
+
+Backward (``add_norm_backward``): the gradient of ``s`` is the norm's ``dx`` (from ``dy``) plus the
+gradient ``ds`` that ``s``'s other uses sent; one pass writes that sum once, while each program keeps
+its share of ``dweight`` / ``dbias`` for the column-sum step of normalization.py.
+
+Rows up to normalization's ``_ONE_PASS_MAX`` elements stay in registers; longer ones take the two-launch
+path (an elementwise add, then the norm kernels of normalization.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from .buffer import INT32_LIMIT, BufferLike, accumulate_dtype, by_layout, dtype_info, tl_dtype
+from .elementwise import binary, cast_to
+from .mathlib import lib
+from .normalization import (
+    _ONE_PASS_MAX,
+    _as_rows,
+    _check_vector,
+    _column_sum,
+    _programs,
+    _warps,
+    norm_backward,
+    norm_forward,
+)
+from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch
+
+
+@triton.jit
+def _load(p, row_off, cols, cstride, mask, CONTIG: tl.constexpr, ACC: tl.constexpr):
+    """A (rows, cols) tile in ``ACC``; zeros outside ``mask``."""
+    if CONTIG:
+        return cast_to(tl.load(p + row_off[:, None] + cols[None, :], mask=mask, other=0), ACC)
+    else:
+        return cast_to(tl.load(p + row_off[:, None] + cols[None, :] * cstride, mask=mask, other=0), ACC)
+
+
+@triton.jit
+def _store(p, row_off, cols, cstride, v, mask, CONTIG: tl.constexpr):
+    if CONTIG:
+        tl.store(p + row_off[:, None] + cols[None, :], cast_to(v, p.dtype.element_ty), mask=mask)
+    else:
+        tl.store(p + row_off[:, None] + cols[None, :] * cstride, cast_to(v, p.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _add_norm_fwd_kernel(
+    x, r, w, b, s, y, mean, rstd, R, N, xr, xc, rr, rc, sr, sc, yr, yc, eps,
+    RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, ACC: tl.constexpr, CONTIG: tl.constexpr,
+    INT64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    if INT64:
+        rows = pid.to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    else:
+        rows = pid * BLOCK_R + tl.arange(0, BLOCK_R)
+    r_mask = rows < R
+    cols = tl.arange(0, BLOCK_N)
+    c_mask = cols < N
+    mask = r_mask[:, None] & c_mask[None, :]
+    v = _load(x, rows * xr, cols, xc, mask, CONTIG, ACC) + _load(r, rows * rr, cols, rc, mask, CONTIG, ACC)
+    sv = cast_to(v, s.dtype.element_ty)
+    _store(s, rows * sr, cols, sc, sv, mask, CONTIG)
+    v = cast_to(sv, ACC)  # the norm reads s as stored (rounded to its dtype), as torch's eager norm does
+    if RMS:
+        rs = lib.rsqrt(tl.sum(v * v, axis=1) / N + eps)
+        xhat = v * rs[:, None]
+    else:
+        mu = tl.sum(v, axis=1) / N
+        d = tl.where(mask, v - mu[:, None], 0.0)
+        rs = lib.rsqrt(tl.sum(d * d, axis=1) / N + eps)
+        xhat = d * rs[:, None]
+        tl.store(mean + rows, mu, mask=r_mask)
+    if HAS_W:
+        xhat = xhat * cast_to(tl.load(w + cols, mask=c_mask, other=0), ACC)[None, :]
+    if HAS_B:
+        xhat = xhat + cast_to(tl.load(b + cols, mask=c_mask, other=0), ACC)[None, :]
+    _store(y, rows * yr, cols, yc, xhat, mask, CONTIG)
+    tl.store(rstd + rows, rs, mask=r_mask)
+
+
+@triton.jit
+def _add_norm_bwd_kernel(
+    s, dy, ds, w, mean, rstd, dx, pw, pb, R, N, RPP, sr, sc, gr, gc, er, ec, dr, dc,
+    RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_DS: tl.constexpr, W_GRAD: tl.constexpr, B_GRAD: tl.constexpr,
+    ACC: tl.constexpr, CONTIG: tl.constexpr, INT64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    # Program ``pid`` owns rows [pid * RPP, (pid + 1) * RPP) and row ``pid`` of the partials pw / pb.
+    pid = tl.program_id(0)
+    if INT64:
+        row0 = pid.to(tl.int64) * RPP
+        prow = pid.to(tl.int64) * N
+    else:
+        row0 = pid * RPP
+        prow = pid * N
+    row_end = tl.minimum(row0 + RPP, R)
+    cols = tl.arange(0, BLOCK_N)
+    c_mask = cols < N
+    if HAS_W:
+        wv = cast_to(tl.load(w + cols, mask=c_mask, other=0), ACC)[None, :]
+    dw_acc = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+    db_acc = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+    for r0 in range(row0, row_end, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
+        r_mask = rows < row_end
+        mask = r_mask[:, None] & c_mask[None, :]
+        v = _load(s, rows * sr, cols, sc, mask, CONTIG, ACC)
+        g = _load(dy, rows * gr, cols, gc, mask, CONTIG, ACC)
+        rs = tl.load(rstd + rows, mask=r_mask, other=0)[:, None]
+        if RMS:
+            xhat = v * rs
+        else:
+            mu = tl.load(mean + rows, mask=r_mask, other=0)[:, None]
+            xhat = tl.where(mask, (v - mu) * rs, 0.0)
+        if HAS_W:
+            wdy = g * wv
+        else:
+            wdy = g
+        c1 = (tl.sum(xhat * wdy, axis=1) / N)[:, None]
+        if RMS:
+            res = (wdy - xhat * c1) * rs
+        else:
+            res = (wdy - (xhat * c1 + (tl.sum(wdy, axis=1) / N)[:, None])) * rs
+        if HAS_DS:  # the gradient from s's other uses: added here, so the sum is written (and rounded) once
+            res += _load(ds, rows * er, cols, ec, mask, CONTIG, ACC)
+        _store(dx, rows * dr, cols, dc, res, mask, CONTIG)
+        if W_GRAD:
+            dw_acc += g * xhat
+        if B_GRAD:
+            db_acc += g
+    if W_GRAD:
+        tl.store(pw + prow + cols, tl.sum(dw_acc, axis=0), mask=c_mask)
+    if B_GRAD:
+        tl.store(pb + prow + cols, tl.sum(db_acc, axis=0), mask=c_mask)
+
+
+_FWD = Kernel(_add_norm_fwd_kernel)
+_BWD = Kernel(_add_norm_bwd_kernel)
+
+
+def _blocks(rows: int, n: int) -> tuple[int, int]:
+    """(BLOCK_R, BLOCK_N): a whole row per tile, short rows several to a program (normalization.py's choice)."""
+    block_n = next_pow2(n)
+    return max(1, min(next_pow2(max(rows, 1)), 2048 // block_n)), block_n
+
+
+class _Plan:
+    """What every launch of one layout passes besides its pointers, worked out once per layout (shapes,
+    strides, dtypes, flags) by the ``by_layout`` functions below; never from addresses, whose alignment
+    each launch reads for itself."""
+
+    __slots__ = ("acc", "aligned_ints", "args", "block", "consts", "key", "n", "rows", "types", "warps")
+
+    def __init__(self, rows: int, n: int, big: bool, ptr_dtypes: dict[str, str], ints: str, flags: dict) -> None:
+        self.rows, self.n = rows, n
+        self.acc = accumulate_dtype(ptr_dtypes["s"])
+        self.block = block_r, block_n = _blocks(rows, n)
+        self.warps = _warps(block_r * block_n)
+        it = "i64" if big else "i32"
+        self.types = {**{k: ptr_type(v) for k, v in ptr_dtypes.items()}, **dict.fromkeys(ints.split(), it)}
+        self.consts: dict[str, Any] = dict(**flags, ACC=tl_dtype(self.acc), INT64=big, BLOCK_R=block_r, BLOCK_N=block_n)
+        self.aligned_ints = ("N",) if n % 16 == 0 else ()
+        self.key: tuple = (tuple(ptr_dtypes.values()), tuple(self.consts.values()))
+        self.args: tuple = ()
+
+
+def _plan_args(plan: _Plan, layout: tuple[tuple[int, int], ...], row_names: str) -> None:
+    """Fill in CONTIG and the 16-divisible row strides (vector loads) from the per-buffer (row, column) strides."""
+    plan.consts = {**plan.consts, "CONTIG": all(c == 1 for _, c in layout)}
+    plan.key = (*plan.key, plan.consts["CONTIG"])
+    plan.aligned_ints += tuple([name for name, (rs, _) in zip(row_names.split(), layout) if rs % 16 == 0])
+
+
+@by_layout
+def _forward_plan(bufs: list[BufferLike], rms: bool, has_w: bool, has_b: bool) -> _Plan:
+    x, r, s, y = bufs[:4]
+    rows, n, layout, big = _as_rows([x, r, s, y], "add_norm_forward")
+    acc = accumulate_dtype(s.dtype)
+    pdt = {"x": x.dtype, "r": r.dtype, "w": bufs[4].dtype if has_w else acc, "b": bufs[-1].dtype if has_b else acc}
+    pdt.update(s=s.dtype, y=y.dtype, mean=acc, rstd=acc)
+    plan = _Plan(rows, n, big, pdt, "R N xr xc rr rc sr sc yr yc", dict(RMS=rms, HAS_W=has_w, HAS_B=has_b))
+    plan.types["eps"] = dtype_info(acc).triton
+    _plan_args(plan, layout, "xr rr sr yr")
+    plan.args = (rows, n, *[st for pair in layout for st in pair])
+    return plan
+
+
+@by_layout
+def _backward_plan(bufs: list[BufferLike], rms: bool, has_w: bool, has_ds: bool, w_grad: bool, b_grad: bool) -> _Plan:
+    s, dy, dx = bufs[0], bufs[1], bufs[2]
+    ds = bufs[3] if has_ds else dx  # (read only with HAS_DS)
+    rows, n, layout, big = _as_rows([s, dy, ds, dx], "add_norm_backward")
+    acc = accumulate_dtype(s.dtype)
+    programs = _programs(rows, *_blocks(rows, n)) if rows else 0
+    rpp = cdiv(rows, programs) if programs else 0
+    programs = cdiv(rows, rpp) if rpp else 0
+    big = big or programs * n >= INT32_LIMIT - 65536
+    pdt = {"s": s.dtype, "dy": dy.dtype, "ds": ds.dtype, "w": bufs[-1].dtype if has_w else acc}
+    pdt.update(mean=acc, rstd=acc, dx=dx.dtype, pw=acc, pb=acc)
+    flags = dict(RMS=rms, HAS_W=has_w, HAS_DS=has_ds, W_GRAD=w_grad, B_GRAD=b_grad)
+    plan = _Plan(rows, n, big, pdt, "R N RPP sr sc gr gc er ec dr dc", flags)
+    _plan_args(plan, layout, "sr gr er dr")
+    plan.args = (programs, rows, n, rpp, *[st for pair in layout for st in pair])
+    return plan
+
+
+def _check_stats(stat: BufferLike | None, rows: int, acc: str, name: str) -> None:
+    if stat is not None and (stat.dtype != acc or _numel(stat.shape) != rows):
+        raise ValueError(f"add_norm: {name} must be a contiguous {acc} buffer of {rows} elements")
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    count = 1
+    for d in shape:
+        count *= d
+    return count
+
+
+def _launch(kernel: Kernel, plan: _Plan, ptrs: dict[str, int], grid: int, ints: tuple, stream: int) -> None:
+    aligned = tuple([name for name, p in ptrs.items() if p % 16 == 0])
+    key = (plan.key, aligned)
+    fn = kernel.cache.get(key)
+    if fn is None:
+        fn = kernel.build(key, plan.types, plan.consts, aligned + plan.aligned_ints, num_warps=plan.warps)
+        fn._consts = tuple(plan.consts[name] for name in kernel.arg_names if name in plan.consts)  # type: ignore[attr-defined]
+    fn((grid, 1, 1), stream, (*ptrs.values(), *ints, *fn._consts))  # type: ignore[attr-defined]
+
+
+def add_norm_forward(
+    x: BufferLike,
+    residual: BufferLike,
+    weight: BufferLike | None,
+    bias: BufferLike | None,
+    s: BufferLike,
+    out: BufferLike,
+    mean: BufferLike | None,
+    rstd: BufferLike,
+    *,
+    eps: float,
+    rms: bool = False,
+    stream: int = 0,
+) -> None:
+    """``s = residual + x`` (computed in ``s``'s accumulation dtype, stored in ``s``'s dtype: the caller's
+    promotion of the two) and LayerNorm (``rms=False``) or RMSNorm of ``s`` over its last dim into ``out``
+    (any floating dtype). All four the same shape; leading dims that collapse to one row stride.
+
+    ``mean`` (LayerNorm only) and ``rstd``: one value per row, contiguous, in ``s``'s accumulation dtype
+    (float32; float64 for float64 ``s``). ``weight`` / ``bias``: shape (N,) contiguous, any floating dtype,
+    or None; RMSNorm takes no bias.
+    """
+    if rms and bias is not None:
+        raise ValueError("add_norm_forward: rms_norm takes no bias")
+    if not rms and mean is None:
+        raise ValueError("add_norm_forward: layer norm needs a mean buffer")
+    params = [p for p in (weight, bias) if p is not None]
+    plan = _forward_plan([x, residual, s, out, *params], rms, weight is not None, bias is not None)
+    rows, n = plan.rows, plan.n
+    _check_vector(weight, n, "weight")
+    _check_vector(bias, n, "bias")
+    _check_stats(mean, rows, plan.acc, "mean")
+    _check_stats(rstd, rows, plan.acc, "rstd")
+    if rows == 0 or n == 0:
+        return
+    if n > _ONE_PASS_MAX:  # long rows: the add, then the norm kernels (two launches)
+        binary("add", x, residual, s, compute_dtype=plan.acc, stream=stream)
+        norm_forward(s, weight, bias, out, mean, rstd, eps=eps, rms=rms, stream=stream)
+        return
+    spare = rstd.ptr  # stands in for the pointers a flag says are never read
+    ptrs = {
+        "x": x.ptr,
+        "r": residual.ptr,
+        "w": spare if weight is None else weight.ptr,
+        "b": spare if bias is None else bias.ptr,
+        "s": s.ptr,
+        "y": out.ptr,
+        "mean": spare if mean is None else mean.ptr,
+        "rstd": spare,
+    }
+    _launch(_FWD, plan, ptrs, cdiv(rows, plan.block[0]), (*plan.args, float(eps)), stream)
+
+
+def add_norm_backward(
+    s: BufferLike,
+    dy: BufferLike,
+    ds: BufferLike | None,
+    weight: BufferLike | None,
+    mean: BufferLike | None,
+    rstd: BufferLike,
+    dx: BufferLike,
+    dweight: BufferLike | None = None,
+    dbias: BufferLike | None = None,
+    *,
+    rms: bool = False,
+    stream: int = 0,
+) -> None:
+    """Gradients of :func:`add_norm_forward`: ``dx`` = the norm's input gradient from ``dy`` plus ``ds`` (the
+    gradient ``s`` received from its other uses; None for none), which is the gradient of both ``x`` and
+    ``residual`` (in ``dx``'s dtype); ``dweight`` / ``dbias`` (shape (N,), any floating dtype) when given,
+    through per-program partial sums and normalization.py's column-sum launch.
+    """
+    if rms and dbias is not None:
+        raise ValueError("add_norm_backward: rms_norm has no bias")
+    if not rms and mean is None:
+        raise ValueError("add_norm_backward: layer norm needs the saved mean")
+    bufs = [s, dy, dx] + ([ds] if ds is not None else []) + ([weight] if weight is not None else [])
+    flags = (weight is not None, ds is not None, dweight is not None, dbias is not None)
+    plan = _backward_plan(bufs, rms, *flags)
+    programs, n = plan.args[0], plan.args[2]
+    _check_vector(weight, n, "weight")
+    _check_vector(dweight, n, "dweight", strided=True)
+    _check_vector(dbias, n, "dbias", strided=True)
+    if n == 0:
+        return
+    if n > _ONE_PASS_MAX:  # long rows: the norm's backward kernels, then the add
+        norm_backward(s, dy, weight, mean, rstd, dx, dweight, dbias, rms=rms, stream=stream)
+        if ds is not None:
+            binary("add", dx, ds, dx, compute_dtype=plan.acc, stream=stream)
+        return
+    item = dtype_info(plan.acc).itemsize
+    n_parts = (dweight is not None) + (dbias is not None)
+    part = scratch(max(1, n_parts * programs * n * item), stream) if n_parts else rstd.ptr
+    pw = part
+    pb = part + (programs * n * item if dweight is not None else 0)
+    if programs:
+        spare = rstd.ptr
+        ptrs = {
+            "s": s.ptr,
+            "dy": dy.ptr,
+            "ds": dx.ptr if ds is None else ds.ptr,
+            "w": spare if weight is None else weight.ptr,
+            "mean": spare if mean is None else mean.ptr,
+            "rstd": spare,
+            "dx": dx.ptr,
+            "pw": pw,
+            "pb": pb,
+        }
+        _launch(_BWD, plan, ptrs, programs, plan.args[1:], stream)
+    if dweight is not None and dbias is not None and dweight.dtype == dbias.dtype:
+        _column_sum(pw, programs, n, dweight, plan.acc, stream, dbias)  # one launch for both (pb follows pw)
+        return
+    for target, ptr in ((dweight, pw), (dbias, pb)):
+        if target is not None:
+            _column_sum(ptr, programs, n, target, plan.acc, stream)
