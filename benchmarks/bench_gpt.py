@@ -9,6 +9,13 @@ after warm-up give tokens per second. Peak memory is each allocator's own peak.
     python3 benchmarks/bench_gpt.py --quick         # a smaller model, for a smoke run
     python3 benchmarks/bench_gpt.py --example       # the example's default on cuda: 6 x 384, 256 x 64, 65 chars
     python3 benchmarks/bench_gpt.py --graph         # also genesis with the whole step captured as a CUDA graph
+    python3 benchmarks/bench_gpt.py --compile       # also genesis.compile and torch.compile, default and
+                                                    # reduce-overhead modes
+    python3 benchmarks/bench_gpt.py --variants torch-compile genesis-compile   # only these (clean peaks)
+
+Peak memory is the largest allocated during a variant's own steps (its allocator's peak, reset before each
+step); genesis variants share one allocator, so with several of them each peak includes the others'
+resident weights and optimizer state: run one genesis variant at a time (--variants) for its own figure.
 """
 
 from __future__ import annotations
@@ -21,9 +28,6 @@ import types
 from pathlib import Path
 
 import numpy as np
-import torch
-
-import genesis
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "train_gpt.py"
 TO_TORCH = {
@@ -63,6 +67,14 @@ class Trainer:
 
     def sync(self) -> None:
         self.lib.cuda.synchronize()
+
+
+class CompiledTrainer(Trainer):
+    """The same step with the model compiled (genesis.compile or torch.compile) in ``mode``."""
+
+    def __init__(self, script: types.ModuleType, config: dict, batch: int, mode: str | None) -> None:
+        super().__init__(script, config, batch)
+        self.model = script.genesis.compile(self.model, mode=mode)
 
 
 class GraphTrainer(Trainer):
@@ -112,6 +124,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--graph", action="store_true", help="also time genesis with the step captured whole")
+    parser.add_argument("--compile", action="store_true", help="also genesis.compile and torch.compile")
+    parser.add_argument("--variants", nargs="+", default=None, help="only these variants (names as printed)")
     args = parser.parse_args()
     if args.quick:
         config, batch = dict(vocab_size=8192, block_size=256, n_layer=4, n_head=8, n_embd=512), 8
@@ -120,38 +134,57 @@ def main() -> None:
     else:
         config, batch = dict(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768), 8
     rng = np.random.default_rng(0)
-    trainers = {
-        "genesis": Trainer(load("gpt_genesis", None), config, batch),
-        "torch": Trainer(load("gpt_torch", TO_TORCH), config, batch),
+    makers = {
+        "genesis": lambda: Trainer(load("gpt_genesis", None), config, batch),
+        "torch": lambda: Trainer(load("gpt_torch", TO_TORCH), config, batch),
     }
     if args.graph:
-        trainers["genesis graph"] = GraphTrainer(load("gpt_genesis_graph", None), config, batch)
+        makers["genesis-graph"] = lambda: GraphTrainer(load("gpt_genesis_graph", None), config, batch)
+    if args.compile:
+        for mode in (None, "reduce-overhead"):
+            suffix = "" if mode is None else "-ro"
+            makers[f"genesis-compile{suffix}"] = lambda m=mode: CompiledTrainer(load("gpt_gc", None), config, batch, m)
+            makers[f"torch-compile{suffix}"] = lambda m=mode: CompiledTrainer(
+                load("gpt_tc", TO_TORCH), config, batch, m
+            )
+    trainers = {name: make() for name, make in makers.items() if args.variants is None or name in args.variants}
+    warmup = max(args.warmup, 3) if args.compile else args.warmup  # reduce-overhead records at the third call
     times: dict[str, list[float]] = {name: [] for name in trainers}
+    peaks: dict[str, float] = dict.fromkeys(trainers, 0.0)
     first: dict[str, float] = {}
-    for step in range(args.warmup + args.steps):
+    for step in range(warmup + args.steps):
         x = rng.integers(0, config["vocab_size"], size=(batch, config["block_size"]))
         y = rng.integers(0, config["vocab_size"], size=(batch, config["block_size"]))
         for name, trainer in trainers.items():
+            lib = trainer.lib
             trainer.sync()
+            lib.cuda.reset_peak_memory_stats()
             start = time.perf_counter()
             trainer.step(x, y)
             trainer.sync()
             elapsed = time.perf_counter() - start
+            peaks[name] = max(peaks[name], lib.cuda.max_memory_allocated() / 2**30)
             if step == 0:
                 first[name] = elapsed
-            if step >= args.warmup:
+            if step >= warmup:
                 times[name].append(elapsed)
     tokens = batch * config["block_size"]
     rate = {name: tokens / statistics.median(v) for name, v in times.items()}
-    peak = {"genesis": genesis.cuda.max_memory_allocated() / 2**30, "torch": torch.cuda.max_memory_allocated() / 2**30}
-    params = sum(p.numel() for p in trainers["torch"].model.parameters())
+    any_trainer = next(iter(trainers.values()))
+    params = sum(p.numel() for p in any_trainer.model.parameters())
     print(f"GPT {params / 1e6:.1f} M parameters, {batch} x {config['block_size']} tokens, bf16 autocast, AdamW")
     for name in trainers:
-        mem = peak["torch" if name == "torch" else "genesis"]  # with --graph: both genesis models together
-        print(f"  {name:14s} {rate[name]:12,.0f} tokens/s   peak {mem:6.2f} GiB   first step {first[name]:.1f} s")
-    print(f"  ratio genesis / torch eager tokens/s: {rate['genesis'] / rate['torch']:.3f}")
-    if args.graph:
-        print(f"  ratio genesis graph / torch eager tokens/s: {rate['genesis graph'] / rate['torch']:.3f}")
+        print(
+            f"  {name:20s} {rate[name]:12,.0f} tokens/s   peak {peaks[name]:6.2f} GiB   first step {first[name]:.1f} s"
+        )
+    if "torch" in rate:
+        for name in rate:
+            if name != "torch":
+                print(f"  ratio {name} / torch eager tokens/s: {rate[name] / rate['torch']:.3f}")
+    for mode in ("", "-ro"):
+        ours, theirs = f"genesis-compile{mode}", f"torch-compile{mode}"
+        if ours in rate and theirs in rate:
+            print(f"  ratio {ours} / {theirs} tokens/s: {rate[ours] / rate[theirs]:.3f}")
 
 
 if __name__ == "__main__":
