@@ -166,7 +166,8 @@ _PROMOTION = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPE
 
 def promote_types(a, b) -> DType:
     """The smallest dtype both can be cast to safely, as torch.promote_types."""
-    return _PROMOTION[(as_dtype(a), as_dtype(b))]
+    found = _PROMOTION.get((a, b))  # two DTypes (every op's case): one lookup, no conversion
+    return found if found is not None else _PROMOTION[(as_dtype(a), as_dtype(b))]
 
 
 def scalar_category(value) -> int:

@@ -98,10 +98,14 @@ def _operator(op: str, name: str) -> Callable[[NDArray, object], NDArray]:
 class NDArray:
     """An array on one device. Construct through the factories, not directly."""
 
-    __slots__ = ("__weakref__", "_data", "_ops", "device", "dtype")
+    __slots__ = ("__weakref__", "_data", "_ops", "device", "dtype", "ndim", "shape")
 
     def __init__(self, data, device: Device, dtype: DType, ops: registry.OpTable | None = None):
         self._data = data
+        # An NDArray never changes its data's shape: read once here, the shape and rank are plain
+        # attributes, not properties (they are the most read metadata of every op's host path).
+        self.shape: tuple[int, ...] = tuple(data.shape)
+        self.ndim: int = len(self.shape)
         self.device = device
         self.dtype = dtype
         # Results made by an op pass their input's table on: no registry lookup per result.
@@ -151,14 +155,6 @@ class NDArray:
         return NDArray(data, self.device, ops["dtype_of"](data) if dtype is None else dtype, ops)
 
     # ----------------------------------------------------------------- metadata
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self._data.shape)
-
-    @property
-    def ndim(self) -> int:
-        return len(self._data.shape)
-
     def dim(self) -> int:
         return self.ndim
 
@@ -167,7 +163,7 @@ class NDArray:
         return shape if dim is None else shape[dim]
 
     def numel(self) -> int:
-        return math.prod(self._data.shape)
+        return math.prod(self.shape)
 
     def stride(self, dim: int | None = None):
         strides = self._ops["strides"](self._data)
@@ -1105,7 +1101,8 @@ class NDArray:
 
     # ---------------------------------------------------------------- copies
     def astype(self, dtype) -> NDArray:
-        dtype = as_dtype(dtype)
+        if dtype.__class__ is not DType:
+            dtype = as_dtype(dtype)
         if dtype is self.dtype:
             return self
         return NDArray(self._ops["cast"](self._data, dtype), self.device, dtype)
