@@ -71,6 +71,7 @@ from .factories import (
 )
 from .function import Function, Node
 from .functions.activation import geglu, glu, swiglu
+from .functions.add_norm import add_layer_norm, add_rms_norm
 from .functions.attention import fused_attention_supported, scaled_dot_product_attention
 from .functions.cross_entropy import cross_entropy
 from .functions.fused_pointwise import fused_pointwise
@@ -127,6 +128,8 @@ def _read_version() -> str:
 __version__ = _read_version()
 
 __all__ = [
+    "add_layer_norm",
+    "add_rms_norm",
     "apply_rotary_emb",
     "Size",
     "autocast",

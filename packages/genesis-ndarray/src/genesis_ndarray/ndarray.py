@@ -731,6 +731,39 @@ class NDArray:
         dx, dw = self._ops["rms_norm_backward"](*self._natives(grad_output, self, weight, rstd), bool(grad_weight))
         return self._wrap(dx), None if dw is None else self._wrap(dw)
 
+    def add_norm(
+        self,
+        residual: NDArray,
+        weight: NDArray | None,
+        bias: NDArray | None,
+        eps: float,
+        rms: bool,
+        out_dtype: DType | None = None,
+    ) -> tuple[NDArray, NDArray, NDArray | None, NDArray]:
+        """Residual add + LayerNorm / RMSNorm over the last dim, fused: (y, s, mean or None, rstd) with
+        ``s = residual + self`` (promoted dtype) and ``y = norm(s)`` in ``out_dtype`` (default: s's)."""
+        natives = self._natives(self, residual, weight, bias)
+        y, s, mean, rstd = self._ops["add_norm"](*natives, float(eps), bool(rms), out_dtype)
+        return self._wrap(y), self._wrap(s), None if mean is None else self._wrap(mean), self._wrap(rstd)
+
+    def add_norm_backward(
+        self,
+        grad_y: NDArray,
+        grad_s: NDArray | None,
+        weight: NDArray | None,
+        bias: NDArray | None,
+        mean: NDArray | None,
+        rstd: NDArray,
+        rms: bool,
+        grad_weight: bool = True,
+        grad_bias: bool = True,
+    ) -> tuple[NDArray, NDArray | None, NDArray | None]:
+        """(gradient of s, dweight, dbias) of :meth:`add_norm`, this array being its saved ``s``: the norm's
+        input gradient from ``grad_y`` plus ``grad_s`` (None: s had no other use), written once."""
+        natives = self._natives(grad_y, grad_s, self, weight, bias, mean, rstd)
+        ds, dw, db = self._ops["add_norm_backward"](*natives, bool(rms), bool(grad_weight), bool(grad_bias))
+        return self._wrap(ds), None if dw is None else self._wrap(dw), None if db is None else self._wrap(db)
+
     # ------------------------------------------------- recurrent nets (backends/*/rnn.py)
     def _rnn_check(self, op: str, *others: NDArray | None) -> None:
         for other in others:

@@ -7,6 +7,7 @@ op under the device type "cuda".
 
 from . import (
     activation,
+    add_norm,
     attention,
     creation,
     cross_entropy,
@@ -33,6 +34,7 @@ from . import (
 
 __all__ = [
     "activation",
+    "add_norm",
     "attention",
     "creation",
     "cross_entropy",

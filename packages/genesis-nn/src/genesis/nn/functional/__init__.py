@@ -40,6 +40,7 @@ from .adaptive_pooling import (
     adaptive_max_pool3d,
     adaptive_max_pool3d_with_indices,
 )
+from .add_norm import add_layer_norm, add_rms_norm
 from .attention import multi_head_attention_forward, scaled_dot_product_attention
 from .bilinear import bilinear
 from .channelshuffle import channel_shuffle, native_channel_shuffle
@@ -104,6 +105,8 @@ from .sampling import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .sparse import embedding, embedding_bag, one_hot
 
 __all__ = [
+    "add_layer_norm",
+    "add_rms_norm",
     "alpha_dropout",
     "apply_rotary_emb",
     "bilinear",

@@ -1,0 +1,145 @@
+"""add_rms_norm / add_layer_norm: a residual add and the norm that follows it, one op each way.
+
+A pre-norm transformer block does ``s = residual + h; y = norm(s)``, and ``s`` goes on to the next
+residual add. Here forward is one NDArray op that writes ``s`` and ``y`` (the add's promotion for ``s``;
+``y`` in ``s``'s dtype, float32 under autocast as genesis's norms), and backward one op that writes the
+gradient of ``s`` (the norm's part from ``y``'s gradient plus the gradient ``s`` received from its other
+uses), which is also the gradient of ``h`` and of ``residual``. Either output may go unused: its gradient
+comes as None (no zero-filled buffer).
+
+Inputs the fused op does not cover (shapes that only broadcast, non-float or mixed float16 / bfloat16
+inputs, different devices) take the composition ``residual + input`` then the norm, which gives torch's
+results and errors. A backward that is itself recorded (create_graph=True) is refused: the fused op keeps
+``s`` but not the inputs it came from, so second derivatives cannot flow through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from genesis_ndarray import float32, float64, promote_types
+
+from ..autocast import _state as _autocast_state
+from ..autocast import cast_inputs
+from ._util import Primitive, backward_recorded, check_output_version, wrap
+from .normalization import _EPS, _check_param, _flat, _normalized_ndim, _rows, _unrows, layer_norm, rms_norm
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+
+class AddNorm(Primitive):
+    """Outputs (s, y): ``s`` first, so that the engine's in-place check covers the saved ``s``."""
+
+    autocast_policy = None  # the add keeps its dtypes; the norm's float32 is decided by the caller (out_dtype)
+
+    @staticmethod
+    def forward(ctx, x, residual, weight, bias, n, eps, rms, out_dtype):
+        y, s, mean, rstd = _rows(x, n).add_norm(_rows(residual, n), _flat(weight), _flat(bias), eps, rms, out_dtype)
+        if ctx.records:
+            ctx.set_materialize_grads(False)
+            ctx.save_for_backward(weight, bias)
+            ctx.out, ctx.stats = s, (mean, rstd)
+            ctx.n, ctx.rms, ctx.dtypes = n, rms, (x.dtype, residual.dtype)
+        return _unrows(s, x, n), _unrows(y, x, n)
+
+    @staticmethod
+    def backward(ctx, gs, gy):
+        w, b = ctx.saved_tensors
+        if backward_recorded(gs, gy):
+            raise RuntimeError(
+                "add_rms_norm / add_layer_norm: the backward is not differentiable (create_graph=True); use "
+                "residual + input and F.rms_norm / F.layer_norm for higher-order gradients"
+            )
+        check_output_version(ctx)
+        need = ctx.needs_input_grad
+        like = gy if gy is not None else gs
+        if like is None:
+            return None, None, None, None, None, None, None, None
+        dw = db = None
+        n = ctx.n
+        if gy is None:  # y unused: s's gradient passes to both inputs (as an add's)
+            total = gs.data
+        else:
+            mean, rstd = ctx.stats
+            grad_s = None if gs is None else _rows(gs, n)
+            total, dw, db = ctx.out.add_norm_backward(
+                _rows(gy, n), grad_s, _flat(w), _flat(b), mean, rstd, ctx.rms, need[2], need[3]
+            )
+            total = _unrows(total, gy, n)
+        x_dtype, r_dtype = ctx.dtypes
+        gx = wrap(like, total.astype(x_dtype)) if need[0] else None
+        gr = (gx if r_dtype is x_dtype and gx is not None else wrap(like, total.astype(r_dtype))) if need[1] else None
+        return (
+            gx,
+            gr,
+            None if dw is None else wrap(like, _unrows(dw, w, n)),
+            None if db is None else wrap(like, _unrows(db, b, n)),
+            None,
+            None,
+            None,
+            None,
+        )
+
+
+def _composed(input, residual, normalized_shape, weight, bias, eps, rms: bool):
+    """(y, s) as ``s = residual + input`` then the norm: torch's semantics and errors for any inputs."""
+    s = residual + input
+    y = rms_norm(s, normalized_shape, weight, eps) if rms else layer_norm(s, normalized_shape, weight, bias, eps)
+    return y, s
+
+
+def _add_norm(input, residual, normalized_shape, weight, bias, eps, rms: bool):
+    """(y, s) by the fused op where it covers the inputs, else by the composition."""
+    dtype = input.dtype
+    fused = input.data.shape == residual.data.shape and dtype.is_floating_point and residual.dtype.is_floating_point
+    if fused:
+        s_dtype = promote_types(dtype, residual.dtype)
+        fused = (s_dtype is dtype or s_dtype is residual.dtype) and input.device == residual.device
+    if not fused:
+        return _composed(input, residual, normalized_shape, weight, bias, eps, rms)
+    like = input if s_dtype is dtype else residual  # the shape, dtype and device of s
+    out_dtype = None
+    if _autocast_state.active and input.device.type in _autocast_state.dtypes:  # the norm runs in float32
+        if s_dtype is float64:  # (genesis's norms cast a float64 input down too; leave that to them)
+            return _composed(input, residual, normalized_shape, weight, bias, eps, rms)
+        weight, bias = cast_inputs("float32", (weight, bias))
+        out_dtype = float32
+    n = _normalized_ndim(like, normalized_shape)
+    _check_param(like, weight, "weight", n)
+    _check_param(like, bias, "bias", n)
+    if eps is None:  # rms_norm's default: the epsilon of the dtype the norm runs in
+        eps = _EPS[(out_dtype or s_dtype).name]
+    s, y = AddNorm.apply(input, residual, weight, bias, n, float(eps), rms, out_dtype)
+    return y, s
+
+
+def add_rms_norm(
+    input: Tensor,
+    residual: Tensor,
+    normalized_shape: Sequence[int] | int,
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``s = residual + input; (rms_norm(s, normalized_shape, weight, eps), s)``, one fused op each way.
+
+    ``s`` has the add's promoted dtype; the normed output ``s``'s (float32 under autocast, as rms_norm).
+    eps defaults to the machine epsilon of the dtype the norm runs in, as rms_norm's.
+    """
+    return _add_norm(input, residual, normalized_shape, weight, None, eps, rms=True)
+
+
+def add_layer_norm(
+    input: Tensor,
+    residual: Tensor,
+    normalized_shape: Sequence[int] | int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> tuple[Tensor, Tensor]:
+    """``s = residual + input; (layer_norm(s, normalized_shape, weight, bias, eps), s)``, one fused op each way.
+
+    ``s`` has the add's promoted dtype; the normed output ``s``'s (float32 under autocast, as layer_norm).
+    """
+    return _add_norm(input, residual, normalized_shape, weight, bias, eps, rms=False)

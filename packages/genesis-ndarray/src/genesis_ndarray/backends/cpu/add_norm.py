@@ -1,0 +1,60 @@
+"""CPU residual add + LayerNorm / RMSNorm over the last dim: torch's add, then this backend's norms.
+
+The same contract as the cuda ops: ``s = residual + input`` with torch's promotion, ``y = norm(s)`` in
+``out_dtype`` (else ``s``'s dtype), statistics in float32 (float64 for float64); the backward returns
+the gradient of ``s``, the norm's part plus ``grad_s``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...dtypes import DType
+from .common import reg
+from .normalization import _acc, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
+
+
+@reg("add_norm")
+def add_norm(
+    input: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    eps: float,
+    rms: bool,
+    out_dtype: DType | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """(y, s, mean or None, rstd)."""
+    s = residual + input
+    x = s if out_dtype is None else s.to(out_dtype.torch)
+    if rms:
+        y, rstd = rms_norm(x, weight, eps)
+        return y, s, None, rstd
+    y, mean, rstd = layer_norm(x, weight, bias, eps)
+    return y, s, mean, rstd
+
+
+@reg("add_norm_backward")
+def add_norm_backward(
+    grad_y: torch.Tensor,
+    grad_s: torch.Tensor | None,
+    s: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    mean: torch.Tensor | None,
+    rstd: torch.Tensor,
+    rms: bool,
+    grad_weight: bool,
+    grad_bias: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """(gradient of s in s's dtype, dweight or None, dbias or None)."""
+    x = s.to(grad_y.dtype)  # the norm's input: s itself, or its float32 copy under autocast
+    db = None
+    if rms:
+        dx, dw = rms_norm_backward(grad_y, x, weight, rstd, grad_weight)
+    else:
+        assert mean is not None
+        dx, dw, db = layer_norm_backward(grad_y, x, weight, bias, mean, rstd, grad_weight, grad_bias)
+    if grad_s is not None:
+        dx = dx.to(_acc(s)) + grad_s
+    return dx.to(s.dtype), dw, db

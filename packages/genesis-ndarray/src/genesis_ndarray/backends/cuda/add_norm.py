@@ -1,0 +1,65 @@
+"""Residual add + LayerNorm / RMSNorm over the last dim on CUDA: one kernel each way (genesis_kernels.add_norm).
+
+Forward writes ``s = residual + input`` (torch's promotion of the two dtypes) and ``y = norm(s)`` (in
+``out_dtype``, float32 under autocast; else ``s``'s dtype); backward writes the gradient of ``s``, the
+norm's part plus what ``s``'s other uses sent, once.
+"""
+
+from __future__ import annotations
+
+import genesis_kernels as gk
+import genesis_storage as gs
+
+from ...dtypes import DType, promote_types
+from .common import View, dtype_of, reg, stream_of
+from .normalization import _acc, _check_float, _rows, _vec
+
+
+@reg("add_norm")
+def add_norm(
+    input: View,
+    residual: View,
+    weight: View | None,
+    bias: View | None,
+    eps: float,
+    rms: bool,
+    out_dtype: DType | None,
+) -> tuple[View, View, View | None, View]:
+    """(y, s, mean or None, rstd): s = residual + input, y = norm(s) * weight (+ bias) over the last dim."""
+    what = "rms_norm" if rms else "layer_norm"
+    _check_float(input, what)
+    _check_float(residual, what)
+    s_dtype = promote_types(dtype_of(input), dtype_of(residual)).name
+    x, r = _rows(input), _rows(residual)
+    device = x.device
+    s = gs.empty(x.shape, s_dtype, device)
+    y = gs.empty(x.shape, s_dtype if out_dtype is None else out_dtype.name, device)
+    acc = _acc(s)
+    mean = None if rms else gs.empty(x.shape[:-1], acc, device)
+    rstd = gs.empty(x.shape[:-1], acc, device)
+    gk.add_norm_forward(x, r, _vec(weight), _vec(bias), s, y, mean, rstd, eps=eps, rms=rms, stream=stream_of(x))
+    return y, s, mean, rstd
+
+
+@reg("add_norm_backward")
+def add_norm_backward(
+    grad_y: View,
+    grad_s: View | None,
+    s: View,
+    weight: View | None,
+    bias: View | None,
+    mean: View | None,
+    rstd: View,
+    rms: bool,
+    grad_weight: bool,
+    grad_bias: bool,
+) -> tuple[View, View | None, View | None]:
+    """(gradient of s in s's dtype: the norm's from ``grad_y`` plus ``grad_s``, dweight or None, dbias or None)."""
+    dy = _rows(grad_y)
+    ds = None if grad_s is None else _rows(grad_s)
+    ds_total = gs.empty(s.shape, s.dtype, s.device)
+    n = s.shape[-1]
+    dw = gs.empty((n,), weight.dtype, s.device) if grad_weight and weight is not None else None
+    db = gs.empty((n,), bias.dtype, s.device) if grad_bias and bias is not None else None
+    gk.add_norm_backward(s, dy, ds, _vec(weight), mean, rstd, ds_total, dw, db, rms=rms, stream=stream_of(s))
+    return ds_total, dw, db
