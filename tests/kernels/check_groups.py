@@ -125,6 +125,11 @@ def rope(b) -> None:  # type: ignore[no-untyped-def]
                         interleaved=interleaved)  # fmt: skip
                 gk.rope(x, b((8192, half), tdt), b((8192, half), tdt), b((2, 64), "int32"), x, seq_dim=seq_dim,
                         interleaved=interleaved, backward=True)  # fmt: skip
+    # Llama's q and k in one launch: (B, H, S, D) views of (B, S, H, D) projections, bf16, contiguous outputs
+    for dt in ("bfloat16", "float32"):
+        q, k = b((1, 32, 2048, 64), dt, (2048 * 2048, 64, 2048, 1)), b((1, 8, 2048, 64), dt, (2048 * 512, 64, 512, 1))
+        gk.rope(q, b((8192, 32)), b((8192, 32)), b((1, 2048), "int64"), b((1, 32, 2048, 64), dt), seq_dim=2,
+                k=k, k_out=b((1, 8, 2048, 64), dt))  # fmt: skip
 
 
 def kv_cache(b) -> None:  # type: ignore[no-untyped-def]

@@ -264,7 +264,7 @@ READ_ONLY = frozenset(
         "multi_tensor_norm", "nonzero", "reduce", "rms_norm", "rms_norm_backward", "softmax", "softmax_backward",
         # the rnn family: its cells and sequence loops write only the arrays they allocate
         "gru_cell", "gru_cell_backward", "lstm_cell", "lstm_cell_backward", "rnn_sequence", "rnn_sequence_backward",
-        "rope",  # rotary embeddings: a new array each way
+        "rope", "rope_pair",  # rotary embeddings: new arrays each way
         "searchsorted",  # insertion indices: a new array
         "sort", "topk", "tril", "triu", "unary", "var", "vector_norm", "where",
         # host-memory state: queries, a pinned copy, the allocator's stream bookkeeping, and moving a cpu

@@ -598,24 +598,46 @@ class NDArray:
         head rotated pairwise by the angles of the token's position (``positions``, integer (batch, seq),
         read on the device), half-split pairs (i, i + d/2) or ``interleaved`` ones (2i, 2i+1); ``inverse``
         rotates by minus the angles (the gradient). ``cos`` / ``sin``: float tables (max_pos, d/2)."""
-        for other in (cos, sin, positions):
-            self._same_device(other)
-        if self.ndim != 4 or seq_dim not in (1, 2) or not self.dtype.is_floating_point:
-            raise RuntimeError(f"rope: expected a 4-D float array and seq_dim 1 or 2, got {list(self.shape)} "
-                               f"{self.dtype.name}, seq_dim {seq_dim}")  # fmt: skip
-        if cos.ndim != 2 or cos.shape != sin.shape or cos.dtype != sin.dtype or not cos.dtype.is_floating_point:
-            raise RuntimeError(
-                "rope: cos and sin must be float tables of one shape (max_pos, rotary_dim / 2), got "
-                f"{list(cos.shape)} {cos.dtype.name} and {list(sin.shape)} {sin.dtype.name}"
-            )
-        if 2 * cos.shape[1] > self.shape[3]:
-            raise RuntimeError(f"rope: rotary_dim {2 * cos.shape[1]} exceeds head_dim {self.shape[3]}")
-        want = (self.shape[0], self.shape[seq_dim])
-        if positions.dtype.name not in ("int32", "int64") or positions.shape != want:
-            raise RuntimeError(f"rope: positions must be int32 / int64 {list(want)}, got {list(positions.shape)} "
-                               f"{positions.dtype.name}")  # fmt: skip
+        self._check_rope(cos, sin, positions, seq_dim)
         out = self._ops["rope"](self._data, cos._data, sin._data, positions._data, seq_dim, interleaved, inverse)
         return self._like(out)
+
+    def rope_pair(
+        self, k: NDArray, cos: NDArray, sin: NDArray, positions: NDArray, seq_dim: int, interleaved: bool,
+        inverse: bool,
+    ) -> tuple[NDArray, NDArray]:
+        """``(self.rope(...), k.rope(...))`` with the same tables and positions, in one launch on cuda: ``k``
+        (the keys, any number of heads) agrees with this array (the queries) in batch, seq and head_dim."""
+        self._check_rope(cos, sin, positions, seq_dim)
+        k._check_rope(cos, sin, positions, seq_dim)
+        if k.shape[0] != self.shape[0] or k.shape[seq_dim] != self.shape[seq_dim] or k.shape[3] != self.shape[3]:
+            raise RuntimeError(f"rope: q {list(self.shape)} and k {list(k.shape)} must agree in batch, seq and "
+                               "head_dim")  # fmt: skip
+        qo, ko = self._ops["rope_pair"](
+            self._data, k._data, cos._data, sin._data, positions._data, seq_dim, interleaved, inverse
+        )
+        return self._like(qo), k._like(ko)
+
+    def _check_rope(self, cos: NDArray, sin: NDArray, positions: NDArray, seq_dim: int) -> None:
+        """torch-style RuntimeErrors for rotary operands that do not fit this array."""
+        for other in (cos, sin, positions):
+            if other.device is not self.device:
+                self._same_device(other)
+        shape = self.shape
+        if len(shape) != 4 or seq_dim not in (1, 2) or not self.dtype.is_floating_point:
+            raise RuntimeError(f"rope: expected a 4-D float array and seq_dim 1 or 2, got {list(shape)} "
+                               f"{self.dtype.name}, seq_dim {seq_dim}")  # fmt: skip
+        table = cos.shape
+        if len(table) != 2 or table != sin.shape or cos.dtype is not sin.dtype or not cos.dtype.is_floating_point:
+            raise RuntimeError(
+                "rope: cos and sin must be float tables of one shape (max_pos, rotary_dim / 2), got "
+                f"{list(table)} {cos.dtype.name} and {list(sin.shape)} {sin.dtype.name}"
+            )
+        if 2 * table[1] > shape[3]:
+            raise RuntimeError(f"rope: rotary_dim {2 * table[1]} exceeds head_dim {shape[3]}")
+        if positions.dtype.name not in ("int32", "int64") or positions.shape != (shape[0], shape[seq_dim]):
+            raise RuntimeError(f"rope: positions must be int32 / int64 {[shape[0], shape[seq_dim]]}, got "
+                               f"{list(positions.shape)} {positions.dtype.name}")  # fmt: skip
 
     def kv_cache_write_(self, values: NDArray, k_new: NDArray, v_new: NDArray, positions: NDArray) -> NDArray:
         """This keys cache and the ``values`` one (contiguous (batch, heads, max_len, head_dim), one dtype) get

@@ -1,7 +1,8 @@
-"""Rotary position embeddings (RoPE): one graph node rotates q and k, one fused op each way per tensor.
+"""Rotary position embeddings (RoPE): one graph node rotates q and k, one fused launch each way.
 
-``Rotary`` applies NDArray.rope (genesis_kernels.rope on cuda) to q and, when given, k: the same positions
-and tables, one node for both, so attention's backward meets one rotary node per layer. A rotation is
+``Rotary`` applies NDArray.rope (genesis_kernels.rope on cuda) to q, or NDArray.rope_pair to q and k
+together (one launch for both): the same positions and tables, one node for both, so attention's backward
+meets one rotary node per layer and rotates both gradients in one launch too. A rotation is
 linear and orthogonal, so the gradient is the rotation by minus the angles: the same op with ``inverse``
 flipped. A backward that is itself recorded (create_graph) applies the Function again, so it stays
 differentiable.
@@ -33,8 +34,9 @@ class Rotary(Primitive):
             ctx.tables = (cos, sin, positions)
             ctx.flags = (seq_dim, interleaved, inverse)
             ctx.has_k = k is not None
-        qo = q.data.rope(*args)
-        return qo if k is None else (qo, k.data.rope(*args))
+        if k is None:
+            return q.data.rope(*args)
+        return q.data.rope_pair(k.data, *args)  # one launch for both on cuda
 
     @staticmethod
     def backward(ctx, gq, gk=None):
@@ -48,52 +50,62 @@ class Rotary(Primitive):
             dk = Rotary.apply(gk, None, cos, sin, positions, *flags) if ctx.has_k and need[1] else None
             return dq, dk, *rest
         args = (cos.data, sin.data, positions.data, seq_dim, interleaved, not inverse)
-        dq = wrap(gq, gq.data.rope(*args)) if need[0] else None
-        dk = wrap(gk, gk.data.rope(*args)) if ctx.has_k and need[1] else None
+        want_q, want_k = need[0] and gq is not None, ctx.has_k and need[1] and gk is not None
+        if want_q and want_k:  # both gradients in one launch
+            dq_data, dk_data = gq.data.rope_pair(gk.data, *args)
+            return wrap(gq, dq_data), wrap(gk, dk_data), *rest
+        dq = wrap(gq, gq.data.rope(*args)) if want_q else None
+        dk = wrap(gk, gk.data.rope(*args)) if want_k else None
         return dq, dk, *rest
 
 
 def _positions(x: Tensor, positions: Any, seq_dim: int) -> Tensor:
     """Positions as an integer (batch, seq) tensor on x's device: None -> 0 .. seq - 1; (seq,) and (1, seq)
     are shared by the batch (a stride-0 view, no copy)."""
-    batch, seq = x.shape[0], x.shape[seq_dim]
+    data = x.data  # the arrays' own metadata: plain attributes, where the Tensor properties are calls
+    batch, seq = data.shape[0], data.shape[seq_dim]
     if positions is None:
-        return wrap(x, arange(seq, dtype=int64, device=x.device)).expand(batch, seq)
+        return wrap(x, arange(seq, dtype=int64, device=data.device)).expand(batch, seq)
     if not is_tensor(positions):
         raise TypeError(f"apply_rotary_emb(): positions must be a Tensor or None, not {type(positions).__name__}")
-    if positions.dtype.name not in ("int32", "int64"):
-        raise IndexError(f"apply_rotary_emb(): positions must be an int32 / int64 tensor, got {positions.dtype.name}")
-    if positions.device != x.device:
+    p = positions.data
+    if p.dtype.name not in ("int32", "int64"):
+        raise IndexError(f"apply_rotary_emb(): positions must be an int32 / int64 tensor, got {p.dtype.name}")
+    if p.device is not data.device and p.device != data.device:
         raise RuntimeError(
             "Expected all tensors to be on the same device, but found at least two devices, "
-            f"{x.device} and {positions.device}!"
+            f"{data.device} and {p.device}!"
         )
-    shape = tuple(positions.shape)
+    shape = tuple(p.shape)
+    if shape == (batch, seq):  # first: a model's per-sequence positions (batch 1 included) need no view
+        return positions
     if shape == (seq,) or shape == (1, seq):
         return positions.reshape(1, seq).expand(batch, seq)
-    if shape != (batch, seq):
-        raise RuntimeError(
-            f"apply_rotary_emb(): positions must have shape [{seq}] or [{batch}, {seq}] for an input of shape "
-            f"{list(x.shape)} (seq_dim={seq_dim}), got {list(shape)}"
-        )
-    return positions
+    raise RuntimeError(
+        f"apply_rotary_emb(): positions must have shape [{seq}] or [{batch}, {seq}] for an input of shape "
+        f"{list(data.shape)} (seq_dim={seq_dim}), got {list(shape)}"
+    )
 
 
 def _check(x: Tensor, cos: Tensor, sin: Tensor, seq_dim: int, name: str) -> None:
-    if x.ndim != 4:
+    data, table, table2 = x.data, cos.data, sin.data
+    shape = data.shape
+    if len(shape) != 4:
         raise RuntimeError(f"apply_rotary_emb(): {name} must be 4-D (batch, seq, heads, head_dim) or "
-                           f"(batch, heads, seq, head_dim), got shape {list(x.shape)}")  # fmt: skip
-    if not x.dtype.is_floating_point:
-        raise NotImplementedError(f"\"apply_rotary_emb\" not implemented for '{x.dtype.name}'")
-    if x.device != cos.device or x.device != sin.device:
-        raise RuntimeError(
-            "Expected all tensors to be on the same device, but found at least two devices, "
-            f"{x.device} and {cos.device if x.device != cos.device else sin.device}!"
-        )
-    if cos.ndim != 2 or tuple(cos.shape) != tuple(sin.shape) or 2 * cos.shape[1] > x.shape[-1]:
+                           f"(batch, heads, seq, head_dim), got shape {list(shape)}")  # fmt: skip
+    if not data.dtype.is_floating_point:
+        raise NotImplementedError(f"\"apply_rotary_emb\" not implemented for '{data.dtype.name}'")
+    device = data.device
+    for t in (table, table2):
+        if t.device is not device and t.device != device:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, {device} and "
+                f"{t.device}!"
+            )
+    if len(table.shape) != 2 or tuple(table.shape) != tuple(table2.shape) or 2 * table.shape[1] > shape[3]:
         raise RuntimeError(
             f"apply_rotary_emb(): cos and sin must both be (max_positions, rotary_dim / 2) with rotary_dim <= "
-            f"head_dim {x.shape[-1]}, got {list(cos.shape)} and {list(sin.shape)}"
+            f"head_dim {shape[3]}, got {list(table.shape)} and {list(table2.shape)}"
         )
 
 
@@ -126,15 +138,17 @@ def apply_rotary_emb(
     _check(q, cos, sin, seq_dim, "q")
     if k is not None:
         _check(k, cos, sin, seq_dim, "k")
-        if k.shape[0] != q.shape[0] or k.shape[seq_dim] != q.shape[seq_dim] or k.shape[-1] != q.shape[-1]:
-            raise RuntimeError(f"apply_rotary_emb(): q {list(q.shape)} and k {list(k.shape)} must agree in batch, "
-                               "seq and head_dim")  # fmt: skip
-    if cos.dtype != sin.dtype:
-        raise RuntimeError(f"apply_rotary_emb(): cos and sin must have one dtype, got {cos.dtype.name} and "
-                           f"{sin.dtype.name}")  # fmt: skip
-    if not cos.dtype.is_floating_point:
-        raise RuntimeError(f"apply_rotary_emb(): cos and sin must be floating point, got {cos.dtype.name}")
-    if grad_mode.is_grad_enabled() and (cos.requires_grad or sin.requires_grad):
+        qs, ks = q.data.shape, k.data.shape
+        if ks[0] != qs[0] or ks[seq_dim] != qs[seq_dim] or ks[3] != qs[3]:
+            raise RuntimeError(f"apply_rotary_emb(): q {list(qs)} and k {list(ks)} must agree in batch, seq and "
+                               "head_dim")  # fmt: skip
+    table_dtype = cos.data.dtype
+    if table_dtype is not sin.data.dtype:
+        raise RuntimeError(f"apply_rotary_emb(): cos and sin must have one dtype, got {table_dtype.name} and "
+                           f"{sin.data.dtype.name}")  # fmt: skip
+    if not table_dtype.is_floating_point:
+        raise RuntimeError(f"apply_rotary_emb(): cos and sin must be floating point, got {table_dtype.name}")
+    if grad_mode._state.enabled and (cos.requires_grad or sin.requires_grad):
         raise RuntimeError("apply_rotary_emb(): cos and sin are constant tables; detach() them (no gradient is "
                            "computed for them)")  # fmt: skip
     pos = _positions(q, positions, seq_dim)

@@ -1,4 +1,5 @@
-"""Rotary position embeddings on CPU: torch's ops composed (torch has no fused rotary function).
+"""Rotary position embeddings on CPU: torch's ops composed (torch has no fused rotary function); q and k
+of ``rope_pair`` one after the other.
 
 The same contract as the CUDA kernel: ``x`` (batch, seq, heads, head_dim) or (batch, heads, seq, head_dim)
 by ``seq_dim``, tables (max_pos, rotary_dim / 2), positions (batch, seq) clamped into the tables, math in
@@ -37,3 +38,19 @@ def rope(
         x1, x2 = rot[..., :half], rot[..., half:]
         out = torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), -1)
     return torch.cat((out.to(x.dtype), rest), -1).contiguous()
+
+
+@reg("rope_pair")
+def rope_pair(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    positions: torch.Tensor,
+    seq_dim: int,
+    interleaved: bool,
+    inverse: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return rope(q, cos, sin, positions, seq_dim, interleaved, inverse), rope(
+        k, cos, sin, positions, seq_dim, interleaved, inverse
+    )

@@ -1,7 +1,7 @@
-"""Rotary position embeddings on CUDA: one genesis_kernels.rope launch per tensor, each way.
+"""Rotary position embeddings on CUDA: one genesis_kernels.rope launch per call, q and k together.
 
-The operand is read in place through its strides (a view of a fused projection, either token layout);
-the result is a new array of the operand's shape, contiguous. The positions stay on the device: the
+The operands are read in place through their strides (views of fused projections, either token layout);
+the results are new arrays of the operands' shapes, contiguous. The positions stay on the device: the
 kernel reads them, so a captured decode step advances them without the host.
 """
 
@@ -20,3 +20,18 @@ def rope(x: View, cos: View, sin: View, positions: View, seq_dim: int, interleav
         gk.rope(x, cos, sin, positions, out, seq_dim=seq_dim, interleaved=interleaved, backward=inverse,
                 stream=stream_of(x))  # fmt: skip
     return out
+
+
+@reg("rope_pair")
+def rope_pair(
+    q: View, k: View, cos: View, sin: View, positions: View, seq_dim: int, interleaved: bool, inverse: bool
+) -> tuple[View, View]:
+    if k.dtype != q.dtype:  # the fused launch takes one dtype: two launches
+        return rope(q, cos, sin, positions, seq_dim, interleaved, inverse), rope(
+            k, cos, sin, positions, seq_dim, interleaved, inverse
+        )
+    qo, ko = gs.empty(q.shape, q.dtype, q.device), gs.empty(k.shape, k.dtype, k.device)
+    if qo.numel or ko.numel:
+        gk.rope(q, cos, sin, positions, qo, seq_dim=seq_dim, interleaved=interleaved, backward=inverse, k=k,
+                k_out=ko, stream=stream_of(q))  # fmt: skip
+    return qo, ko
