@@ -54,6 +54,16 @@ def cases() -> dict[str, Callable[[], object]]:
         p.grad = genesis.randn(256, 256, device="cuda")
     adamw = genesis.optim.AdamW(adam_params, lr=1e-3)
     relu = nn.ReLU()
+    # Llama-shaped inference pieces (bf16, GQA): the fused KV-cache write and the fused rotary of q and k.
+    from genesis.generation import StaticKVCache
+
+    cache = StaticKVCache(1, 1, 2, 64, 32, dtype=genesis.bfloat16, device="cuda")
+    k_new = genesis.randn(1, 2, 16, 32, device="cuda", dtype=genesis.bfloat16)
+    v_new = genesis.randn(1, 16, 2, 32, device="cuda", dtype=genesis.bfloat16).transpose(1, 2)
+    positions = cache.zero_positions()
+    rotary = nn.RotaryEmbedding(32, 64, seq_dim=2).to("cuda")
+    q_rope = genesis.randn(1, 16, 8, 32, device="cuda", dtype=genesis.bfloat16).transpose(1, 2)
+    position_ids = genesis.arange(16, device="cuda").view(1, 16)
 
     def linear_forward_backward() -> None:
         linear(x).sum().backward()
@@ -68,6 +78,8 @@ def cases() -> dict[str, Callable[[], object]]:
         "empty": lambda: genesis.empty(262144, device="cuda"),
         "AdamW step (8 params)": adamw_step_per_param,
         "Module.__call__ (ReLU)": lambda: relu(a),
+        "StaticKVCache.update (keys + values)": lambda: cache.update(0, k_new, v_new, positions),
+        "RotaryEmbedding (q and k)": lambda: rotary(q_rope, v_new, position_ids),
     }
 
 
