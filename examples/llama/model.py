@@ -134,8 +134,18 @@ class LlamaMLP(nn.Module):
         return self.down_proj(F.swiglu(self.gate_proj(x), self.up_proj(x)))  # silu(gate) * up, one fused op
 
 
+def add_rms_norm(h, residual, norm: nn.RMSNorm):
+    """(norm(residual + h), residual + h): the residual add and the norm after it, one fused op each way."""
+    return F.add_rms_norm(h, residual, norm.normalized_shape, norm.weight, norm.eps)
+
+
 class LlamaDecoderLayer(nn.Module):
-    """x + attention(norm(x)), then + mlp(norm(.))."""
+    """x + attention(norm(x)), then + mlp(norm(.)), with the residual stream passed along beside.
+
+    The layer takes and returns ``(h, residual)``, the stream being ``residual + h``: each add is left
+    pending and fused with the norm that follows it (F.add_rms_norm), in this layer or the next one, or
+    in the model's final norm. ``h`` is None before the first layer (the stream is ``residual`` alone).
+    """
 
     def __init__(self, config: LlamaConfig, layer_idx: int) -> None:
         super().__init__()
@@ -144,9 +154,14 @@ class LlamaDecoderLayer(nn.Module):
         self.post_attention_layernorm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
         self.mlp = LlamaMLP(config)
 
-    def forward(self, x, rotary, position_ids, cache=None, positions=None, mask=None, index=None):
-        x = x + self.self_attn(self.input_layernorm(x), rotary, position_ids, cache, positions, mask, index)
-        return x + self.mlp(self.post_attention_layernorm(x))
+    def forward(self, h, residual, rotary, position_ids, cache=None, positions=None, mask=None, index=None):
+        if h is None:
+            normed = self.input_layernorm(residual)
+        else:
+            normed, residual = add_rms_norm(h, residual, self.input_layernorm)
+        h = self.self_attn(normed, rotary, position_ids, cache, positions, mask, index)
+        normed, residual = add_rms_norm(h, residual, self.post_attention_layernorm)
+        return self.mlp(normed), residual
 
 
 class LlamaModel(nn.Module):
@@ -178,9 +193,10 @@ class LlamaModel(nn.Module):
             index = cache.write_index(positions, length)  # once per step, shared by every layer's cache write
             # the slots written are the tokens' positions (clamped into the cache, as the writes are)
             position_ids, mask = index[2].view(batch, length), cache.attention_mask(positions, length)
+        h = None  # the last block's output, still to be added to the stream (see LlamaDecoderLayer)
         for layer in self.layers:
-            x = layer(x, self.rotary_emb, position_ids, cache, positions, mask, index)
-        return self.norm(x)
+            h, x = layer(h, x, self.rotary_emb, position_ids, cache, positions, mask, index)
+        return self.norm(x) if h is None else add_rms_norm(h, x, self.norm)[0]
 
 
 class LlamaForCausalLM(nn.Module):
