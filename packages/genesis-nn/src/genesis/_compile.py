@@ -291,10 +291,26 @@ def _tensor_guards(tensors: list[Tensor]) -> tuple:
 
 
 def _module_guards(module: Module | None) -> tuple:
+    """Every submodule's training flag and every parameter's identity and requires_grad, in one walk of the
+    module tree (this runs at every call: plain loops over the tables, no generators)."""
     if module is None:
         return ()
-    training = tuple(m.training for m in module.modules())
-    return training, tuple((id(p), p.requires_grad) for p in module.parameters())
+    training, params = [], []
+    seen: set[int] = set()
+    stack = [module]
+    while stack:
+        m = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        training.append(m.training)
+        for p in m._parameters.values():
+            if p is not None:
+                params.append((id(p), p.requires_grad))
+        for child in m._modules.values():
+            if child is not None:
+                stack.append(child)
+    return tuple(training), tuple(params)
 
 
 # ------------------------------------------------------------------ GENESIS_COMPILE_DEBUG

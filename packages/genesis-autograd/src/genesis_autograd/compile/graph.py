@@ -52,6 +52,9 @@ class Graph:
     n_slots: int
     meta: dict[int, tuple[tuple[int, ...], Any]] = field(default_factory=dict)  # slot -> (shape, dtype)
     frees: list[list[int]] = field(default_factory=list)  # per op: the slots read for the last time
+    # per op: its positional arguments as (slot, constant) pairs (slot -1: the constant), or None where an
+    # argument nests a Ref (fill() builds those); what replay reads instead of walking op.args each time
+    arg_plans: list[tuple[tuple[int, Any], ...] | None] = field(default_factory=list)
     keep: set[int] = field(default_factory=set)  # slots read after the graph (by the pieces that follow it)
 
     def plan(self) -> None:
@@ -65,6 +68,7 @@ class Graph:
         for slot, i in last.items():
             if slot not in kept:
                 self.frees[i].append(slot)
+        self.arg_plans = [_arg_plan(op.args) for op in self.ops]
 
     def describe(self) -> str:
         """A readable listing: one line per op, ``%out = Label(%a, %b, 2.0)``."""
@@ -123,17 +127,36 @@ def replay(graph: Graph, inputs: list) -> Any:
     return fill(graph.output, env)
 
 
+def _arg_plan(args: tuple) -> tuple[tuple[int, Any], ...] | None:
+    """``args`` as (slot, constant) pairs, slot -1 for a constant; None where an argument nests a Ref."""
+    plan = []
+    for a in args:
+        if a.__class__ is Ref:
+            plan.append((a.slot, None))
+        elif refs(a):
+            return None
+        else:
+            plan.append((-1, a))
+    return tuple(plan)
+
+
 def run_ops(graph: Graph, env: list) -> None:
     """Run ``graph``'s ops on the values in ``env`` (by slot), storing their results there."""
-    for op, frees in zip(graph.ops, graph.frees):
-        args = fill(op.args, env)
+    plans = graph.arg_plans if len(graph.arg_plans) == len(graph.ops) else [None] * len(graph.ops)
+    for op, frees, plan in zip(graph.ops, graph.frees, plans):
+        # The replay's own cost per op: flat arguments from their plan (no recursion over op.args).
+        args = fill(op.args, env) if plan is None else [env[s] if s >= 0 else c for s, c in plan]
         kwargs = fill(op.kwargs, env) if op.kwargs else op.kwargs
         if op.grad_enabled is _grad_state.enabled:
             out = op.fn(*args, **kwargs)
         else:  # the op ran under another grad mode when captured (a no_grad block in the function)
             with grad_mode.set_grad_enabled(op.grad_enabled):
                 out = op.fn(*args, **kwargs)
-        bind(op.outputs, out, env)
+        outputs = op.outputs
+        if outputs.__class__ is Ref:
+            env[outputs.slot] = out
+        else:
+            bind(outputs, out, env)
         for slot in frees:
             env[slot] = None
 

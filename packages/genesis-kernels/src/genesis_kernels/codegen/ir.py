@@ -91,7 +91,12 @@ class Program:
     @property
     def dropout_slots(self) -> int:
         """How many dropout masks' counters the program spans (slot k draws counters offset + k * numel + i)."""
-        return max((n.attr[1] for n in self.nodes if n.op == "dropout_mask"), default=-1) + 1
+        found = self._derived.get("dropout_slots")
+        if found is None:
+            found = self._derived["dropout_slots"] = (
+                max((n.attr[1] for n in self.nodes if n.op == "dropout_mask"), default=-1) + 1
+            )
+        return found
 
     def gradient(
         self,
