@@ -23,7 +23,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from .buffer import INT32_LIMIT, BufferLike, accumulate_dtype, by_layout, dtype_info, tl_dtype
+from .buffer import INT32_LIMIT, BufferLike, accumulate_dtype, by_layout, dtype_info, numel, tl_dtype
 from .elementwise import binary, cast_to
 from .mathlib import lib
 from .normalization import (
@@ -158,85 +158,112 @@ def _blocks(rows: int, n: int) -> tuple[int, int]:
 
 
 class _Plan:
-    """What every launch of one layout passes besides its pointers, worked out once per layout (shapes,
-    strides, dtypes, flags) by the ``by_layout`` functions below; never from addresses, whose alignment
-    each launch reads for itself."""
+    """What every launch of one layout passes besides its pointers, worked out (and checked) once per layout
+    (shapes, strides, dtypes, flags) by the ``by_layout`` functions below; never from addresses, whose
+    alignment each launch reads for itself."""
 
-    __slots__ = ("acc", "aligned_ints", "args", "block", "consts", "key", "n", "rows", "types", "warps")
+    __slots__ = (
+        "acc", "aligned_ints", "args", "block", "consts", "fns", "grid", "key", "n", "names", "rows", "types",
+    )  # fmt: skip
 
-    def __init__(self, rows: int, n: int, big: bool, ptr_dtypes: dict[str, str], ints: str, flags: dict) -> None:
+    def __init__(
+        self, rows: int, n: int, big: bool, layout: tuple, ptr_dtypes: dict[str, str], ints: str, flags: dict
+    ) -> None:
         self.rows, self.n = rows, n
         self.acc = accumulate_dtype(ptr_dtypes["s"])
         self.block = block_r, block_n = _blocks(rows, n)
-        self.warps = _warps(block_r * block_n)
         it = "i64" if big else "i32"
+        self.names = tuple(ptr_dtypes)  # the pointer arguments, in the kernel's order
         self.types = {**{k: ptr_type(v) for k, v in ptr_dtypes.items()}, **dict.fromkeys(ints.split(), it)}
-        self.consts: dict[str, Any] = dict(**flags, ACC=tl_dtype(self.acc), INT64=big, BLOCK_R=block_r, BLOCK_N=block_n)
-        self.aligned_ints = ("N",) if n % 16 == 0 else ()
-        self.key: tuple = (tuple(ptr_dtypes.values()), tuple(self.consts.values()))
-        self.args: tuple = ()
+        contig = all(c == 1 for _, c in layout)
+        self.consts: dict[str, Any] = dict(
+            **flags, ACC=tl_dtype(self.acc), CONTIG=contig, INT64=big, BLOCK_R=block_r, BLOCK_N=block_n
+        )
+        # N and the row strides divisible by 16 (with 16-aligned pointers: vector loads)
+        row_names = ints.split()[-len(layout) * 2 :: 2]
+        aligned = ["N"] * (n % 16 == 0) + [name for name, (rs, _) in zip(row_names, layout) if rs % 16 == 0]
+        self.aligned_ints = tuple(aligned)
+        # (plain values: a Triton dtype in a key would hash through Python on every lookup)
+        self.key: tuple = (tuple(ptr_dtypes.values()), tuple(flags.values()), self.acc, contig, big, self.block)
+        self.fns: dict[tuple[str, ...], Any] = {}  # this layout's launches by aligned pointers
+        self.args: tuple = (rows, n, *[st for pair in layout for st in pair])
+        self.grid = (cdiv(rows, block_r), 1, 1)
 
 
-def _plan_args(plan: _Plan, layout: tuple[tuple[int, int], ...], row_names: str) -> None:
-    """Fill in CONTIG and the 16-divisible row strides (vector loads) from the per-buffer (row, column) strides."""
-    plan.consts = {**plan.consts, "CONTIG": all(c == 1 for _, c in layout)}
-    plan.key = (*plan.key, plan.consts["CONTIG"])
-    plan.aligned_ints += tuple([name for name, (rs, _) in zip(row_names.split(), layout) if rs % 16 == 0])
+def _check_params(n: int, rows: int, acc: str, weight: BufferLike | None, stats: list[BufferLike], what: str) -> None:
+    _check_vector(weight, n, "weight")
+    for stat in stats:
+        if stat.dtype != acc or numel(tuple(stat.shape)) != rows or (rows > 1 and stat.strides[-1] != 1):
+            raise ValueError(f"{what}: mean / rstd must be contiguous {acc} buffers of {rows} elements")
 
 
 @by_layout
-def _forward_plan(bufs: list[BufferLike], rms: bool, has_w: bool, has_b: bool) -> _Plan:
-    x, r, s, y = bufs[:4]
+def _forward_plan(bufs: list[BufferLike], rms: bool, has_mean: bool, has_w: bool, has_b: bool) -> _Plan:
+    """bufs: x, residual, s, out, rstd, then mean, weight, bias where given."""
+    if rms and has_b:
+        raise ValueError("add_norm_forward: rms_norm takes no bias")
+    if not rms and not has_mean:
+        raise ValueError("add_norm_forward: layer norm needs a mean buffer")
+    x, r, s, y, rstd = bufs[:5]
+    mean = bufs[5] if has_mean else None
+    weight = bufs[5 + has_mean] if has_w else None
+    bias = bufs[-1] if has_b else None
     rows, n, layout, big = _as_rows([x, r, s, y], "add_norm_forward")
     acc = accumulate_dtype(s.dtype)
-    pdt = {"x": x.dtype, "r": r.dtype, "w": bufs[4].dtype if has_w else acc, "b": bufs[-1].dtype if has_b else acc}
-    pdt.update(s=s.dtype, y=y.dtype, mean=acc, rstd=acc)
-    plan = _Plan(rows, n, big, pdt, "R N xr xc rr rc sr sc yr yc", dict(RMS=rms, HAS_W=has_w, HAS_B=has_b))
+    _check_params(n, rows, acc, weight, [rstd] + ([mean] if mean is not None else []), "add_norm_forward")
+    _check_vector(bias, n, "bias")
+    pdt = {"x": x.dtype, "r": r.dtype, "w": acc if weight is None else weight.dtype}
+    pdt.update(b=acc if bias is None else bias.dtype, s=s.dtype, y=y.dtype, mean=acc, rstd=acc)
+    flags = dict(RMS=rms, HAS_W=has_w, HAS_B=has_b)
+    plan = _Plan(rows, n, big, layout, pdt, "R N xr xc rr rc sr sc yr yc", flags)
     plan.types["eps"] = dtype_info(acc).triton
-    _plan_args(plan, layout, "xr rr sr yr")
-    plan.args = (rows, n, *[st for pair in layout for st in pair])
     return plan
 
 
 @by_layout
-def _backward_plan(bufs: list[BufferLike], rms: bool, has_w: bool, has_ds: bool, w_grad: bool, b_grad: bool) -> _Plan:
-    s, dy, dx = bufs[0], bufs[1], bufs[2]
-    ds = bufs[3] if has_ds else dx  # (read only with HAS_DS)
-    rows, n, layout, big = _as_rows([s, dy, ds, dx], "add_norm_backward")
+def _backward_plan(bufs: list[BufferLike], rms: bool, flags: tuple[bool, ...]) -> _Plan:
+    """bufs: s, dy, dx, rstd, then mean, ds, weight, dweight, dbias where given (``flags`` says which)."""
+    has_mean, has_ds, has_w, w_grad, b_grad = flags
+    if rms and b_grad:
+        raise ValueError("add_norm_backward: rms_norm has no bias")
+    if not rms and not has_mean:
+        raise ValueError("add_norm_backward: layer norm needs the saved mean")
+    s, dy, dx, rstd = bufs[:4]
+    rest = iter(bufs[4:])
+    mean, ds, weight, dweight, dbias = (next(rest) if given else None for given in flags)
+    rows, n, layout, big = _as_rows([s, dy, dx if ds is None else ds, dx], "add_norm_backward")
     acc = accumulate_dtype(s.dtype)
+    _check_params(n, rows, acc, weight, [rstd] + ([mean] if mean is not None else []), "add_norm_backward")
+    _check_vector(dweight, n, "dweight", strided=True)
+    _check_vector(dbias, n, "dbias", strided=True)
     programs = _programs(rows, *_blocks(rows, n)) if rows else 0
     rpp = cdiv(rows, programs) if programs else 0
     programs = cdiv(rows, rpp) if rpp else 0
     big = big or programs * n >= INT32_LIMIT - 65536
-    pdt = {"s": s.dtype, "dy": dy.dtype, "ds": ds.dtype, "w": bufs[-1].dtype if has_w else acc}
-    pdt.update(mean=acc, rstd=acc, dx=dx.dtype, pw=acc, pb=acc)
-    flags = dict(RMS=rms, HAS_W=has_w, HAS_DS=has_ds, W_GRAD=w_grad, B_GRAD=b_grad)
-    plan = _Plan(rows, n, big, pdt, "R N RPP sr sc gr gc er ec dr dc", flags)
-    _plan_args(plan, layout, "sr gr er dr")
-    plan.args = (programs, rows, n, rpp, *[st for pair in layout for st in pair])
+    pdt = {"s": s.dtype, "dy": dy.dtype, "ds": dx.dtype if ds is None else ds.dtype}
+    pdt.update(w=acc if weight is None else weight.dtype, mean=acc, rstd=acc, dx=dx.dtype, pw=acc, pb=acc)
+    consts = dict(RMS=rms, HAS_W=has_w, HAS_DS=has_ds, W_GRAD=w_grad, B_GRAD=b_grad)
+    plan = _Plan(rows, n, big, layout, pdt, "R N RPP sr sc gr gc er ec dr dc", consts)
+    plan.args = (rows, n, rpp, *plan.args[2:])
+    plan.grid = (programs, 1, 1)
     return plan
 
 
-def _check_stats(stat: BufferLike | None, rows: int, acc: str, name: str) -> None:
-    if stat is not None and (stat.dtype != acc or _numel(stat.shape) != rows):
-        raise ValueError(f"add_norm: {name} must be a contiguous {acc} buffer of {rows} elements")
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    count = 1
-    for d in shape:
-        count *= d
-    return count
-
-
-def _launch(kernel: Kernel, plan: _Plan, ptrs: dict[str, int], grid: int, ints: tuple, stream: int) -> None:
-    aligned = tuple([name for name, p in ptrs.items() if p % 16 == 0])
-    key = (plan.key, aligned)
-    fn = kernel.cache.get(key)
+def _launch(kernel: Kernel, plan: _Plan, ptrs: tuple[int, ...], ints: tuple, stream: int) -> None:
+    # Runs on every call: the alignment of all pointers at once in the common case (all 16-byte aligned).
+    mask = 0
+    for p in ptrs:
+        mask |= p
+    aligned = plan.names if mask % 16 == 0 else tuple([k for k, p in zip(plan.names, ptrs) if p % 16 == 0])
+    fn: Any = plan.fns.get(aligned)
     if fn is None:
-        fn = kernel.build(key, plan.types, plan.consts, aligned + plan.aligned_ints, num_warps=plan.warps)
-        fn._consts = tuple(plan.consts[name] for name in kernel.arg_names if name in plan.consts)  # type: ignore[attr-defined]
-    fn((grid, 1, 1), stream, (*ptrs.values(), *ints, *fn._consts))  # type: ignore[attr-defined]
+        key = (plan.key, aligned)
+        fn = kernel.build(
+            key, plan.types, plan.consts, aligned + plan.aligned_ints, num_warps=_warps(numel(plan.block))
+        )
+        fn._consts = tuple([plan.consts[k] for k in kernel.arg_names if k in plan.consts])
+        plan.fns[aligned] = fn
+    fn(plan.grid, stream, (*ptrs, *ints, *fn._consts))
 
 
 def add_norm_forward(
@@ -261,35 +288,32 @@ def add_norm_forward(
     (float32; float64 for float64 ``s``). ``weight`` / ``bias``: shape (N,) contiguous, any floating dtype,
     or None; RMSNorm takes no bias.
     """
-    if rms and bias is not None:
-        raise ValueError("add_norm_forward: rms_norm takes no bias")
-    if not rms and mean is None:
-        raise ValueError("add_norm_forward: layer norm needs a mean buffer")
-    params = [p for p in (weight, bias) if p is not None]
-    plan = _forward_plan([x, residual, s, out, *params], rms, weight is not None, bias is not None)
-    rows, n = plan.rows, plan.n
-    _check_vector(weight, n, "weight")
-    _check_vector(bias, n, "bias")
-    _check_stats(mean, rows, plan.acc, "mean")
-    _check_stats(rstd, rows, plan.acc, "rstd")
-    if rows == 0 or n == 0:
+    bufs = [x, residual, s, out, rstd]
+    if mean is not None:
+        bufs.append(mean)
+    if weight is not None:
+        bufs.append(weight)
+    if bias is not None:
+        bufs.append(bias)
+    plan = _forward_plan(bufs, rms, mean is not None, weight is not None, bias is not None)
+    if plan.rows == 0 or plan.n == 0:
         return
-    if n > _ONE_PASS_MAX:  # long rows: the add, then the norm kernels (two launches)
+    if plan.n > _ONE_PASS_MAX:  # long rows: the add, then the norm kernels (two launches)
         binary("add", x, residual, s, compute_dtype=plan.acc, stream=stream)
         norm_forward(s, weight, bias, out, mean, rstd, eps=eps, rms=rms, stream=stream)
         return
     spare = rstd.ptr  # stands in for the pointers a flag says are never read
-    ptrs = {
-        "x": x.ptr,
-        "r": residual.ptr,
-        "w": spare if weight is None else weight.ptr,
-        "b": spare if bias is None else bias.ptr,
-        "s": s.ptr,
-        "y": out.ptr,
-        "mean": spare if mean is None else mean.ptr,
-        "rstd": spare,
-    }
-    _launch(_FWD, plan, ptrs, cdiv(rows, plan.block[0]), (*plan.args, float(eps)), stream)
+    ptrs = (
+        x.ptr,
+        residual.ptr,
+        spare if weight is None else weight.ptr,
+        spare if bias is None else bias.ptr,
+        s.ptr,
+        out.ptr,
+        spare if mean is None else mean.ptr,
+        spare,
+    )
+    _launch(_FWD, plan, ptrs, (*plan.args, float(eps)), stream)
 
 
 def add_norm_backward(
@@ -311,17 +335,13 @@ def add_norm_backward(
     ``residual`` (in ``dx``'s dtype); ``dweight`` / ``dbias`` (shape (N,), any floating dtype) when given,
     through per-program partial sums and normalization.py's column-sum launch.
     """
-    if rms and dbias is not None:
-        raise ValueError("add_norm_backward: rms_norm has no bias")
-    if not rms and mean is None:
-        raise ValueError("add_norm_backward: layer norm needs the saved mean")
-    bufs = [s, dy, dx] + ([ds] if ds is not None else []) + ([weight] if weight is not None else [])
-    flags = (weight is not None, ds is not None, dweight is not None, dbias is not None)
-    plan = _backward_plan(bufs, rms, *flags)
-    programs, n = plan.args[0], plan.args[2]
-    _check_vector(weight, n, "weight")
-    _check_vector(dweight, n, "dweight", strided=True)
-    _check_vector(dbias, n, "dbias", strided=True)
+    bufs = [s, dy, dx, rstd]
+    for b in (mean, ds, weight, dweight, dbias):
+        if b is not None:
+            bufs.append(b)
+    flags = (mean is not None, ds is not None, weight is not None, dweight is not None, dbias is not None)
+    plan = _backward_plan(bufs, rms, flags)
+    n, programs = plan.n, plan.grid[0]
     if n == 0:
         return
     if n > _ONE_PASS_MAX:  # long rows: the norm's backward kernels, then the add
@@ -329,25 +349,25 @@ def add_norm_backward(
         if ds is not None:
             binary("add", dx, ds, dx, compute_dtype=plan.acc, stream=stream)
         return
-    item = dtype_info(plan.acc).itemsize
+    item = 8 if plan.acc == "float64" else 4
     n_parts = (dweight is not None) + (dbias is not None)
-    part = scratch(max(1, n_parts * programs * n * item), stream) if n_parts else rstd.ptr
+    part = scratch(n_parts * programs * n * item, stream) if n_parts else rstd.ptr
     pw = part
     pb = part + (programs * n * item if dweight is not None else 0)
     if programs:
         spare = rstd.ptr
-        ptrs = {
-            "s": s.ptr,
-            "dy": dy.ptr,
-            "ds": dx.ptr if ds is None else ds.ptr,
-            "w": spare if weight is None else weight.ptr,
-            "mean": spare if mean is None else mean.ptr,
-            "rstd": spare,
-            "dx": dx.ptr,
-            "pw": pw,
-            "pb": pb,
-        }
-        _launch(_BWD, plan, ptrs, programs, plan.args[1:], stream)
+        ptrs = (
+            s.ptr,
+            dy.ptr,
+            dx.ptr if ds is None else ds.ptr,
+            spare if weight is None else weight.ptr,
+            spare if mean is None else mean.ptr,
+            spare,
+            dx.ptr,
+            pw,
+            pb,
+        )
+        _launch(_BWD, plan, ptrs, plan.args, stream)
     if dweight is not None and dbias is not None and dweight.dtype == dbias.dtype:
         _column_sum(pw, programs, n, dweight, plan.acc, stream, dbias)  # one launch for both (pb follows pw)
         return

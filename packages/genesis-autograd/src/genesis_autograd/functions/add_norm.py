@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING
 
 from genesis_ndarray import float32, float64, promote_types
 
+from .. import function as _function
 from ..autocast import _state as _autocast_state
 from ..autocast import cast_inputs
+from ..grad_mode import _state as _grad_state
 from ._util import Primitive, backward_recorded, check_output_version, wrap
 from .normalization import _EPS, _check_param, _flat, _normalized_ndim, _rows, _unrows, layer_norm, rms_norm
 
@@ -92,25 +94,57 @@ def _composed(input, residual, normalized_shape, weight, bias, eps, rms: bool):
 
 def _add_norm(input, residual, normalized_shape, weight, bias, eps, rms: bool):
     """(y, s) by the fused op where it covers the inputs, else by the composition."""
-    dtype = input.dtype
-    fused = input.data.shape == residual.data.shape and dtype.is_floating_point and residual.dtype.is_floating_point
-    if fused:
-        s_dtype = promote_types(dtype, residual.dtype)
-        fused = (s_dtype is dtype or s_dtype is residual.dtype) and input.device == residual.device
-    if not fused:
+    # Every pre-norm block calls this twice: the common case reads NDArray attributes (no Tensor
+    # properties), checks with plain comparisons, and calls the helpers that raise only when one fails.
+    x, r = input.data, residual.data
+    dtype, shape = x.dtype, x.shape
+    s_dtype = dtype if dtype is r.dtype else promote_types(dtype, r.dtype)
+    if (
+        shape != r.shape
+        or not dtype.is_floating_point
+        or not (s_dtype is dtype or s_dtype is r.dtype)  # (float16 + bfloat16 -> float32: neither)
+        or (x.device is not r.device and x.device != r.device)
+    ):
         return _composed(input, residual, normalized_shape, weight, bias, eps, rms)
     like = input if s_dtype is dtype else residual  # the shape, dtype and device of s
     out_dtype = None
-    if _autocast_state.active and input.device.type in _autocast_state.dtypes:  # the norm runs in float32
+    if _autocast_state.active and x.device.type in _autocast_state.dtypes:  # the norm runs in float32
         if s_dtype is float64:  # (genesis's norms cast a float64 input down too; leave that to them)
             return _composed(input, residual, normalized_shape, weight, bias, eps, rms)
         weight, bias = cast_inputs("float32", (weight, bias))
         out_dtype = float32
-    n = _normalized_ndim(like, normalized_shape)
-    _check_param(like, weight, "weight", n)
-    _check_param(like, bias, "bias", n)
+    if shape and (normalized_shape == shape[-1:] or normalized_shape == shape[-1]):
+        n = 1
+    else:
+        n = _normalized_ndim(like, normalized_shape)
+    for p, name in ((weight, "weight"), (bias, "bias")):
+        if p is not None:
+            pd = p.data
+            if (
+                pd.shape != shape[len(shape) - n :]
+                or pd.device is not x.device
+                or not (pd.dtype is s_dtype or pd.dtype is float32)
+            ):
+                _check_param(like, p, name, n)  # raises torch's error, if there is one
     if eps is None:  # rms_norm's default: the epsilon of the dtype the norm runs in
         eps = _EPS[(out_dtype or s_dtype).name]
+    if _function._capture_hook is None and not (
+        _grad_state.enabled
+        and (
+            input.requires_grad
+            or residual.requires_grad
+            or (weight is not None and weight.requires_grad)
+            or (bias is not None and bias.requires_grad)
+        )
+    ):  # nothing to record: AddNorm.forward's work without apply's
+        make = input._result_type
+        w = None if weight is None else weight.data if n == 1 else _flat(weight)
+        b = None if bias is None else bias.data if n == 1 else _flat(bias)
+        if n == 1:
+            y, s, _, _ = x.add_norm(r, w, b, float(eps), rms, out_dtype)
+            return make(y), make(s)
+        y, s, _, _ = _rows(input, n).add_norm(_rows(residual, n), w, b, float(eps), rms, out_dtype)
+        return make(_unrows(y, input, n)), make(_unrows(s, input, n))
     s, y = AddNorm.apply(input, residual, weight, bias, n, float(eps), rms, out_dtype)
     return y, s
 

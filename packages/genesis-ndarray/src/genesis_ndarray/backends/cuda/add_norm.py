@@ -12,7 +12,20 @@ import genesis_storage as gs
 
 from ...dtypes import DType, promote_types
 from .common import View, dtype_of, reg, stream_of
-from .normalization import _acc, _check_float, _rows, _vec
+from .normalization import _check_float, _rows, _vec
+
+_S_DTYPES: dict[tuple[str, str], str] = {}  # (input, residual) dtype names -> s's, for the pairs checked
+
+
+def _s_dtype(input: View, residual: View, rms: bool) -> str:
+    """s's dtype name (torch's promotion); raises torch's error for a non-float input."""
+    found = _S_DTYPES.get((input.dtype, residual.dtype))
+    if found is None:
+        what = "rms_norm" if rms else "layer_norm"
+        _check_float(input, what)
+        _check_float(residual, what)
+        found = _S_DTYPES[(input.dtype, residual.dtype)] = promote_types(dtype_of(input), dtype_of(residual)).name
+    return found
 
 
 @reg("add_norm")
@@ -26,18 +39,17 @@ def add_norm(
     out_dtype: DType | None,
 ) -> tuple[View, View, View | None, View]:
     """(y, s, mean or None, rstd): s = residual + input, y = norm(s) * weight (+ bias) over the last dim."""
-    what = "rms_norm" if rms else "layer_norm"
-    _check_float(input, what)
-    _check_float(residual, what)
-    s_dtype = promote_types(dtype_of(input), dtype_of(residual)).name
+    s_dtype = _s_dtype(input, residual, rms)
     x, r = _rows(input), _rows(residual)
-    device = x.device
-    s = gs.empty(x.shape, s_dtype, device)
-    y = gs.empty(x.shape, s_dtype if out_dtype is None else out_dtype.name, device)
-    acc = _acc(s)
-    mean = None if rms else gs.empty(x.shape[:-1], acc, device)
-    rstd = gs.empty(x.shape[:-1], acc, device)
-    gk.add_norm_forward(x, r, _vec(weight), _vec(bias), s, y, mean, rstd, eps=eps, rms=rms, stream=stream_of(x))
+    shape, device = x.shape, x.device
+    s = gs.empty(shape, s_dtype, device)
+    y = gs.empty(shape, s_dtype if out_dtype is None else out_dtype.name, device)
+    acc = "float64" if s_dtype == "float64" else "float32"
+    mean = None if rms else gs.empty(shape[:-1], acc, device)
+    rstd = gs.empty(shape[:-1], acc, device)
+    w = weight if weight is None or weight.strides == (1,) else _vec(weight)
+    b = bias if bias is None or bias.strides == (1,) else _vec(bias)
+    gk.add_norm_forward(x, r, w, b, s, y, mean, rstd, eps=eps, rms=rms, stream=stream_of(x))
     return y, s, mean, rstd
 
 
