@@ -25,6 +25,7 @@ MAKERS = {
     "genesis-compile-ro": lambda: CompiledTrainer(load("gpt_gcro", None), CONFIG, 8, "reduce-overhead"),
     "torch": lambda: Trainer(load("gpt_torch", TO_TORCH), CONFIG, 8),
     "torch-compile": lambda: CompiledTrainer(load("gpt_tc", TO_TORCH), CONFIG, 8, None),
+    "torch-compile-ro": lambda: CompiledTrainer(load("gpt_tcro", TO_TORCH), CONFIG, 8, "reduce-overhead"),
 }
 
 
