@@ -73,6 +73,24 @@ def test_two_normalized_dims_no_affine_frozen_residual_and_eps(device, rms):
         assert_fwd(actual, expected)
 
 
+@pytest.mark.parametrize("device", [CPU, CUDA])
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
+def test_three_dim_stream_and_transposed_input(device, rms):
+    """A (batch, seq, hidden) stream, as a transformer's; and an input that is a transposed view."""
+    for actual, expected in run_both(device, (2, 3, 8), 8, rms=rms):
+        assert_fwd(actual, expected)
+    x, r, w = values((6, 5)), values((5, 6)), values((6,))
+    tx, tr, tw = (t.clone().requires_grad_() for t in (x, r, w))
+    gx, gr, gw = (to_genesis(t, device, requires_grad=True) for t in (x, r, w))
+    ty, ts = torch_add_norm(tx.t(), tr, 6, tw, None, None, rms)
+    gy, gs = genesis_add_norm(gx.t(), gr, 6, gw, None, None, rms)
+    (ty * ts).sum().backward()
+    (gy * gs).sum().backward()
+    for actual, expected in ((gy, ty.detach()), (gs, ts.detach()), (gx.grad, tx.grad), (gr.grad, tr.grad)):
+        assert_fwd(actual, expected)
+    assert_fwd(gw.grad, tw.grad)
+
+
 # Two ulps of the dtype, relative (one rounding of the output plus one of s or of the norm's part of the
 # gradient where the reference composition rounds it: torch's cpu path and genesis's cpu backend do),
 # and the same absolute at unit scale for elements near zero, where dx's cancellation leaves no
