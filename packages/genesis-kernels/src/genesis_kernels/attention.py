@@ -218,7 +218,7 @@ def _fwd_tma_config(d: int, dtype: str, lq: int, lk: int) -> tuple[int, int, int
 
 
 def _forward_tma(q: BufferLike, k: BufferLike, v: BufferLike, out: BufferLike, lse: BufferLike,
-                 strides: tuple[int, ...], causal: bool, scale: float, stream: int) -> None:  # fmt: skip
+                 strides: tuple[int, ...], causal: bool, scale: float) -> _FwdPlan:  # fmt: skip
     """attention_forward's hot case through _attn_fwd_tma_kernel; ``strides`` from _fwd_tma_strides."""
     b, hq, lq, d = q.shape
     hkv, lk = k.shape[1], k.shape[2]
@@ -237,9 +237,8 @@ def _forward_tma(q: BufferLike, k: BufferLike, v: BufferLike, out: BufferLike, l
         consts = dict(CAUSAL=causal, RAW_MAX=raw_max, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d, WARP_SPECIALIZE=ws)
         fn = _FWD_TMA_KERNEL.build(key, types, consts, ("q", "k", "v", "o"), num_warps=warps, num_stages=stages)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    args = (q.ptr, k.ptr, v.ptr, out.ptr, lse.ptr, *strides, b, hq, hkv, hq // hkv, lq, lk, scale * _LOG2E,
-            *fn._consts)  # type: ignore[attr-defined]  # fmt: skip
-    fn((cdiv(lq, bm), b * hq, 1), stream, args)
+    tail = (*strides, b, hq, hkv, hq // hkv, lq, lk, scale * _LOG2E, *fn._consts)  # type: ignore[attr-defined]
+    return _FwdPlan(fn, (cdiv(lq, bm), b * hq, 1), [0, 0, 0, 0, 0, *tail], (0, 1, 2, 3, 4))
 
 
 # The buffers each TMA backward kernel reads or writes through descriptors, and the names of their
@@ -394,30 +393,90 @@ def attention_forward(
     with ``rng_ptr`` (CUDA-graph capture) the seed and base offset are read from that device int64[2]
     and ``offset`` is added to the base (random.philox_state).
     """
+    # The host path of every attention layer: the launch's configuration depends only on the operands'
+    # layouts and alignment, the flags and the tile tables, so it is worked out once per such signature
+    # (_plan_forward) and a launch fills in the addresses (and the dropout stream's position).
+    d = q.shape[-1] if len(q.shape) else 0
+    block_d = _BLOCK_D.get(d) or max(16, next_pow2(d))
+    sig = (
+        tuple(q.shape), tuple(q.strides), tuple(k.shape), tuple(k.strides), tuple(v.shape), tuple(v.strides),
+        tuple(out.shape), tuple(out.strides), tuple(lse.shape), tuple(lse.strides),
+        q.dtype, k.dtype, v.dtype, out.dtype, lse.dtype,
+        None if mask is None else (tuple(mask.shape), tuple(mask.strides), mask.dtype),
+        causal, scale, dropout_p, rng_ptr != 0,
+        q.ptr % 16, k.ptr % 16, v.ptr % 16, out.ptr % 16, lse.ptr % 16,
+        _FWD_TMA, _FWD_TMA_CONFIGS.get(block_d), _FWD_CONFIGS.get(block_d), _DECODE_CONFIG.get(block_d),
+    )  # fmt: skip
+    plan = _FWD_PLANS.get(sig)
+    if plan is None:
+        plan = _plan_forward(q, k, v, out, lse, mask, causal, scale, dropout_p, rng_ptr)
+        if len(_FWD_PLANS) >= _PLANS_MAX:
+            _FWD_PLANS.clear()
+        _FWD_PLANS[sig] = plan
+    if plan.fn is None:  # nothing to compute
+        return
+    args = list(plan.template)
+    dyn = (q.ptr, k.ptr, v.ptr, out.ptr, lse.ptr, 0 if mask is None else mask.ptr)
+    for i, slot in enumerate(plan.slots):
+        args[slot] = dyn[i]
+    part = 0
+    if plan.scratch:
+        part = runtime.scratch(plan.scratch, stream)
+        args[plan.part_slot] = part
+    if plan.drop_slots:
+        i_seed, i_offset, i_rng = plan.drop_slots
+        args[i_seed], args[i_offset], args[i_rng] = seed & (2**63 - 1), offset, rng_ptr if rng_ptr != 0 else 0
+    plan.fn(plan.grid, stream, tuple(args))
+    if plan.scratch:
+        b, hq, lq = lse.shape
+        _combine(part, plan.grid[2], out, lse, b, hq, lq, d, block_d, stream)
+
+
+class _FwdPlan:
+    """One forward launch's configuration: the compiled kernel, its grid and its argument tuple with the
+    addresses left at ``slots`` (q, k, v, o, lse[, mask]), the split-KV scratch's size and slot, and the
+    dropout arguments' slots (seed, offset, rng)."""
+
+    __slots__ = ("drop_slots", "fn", "grid", "part_slot", "scratch", "slots", "template")
+
+    def __init__(self, fn, grid: tuple[int, int, int], template: list, slots: tuple[int, ...], scratch: int = 0,
+                 part_slot: int = -1, drop_slots: tuple[int, ...] = ()) -> None:  # fmt: skip
+        self.fn, self.grid, self.template, self.slots = fn, grid, template, slots
+        self.scratch, self.part_slot, self.drop_slots = scratch, part_slot, drop_slots
+
+
+_FWD_PLANS: dict[tuple, _FwdPlan] = {}
+_PLANS_MAX = 1024  # distinct layouts kept; past it the table starts over
+_BLOCK_D = {d: max(16, next_pow2(d)) for d in range(1, MAX_HEAD_DIM + 1)}
+
+
+def _plan_forward(q: BufferLike, k: BufferLike, v: BufferLike, out: BufferLike, lse: BufferLike,
+                  mask: BufferLike | None, causal: bool, scale: float, dropout_p: float,
+                  rng_ptr: int) -> _FwdPlan:  # fmt: skip
+    """attention_forward's checks and its choice of kernel, tiles and arguments for one signature."""
     b, hq, hkv, lq, lk, d = _dims(q, k, v)
     if tuple(out.shape) != tuple(q.shape) or tuple(lse.shape) != (b, hq, lq) or lse.dtype != "float32":
         raise ValueError(f"attention: out {out.shape} / lse {lse.shape} do not fit query {q.shape}")
     if b * hq * lq == 0:
-        return
+        return _FwdPlan(None, (0, 0, 0), [], ())
     block_d = max(16, next_pow2(d))
-    mptr, ms, kind, mtype = _mask_args(mask, b, hq, lq, lk)
+    _, ms, kind, mtype = _mask_args(mask, b, hq, lq, lk)  # (the mask's address is read at each launch)
     dropout = dropout_p > 0.0
     split = lq <= DECODE_MAX_LQ and lk >= DECODE_MIN_LK
     tma = _fwd_tma_strides(q, k, v, out, kind, dropout, split)
     if tma is not None:  # the hot case: the TMA kernel
-        _forward_tma(q, k, v, out, lse, tma, causal, scale, stream)
-        return
+        return _forward_tma(q, k, v, out, lse, tma, causal, scale)
     table = _DECODE_CONFIG if split else _FWD_CONFIGS
     bm, bn, warps, stages = _config(table, block_d, q.dtype, lq, lk)
     it = _int_type(q, k, v, out, mask)
     grid_m = cdiv(lq, bm)
-    splits, chunk, part = 1, lk, 0
+    splits, chunk, scratch = 1, lk, 0
     if split:
         n_blocks = cdiv(lk, bn)
         splits = max(1, min(max(1, n_blocks // 4), cdiv(16 * sm_count(), b * hq * grid_m), 64))
         chunk = cdiv(n_blocks, splits) * bn
         splits = cdiv(lk, chunk)
-        part = runtime.scratch(splits * b * hq * lq * (block_d + 2) * 4, stream)
+        scratch = splits * b * hq * lq * (block_d + 2) * 4
     even_d = d == block_d
     prec = _prec(q.dtype)
     # Every batch / head / row stride divisible by 16 is declared so: one that is not (batch strides were
@@ -447,7 +506,7 @@ def attention_forward(
         fn = _FWD.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
         fn._consts = consts  # type: ignore[attr-defined]
     args = dict(
-        q=q.ptr, k=k.ptr, v=v.ptr, o=out.ptr, lse=lse.ptr, mask=mptr, part=part,
+        q=0, k=0, v=0, o=0, lse=0, mask=0, part=0,
         sqb=q.strides[0], sqh=q.strides[1], sqm=q.strides[2], sqd=q.strides[3],
         skb=k.strides[0], skh=k.strides[1], skn=k.strides[2], skd=k.strides[3],
         svb=v.strides[0], svh=v.strides[1], svn=v.strides[2], svd=v.strides[3],
@@ -455,12 +514,13 @@ def attention_forward(
         smb=ms[0], smh=ms[1], smm=ms[2], smn=ms[3],
         Hq=hq, GROUP=hq // hkv, Lq=lq, Lk=lk, D=d, chunk=chunk,
         qk_scale=scale * _LOG2E, drop_p=dropout_p, drop_scale=1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0,
-        seed=seed & (2**63 - 1), offset=offset, rng=rng_ptr if seed_ptr else 0,
+        seed=0, offset=0, rng=0,
     )  # fmt: skip
     args.update(fn._consts)  # type: ignore[attr-defined]
-    fn((grid_m, b * hq, splits), stream, tuple([args[n] for n in _FWD.arg_names]))
-    if split:
-        _combine(part, splits, out, lse, b, hq, lq, d, block_d, stream)
+    names = list(_FWD.arg_names)
+    slots = tuple(names.index(n) for n in ("q", "k", "v", "o", "lse", "mask"))
+    drop = tuple(names.index(n) for n in ("seed", "offset", "rng")) if dropout else ()
+    return _FwdPlan(fn, (grid_m, b * hq, splits), [args[n] for n in names], slots, scratch, names.index("part"), drop)
 
 
 def _combine(part: int, splits: int, out: BufferLike, lse: BufferLike, b: int, hq: int, lq: int, d: int,
