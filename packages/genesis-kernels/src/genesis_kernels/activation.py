@@ -199,8 +199,19 @@ class _Plan:
     dtypes, never on their addresses (whose alignment each launch reads for itself)."""
 
     __slots__ = (
-        "aligned", "big", "block_n", "block_r", "contig", "inner", "n", "rank", "rows", "sizes", "strides",
-        "_args", "_grid",
+        "_args",
+        "_grid",
+        "aligned",
+        "big",
+        "block_n",
+        "block_r",
+        "contig",
+        "inner",
+        "n",
+        "rank",
+        "rows",
+        "sizes",
+        "strides",
     )  # fmt: skip
 
     def __init__(self, bufs: Sequence[BufferLike], prefixes: str) -> None:

@@ -603,7 +603,13 @@ class NDArray:
         return self._like(out)
 
     def rope_pair(
-        self, k: NDArray, cos: NDArray, sin: NDArray, positions: NDArray, seq_dim: int, interleaved: bool,
+        self,
+        k: NDArray,
+        cos: NDArray,
+        sin: NDArray,
+        positions: NDArray,
+        seq_dim: int,
+        interleaved: bool,
         inverse: bool,
     ) -> tuple[NDArray, NDArray]:
         """``(self.rope(...), k.rope(...))`` with the same tables and positions, in one launch on cuda: ``k``

@@ -159,8 +159,7 @@ def _gated(gate: Tensor, up: Tensor, kind: str, op: str) -> Tensor:
         shape = broadcast_shapes(tuple(gs), tuple(us))
     except (RuntimeError, ValueError):
         raise RuntimeError(
-            f"The size of tensor a ({list(gs)}) must match the size of tensor b ({list(us)}) "
-            "at non-singleton dimension"
+            f"The size of tensor a ({list(gs)}) must match the size of tensor b ({list(us)}) at non-singleton dimension"
         ) from None
     if tuple(gs) != shape:
         gate = gate.expand(shape)  # a stride-0 view: read in place; Expand sums its gradient back

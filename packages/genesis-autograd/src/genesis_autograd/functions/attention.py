@@ -96,14 +96,10 @@ def scaled_dot_product_attention(
     qs, ks, vs = tuple(query.shape), tuple(key.shape), tuple(value.shape)
     if len(qs) != 4 or len(ks) != 4 or len(vs) != 4:
         raise RuntimeError(
-            f"scaled_dot_product_attention (fused): expected 4-D query, key and value, got shapes "
-            f"{qs}, {ks} and {vs}"
+            f"scaled_dot_product_attention (fused): expected 4-D query, key and value, got shapes {qs}, {ks} and {vs}"
         )
     if ks != vs or ks[0] != qs[0] or ks[3] != qs[3]:
-        raise RuntimeError(
-            f"scaled_dot_product_attention (fused): query {qs}, key {ks} and "
-            f"value {vs} do not match"
-        )
+        raise RuntimeError(f"scaled_dot_product_attention (fused): query {qs}, key {ks} and value {vs} do not match")
     if qs[1] % ks[1]:
         raise RuntimeError(
             f"number of heads in key/value must divide the number of heads in query: query heads "
