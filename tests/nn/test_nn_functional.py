@@ -20,8 +20,8 @@ def rand(*shape):
 
 
 # Genesis extensions that torch.nn.functional does not have (documented as such in their docstrings and in
-# packages/genesis-nn/README.md): the fused gated units and rotary embeddings.
-GENESIS_ONLY = {"swiglu", "geglu", "apply_rotary_emb"}  # fused ops torch has no name for
+# packages/genesis-nn/README.md): the fused gated units, rotary embeddings and residual add + norm.
+GENESIS_ONLY = {"swiglu", "geglu", "apply_rotary_emb", "add_rms_norm", "add_layer_norm"}  # fused ops torch lacks
 # torch.nn.functional names newer than the oldest torch genesis is tested with (2.11, the GPU machine's).
 SINCE_TORCH_2_13 = {"linear_cross_entropy"}
 
