@@ -257,7 +257,9 @@ def _launch(kernel: Kernel, plan: _Plan, ptrs: tuple[int, ...], ints: tuple, str
     aligned = plan.names if mask % 16 == 0 else tuple([k for k, p in zip(plan.names, ptrs) if p % 16 == 0])
     fn: Any = plan.fns.get(aligned)
     if fn is None:
-        key = (plan.key, aligned)
+        # The integers' alignment is part of the specialisation: two layouts of one block size may differ in
+        # it (rows of 48 and of 33 elements), and a kernel compiled for 16-divisible rows must not read 33.
+        key = (plan.key, aligned, plan.aligned_ints)
         fn = kernel.build(
             key, plan.types, plan.consts, aligned + plan.aligned_ints, num_warps=_warps(numel(plan.block))
         )

@@ -184,8 +184,8 @@ def _plan(x: BufferLike, cos: BufferLike, sin: BufferLike, positions: BufferLike
               "BACKWARD": bool(backward), "UNIT_D": unit_d, "UNIT_T": unit_t, "CDT": tl_dtype(cdt),
               "BLOCK_R": block_r, "BLOCK_P": block_p, "BLOCK_Q": block_q}  # fmt: skip
     kdt, kodt = (k.dtype, k_out.dtype) if k is not None and k_out is not None else (x.dtype, out.dtype)
-    key = (x.dtype, out.dtype, cos.dtype, positions.dtype, cdt, half, n_pass, k is not None, bool(interleaved),
-           bool(backward), unit_d, unit_t, block_r, block_p, block_q, ptrs, divisible)  # fmt: skip
+    key = (x.dtype, out.dtype, kdt, kodt, cos.dtype, positions.dtype, cdt, half, n_pass, k is not None,
+           bool(interleaved), bool(backward), unit_d, unit_t, block_r, block_p, block_q, ptrs, divisible)  # fmt: skip
     fn = _KERNEL.cache.get(key)
     if fn is None:
         types = {"x": ptr_type(x.dtype), "out": ptr_type(out.dtype), "k": ptr_type(kdt), "kout": ptr_type(kodt)}
