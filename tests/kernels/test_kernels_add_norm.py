@@ -157,3 +157,19 @@ def test_bad_buffers_raise(device):
                             buf(make((3,), "float16", device)), eps=1e-5, rms=True)  # fmt: skip
     with pytest.raises(ValueError, match="mean"):
         gk.add_norm_forward(buf(x), buf(x), None, None, buf(out), buf(out), None, buf(rstd), eps=1e-5, rms=False)
+
+
+def test_layouts_of_one_block_size_do_not_share_an_alignment_specialisation(device):
+    """Rows of 48 and of 33 elements take the same tiles; the kernel compiled for the 16-divisible rows (vector
+    loads) must not serve the 33-wide ones (on the GPU that read is a misaligned-address fault)."""
+    from genesis_kernels import add_norm as an
+
+    for shape in ((5, 48), (3, 2, 33)):
+        x, r, dy, ds = (make(shape, "float32", device) for _ in range(4))
+        w = make(shape[-1:], "float32", device, low=0.5, high=1.5)
+        got = run(x, r, w, None, dy, ds, rms=True, s_dtype=torch.float32)
+        want = reference(x, r, w, None, dy, ds, rms=True, s_dtype=torch.float32)
+        assert rel_err(got["y"], want["y"]) < REL["float32"]
+    keys = [k for k in an._FWD.cache if isinstance(k, tuple) and len(k) == 3]
+    aligned_ints = {k[-1] for k in keys}  # (plan key, aligned pointers, aligned integers)
+    assert ("N", "xr", "rr", "sr", "yr") in aligned_ints and () in aligned_ints, keys
