@@ -7,10 +7,12 @@ patches.py   what a capture installs on Tensor while it runs; where a tensor mad
 capture.py   Capture: records every Function.apply, in-place method and factory of one run, split at host reads
 pieces.py    PieceTree: the pieces between host reads, replayed in turn (the value read picks the next)
 fusion.py    fuse_pointwise(graph): maximal chains of pointwise ops become one FusedPointwise each
+add_norm.py  fuse_add_norm(graph): a residual add and the norm reading it become one add_norm op
 
 The genesis front end (genesis.compile: guards, the cache, fallback) lives in genesis/_compile.py.
 """
 
+from .add_norm import fuse_add_norm
 from .capture import Capture, autocast_key, is_capturing
 from .errors import GraphBreak, Unsupported, user_site
 from .fusion import fuse_pointwise, fused_programs, kernel_sources
@@ -27,6 +29,7 @@ __all__ = [
     "Ref",
     "Unsupported",
     "autocast_key",
+    "fuse_add_norm",
     "fuse_pointwise",
     "fused_programs",
     "is_capturing",

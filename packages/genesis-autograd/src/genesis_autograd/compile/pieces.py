@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..tensor import Tensor
+from .add_norm import fuse_add_norm
 from .errors import GraphBreak
 from .fusion import fuse_pointwise
 from .graph import Graph, Op, fill, refs, run_ops
@@ -167,6 +168,7 @@ class PieceTree:
                 keep=keep,
             )  # fmt: skip
             if self.fuse:
+                fuse_add_norm(graph)  # first: the residual add it takes must not join a pointwise chain
                 fuse_pointwise(graph, autocast_active=self.autocast_active)
             graph.plan()
             piece.graph = graph
