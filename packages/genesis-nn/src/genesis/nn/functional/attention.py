@@ -116,9 +116,17 @@ def _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
             return None
         if attn_mask.dtype.name != "bool":
             attn_mask = attn_mask.to(dtype=dtype)
-        # broadcast to (B, Hq, Lq, Lk) as a view: a mask that does not broadcast raises here, as torch's
-        mask = attn_mask.reshape(*(1,) * (4 - attn_mask.ndim), *attn_mask.shape)
-        mask = mask.expand(qs[0] if nd == 4 else 1, hq, qs[-2], ks[-2])
+        # The fused op broadcasts the mask to (B, Hq, Lq, Lk) itself (a view, per launch); here only a
+        # mask that does not broadcast is expanded, which raises torch's error. A decode step passes its
+        # (B, 1, Lq, Lk) mask to every layer: no view ops per layer.
+        ms = tuple(attn_mask.shape)
+        padded = (1,) * (4 - len(ms)) + ms
+        target = (qs[0] if nd == 4 else 1, hq, qs[-2], ks[-2])
+        mask = attn_mask if len(ms) == 4 else attn_mask.reshape(padded)
+        for m, t in zip(padded, target):
+            if m != 1 and m != t:
+                mask.expand(*target)  # raises
+                break
     if nd == 3:  # (H, L, E): one batch
         query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
     out = fused_attention(query, key, value, mask, dropout_p, is_causal, scale)
