@@ -173,3 +173,26 @@ def test_layouts_of_one_block_size_do_not_share_an_alignment_specialisation(devi
     keys = [k for k in an._FWD.cache if isinstance(k, tuple) and len(k) == 3]
     aligned_ints = {k[-1] for k in keys}  # (plan key, aligned pointers, aligned integers)
     assert ("N", "xr", "rr", "sr", "yr") in aligned_ints and () in aligned_ints, keys
+
+
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
+def test_statistics_not_kept(device, rms):
+    """rstd (and mean) None: inference, nothing reads them; s and y are as with them kept."""
+    shape = (6, 40)
+    x, r = make(shape, "float32", device), make(shape, "float32", device)
+    w = make(shape[-1:], "float32", device, low=0.5, high=1.5)
+    b = None if rms else make(shape[-1:], "float32", device)
+    s, y = poisoned(shape, torch.float32, x.device), poisoned(shape, torch.float32, x.device)
+    opt = lambda t: None if t is None else buf(t)
+    gk.add_norm_forward(buf(x), buf(r), buf(w), opt(b), buf(s), buf(y), None, None, eps=1e-5, rms=rms)
+    sync(x.device.type)
+    want_s = x.double().cpu() + r.double().cpu()
+    ww, bb = w.double().cpu(), None if b is None else b.double().cpu()
+    want_y = (
+        torch.nn.functional.rms_norm(want_s, (40,), ww, 1e-5)
+        if rms
+        else torch.nn.functional.layer_norm(want_s, (40,), ww, bb, 1e-5)
+    )
+    assert rel_err(s, want_s) < REL["float32"] and rel_err(y, want_y) < REL["float32"]
+    with pytest.raises(ValueError, match="mean without rstd"):
+        gk.add_norm_forward(buf(x), buf(r), buf(w), opt(b), buf(s), buf(y), buf(s[:, 0]), None, eps=1e-5, rms=rms)

@@ -23,7 +23,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from .buffer import INT32_LIMIT, BufferLike, accumulate_dtype, by_layout, dtype_info, numel, tl_dtype
+from .buffer import INT32_LIMIT, Buffer, BufferLike, accumulate_dtype, by_layout, dtype_info, numel, tl_dtype
 from .elementwise import binary, cast_to
 from .mathlib import lib
 from .normalization import (
@@ -276,7 +276,7 @@ def add_norm_forward(
     s: BufferLike,
     out: BufferLike,
     mean: BufferLike | None,
-    rstd: BufferLike,
+    rstd: BufferLike | None,
     *,
     eps: float,
     rms: bool = False,
@@ -288,8 +288,19 @@ def add_norm_forward(
 
     ``mean`` (LayerNorm only) and ``rstd``: one value per row, contiguous, in ``s``'s accumulation dtype
     (float32; float64 for float64 ``s``). ``weight`` / ``bias``: shape (N,) contiguous, any floating dtype,
-    or None; RMSNorm takes no bias.
+    or None; RMSNorm takes no bias. ``rstd`` None (and ``mean`` None): the statistics are not kept (no
+    backward will read them: inference), the kernel writes them to this stream's scratch memory.
     """
+    if rstd is None:
+        if mean is not None:
+            raise ValueError("add_norm_forward: mean without rstd; pass both, or neither to drop the statistics")
+        rows = numel(tuple(s.shape)[:-1])
+        acc = accumulate_dtype(s.dtype)
+        item = dtype_info(acc).itemsize
+        base = scratch(rows * item * (1 if rms else 2), stream)
+        rstd = Buffer(base, (rows,), (1,), acc)
+        if not rms:
+            mean = Buffer(base + rows * item, (rows,), (1,), acc)
     bufs = [x, residual, s, out, rstd]
     if mean is not None:
         bufs.append(mean)

@@ -767,16 +767,19 @@ class NDArray:
         eps: float,
         rms: bool,
         out_dtype: DType | None = None,
-    ) -> tuple[NDArray, NDArray, NDArray | None, NDArray]:
+        keep_stats: bool = True,
+    ) -> tuple[NDArray, NDArray, NDArray | None, NDArray | None]:
         """Residual add + LayerNorm / RMSNorm over the last dim, fused: (y, s, mean or None, rstd) with
-        ``s = residual + self`` (promoted dtype) and ``y = norm(s)`` in ``out_dtype`` (default: s's)."""
+        ``s = residual + self`` (promoted dtype) and ``y = norm(s)`` in ``out_dtype`` (default: s's).
+        Without ``keep_stats`` (nothing will run the backward) mean and rstd are not kept: None."""
         for other in (residual, weight, bias):  # (no _natives: the op runs twice per transformer block)
             if other is not None and other.device is not self.device:
                 self._same_device(other)
         w = None if weight is None else weight._data
         b = None if bias is None else bias._data
-        y, s, mean, rstd = self._ops["add_norm"](self._data, residual._data, w, b, eps, rms, out_dtype)
-        return self._wrap(y), self._wrap(s), None if mean is None else self._wrap(mean), self._wrap(rstd)
+        y, s, mean, rstd = self._ops["add_norm"](self._data, residual._data, w, b, eps, rms, out_dtype, keep_stats)
+        wrap = self._wrap
+        return wrap(y), wrap(s), None if mean is None else wrap(mean), None if rstd is None else wrap(rstd)
 
     def add_norm_backward(
         self,

@@ -38,7 +38,9 @@ class AddNorm(Primitive):
 
     @staticmethod
     def forward(ctx, x, residual, weight, bias, n, eps, rms, out_dtype):
-        y, s, mean, rstd = _rows(x, n).add_norm(_rows(residual, n), _flat(weight), _flat(bias), eps, rms, out_dtype)
+        y, s, mean, rstd = _rows(x, n).add_norm(
+            _rows(residual, n), _flat(weight), _flat(bias), eps, rms, out_dtype, ctx.records
+        )  # statistics only where a backward will read them
         if ctx.records:
             ctx.set_materialize_grads(False)
             ctx.save_for_backward(weight, bias)

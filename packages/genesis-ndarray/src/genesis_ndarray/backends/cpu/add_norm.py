@@ -23,15 +23,16 @@ def add_norm(
     eps: float,
     rms: bool,
     out_dtype: DType | None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """(y, s, mean or None, rstd)."""
+    keep_stats: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """(y, s, mean or None, rstd); mean and rstd None without ``keep_stats``."""
     s = residual + input
     x = s if out_dtype is None else s.to(out_dtype.torch)
     if rms:
         y, rstd = rms_norm(x, weight, eps)
-        return y, s, None, rstd
+        return y, s, None, rstd if keep_stats else None
     y, mean, rstd = layer_norm(x, weight, bias, eps)
-    return y, s, mean, rstd
+    return (y, s, mean, rstd) if keep_stats else (y, s, None, None)
 
 
 @reg("add_norm_backward")

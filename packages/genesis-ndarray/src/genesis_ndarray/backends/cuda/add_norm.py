@@ -37,16 +37,18 @@ def add_norm(
     eps: float,
     rms: bool,
     out_dtype: DType | None,
-) -> tuple[View, View, View | None, View]:
-    """(y, s, mean or None, rstd): s = residual + input, y = norm(s) * weight (+ bias) over the last dim."""
+    keep_stats: bool = True,
+) -> tuple[View, View, View | None, View | None]:
+    """(y, s, mean or None, rstd): s = residual + input, y = norm(s) * weight (+ bias) over the last dim;
+    without ``keep_stats`` (no backward will read them) mean and rstd are None (the kernel's scratch)."""
     s_dtype = _s_dtype(input, residual, rms)
     x, r = _rows(input), _rows(residual)
     shape, device = x.shape, x.device
     s = gs.empty(shape, s_dtype, device)
     y = gs.empty(shape, s_dtype if out_dtype is None else out_dtype.name, device)
     acc = "float64" if s_dtype == "float64" else "float32"
-    mean = None if rms else gs.empty(shape[:-1], acc, device)
-    rstd = gs.empty(shape[:-1], acc, device)
+    mean = None if rms or not keep_stats else gs.empty(shape[:-1], acc, device)
+    rstd = gs.empty(shape[:-1], acc, device) if keep_stats else None
     w = weight if weight is None or weight.strides == (1,) else _vec(weight)
     b = bias if bias is None or bias.strides == (1,) else _vec(bias)
     gk.add_norm_forward(x, r, w, b, s, y, mean, rstd, eps=eps, rms=rms, stream=stream_of(x))
