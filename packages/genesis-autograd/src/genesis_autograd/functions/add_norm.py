@@ -142,10 +142,10 @@ def _add_norm(input, residual, normalized_shape, weight, bias, eps, rms: bool):
         make = input._result_type
         w = None if weight is None else weight.data if n == 1 else _flat(weight)
         b = None if bias is None else bias.data if n == 1 else _flat(bias)
-        if n == 1:
-            y, s, _, _ = x.add_norm(r, w, b, float(eps), rms, out_dtype)
+        if n == 1:  # (no statistics: nothing will run a backward)
+            y, s, _, _ = x.add_norm(r, w, b, float(eps), rms, out_dtype, False)
             return make(y), make(s)
-        y, s, _, _ = _rows(input, n).add_norm(_rows(residual, n), w, b, float(eps), rms, out_dtype)
+        y, s, _, _ = _rows(input, n).add_norm(_rows(residual, n), w, b, float(eps), rms, out_dtype, False)
         return make(_unrows(y, input, n)), make(_unrows(s, input, n))
     s, y = AddNorm.apply(input, residual, weight, bias, n, float(eps), rms, out_dtype)
     return y, s
