@@ -128,6 +128,24 @@ class StridedView:
         off = self.offset if offset is None else offset
         return StridedView(self.storage, self.dtype, shape, strides, off)
 
+    def reshaped(self, shape: tuple[int, ...], strides: tuple[int, ...]) -> StridedView:
+        """The same elements in another shape, with ``strides`` that a view computation over this view's
+        strides produced (genesis_ndarray's view_strides): as for a permutation, the new view reaches
+        exactly the elements this one does, so nothing is validated again (view / reshape are on every
+        attention layer's and linear's host path). The caller vouches for the strides; as_strided checks."""
+        view = object.__new__(StridedView)
+        view.storage = self.storage
+        view.dtype = self.dtype
+        view.shape = tuple(shape)
+        view.strides = tuple(strides)
+        view.offset = self.offset
+        view.itemsize = self.itemsize
+        view.device = self.device
+        view.numel = self.numel
+        view.ptr = self.ptr
+        view._contig = None
+        return view
+
     def permuted(self, order: tuple[int, ...] | list[int]) -> StridedView:
         """The same elements with the dimensions in ``order`` (a permutation of range(ndim)).
 
