@@ -425,7 +425,7 @@ def attention_forward(
         args[plan.part_slot] = part
     if plan.drop_slots:
         i_seed, i_offset, i_rng = plan.drop_slots
-        args[i_seed], args[i_offset], args[i_rng] = seed & (2**63 - 1), offset, rng_ptr if rng_ptr != 0 else 0
+        args[i_seed], args[i_offset], args[i_rng] = seed & (2**63 - 1), offset, rng_ptr
     plan.fn(plan.grid, stream, tuple(args))
     if plan.scratch:
         b, hq, lq = lse.shape
