@@ -67,16 +67,24 @@ def normalize_dims(dims, ndim: int) -> tuple[int, ...]:
 
 def infer_shape(shape: Sequence[int], numel: int) -> Shape:
     """Resolve one -1 in a requested shape; RuntimeError when the sizes disagree."""
-    # Every reshape / view asks this: the usual shape (a tuple of non-negative ints that matches) in one loop.
+    # Every reshape / view asks this: the usual shape (a tuple of ints, non-negative but for at most one -1,
+    # that matches) in one loop; anything else takes the general path below, which raises torch's errors.
     if type(shape) is tuple:
-        known = 1
-        for s in shape:
+        known, inferred = 1, -1
+        for i in range(len(shape)):
+            s = shape[i]
             if s.__class__ is not int or s < 0:
-                break
+                if s != -1 or inferred >= 0 or s.__class__ is not int:
+                    break
+                inferred = i
+                continue
             known *= s
         else:
-            if known == numel:
-                return shape
+            if inferred < 0:
+                if known == numel:
+                    return shape
+            elif known and numel % known == 0:
+                return shape[:inferred] + (numel // known,) + shape[inferred + 1 :]
     shape = tuple(int(s) for s in shape)
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
