@@ -159,11 +159,15 @@ def _walk(
                     f"{len(node.next_functions)}, got {len(grad_inputs)})"
                 )
             for (child, nr), g in zip(node.next_functions, grad_inputs):
-                if child is not None and g is not None:
-                    _add(pending, child, nr, g)
+                if child is not None and g is not None:  # _add, inline: once per edge of every backward
+                    slots = pending.get(child)
+                    if slots is None:
+                        slots = pending[child] = [None] * child.num_outputs
+                    held = slots[nr]
+                    slots[nr] = g if held is None else held + g
             # Hold the delivered gradients in their slots only: a leaf's sink may then keep one without a
             # copy when nothing else holds it (Tensor._accumulate_grad counts the references).
-            grad_inputs = g = None
+            grad_inputs = g = held = None
             if not retain_graph:
                 node.release()
     if inputs is not None and not allow_unused:

@@ -58,9 +58,9 @@ def backward_recorded(*grads) -> bool:
     """Whether a backward is itself recorded (create_graph, or a gradient that requires grad): it must
     then use Tensor ops, which can be differentiated; otherwise it may work on the NDArrays directly,
     without the Tensor layer's per-op cost (the usual case)."""
-    if grad_mode.is_grad_enabled():
+    if grad_mode._state.enabled:  # (the flag itself: every backward of every op asks)
         return True
-    for g in grads:  # (a loop, not any() over a generator: every backward of every op asks)
+    for g in grads:  # (a loop, not any() over a generator, for the same reason)
         if g is not None and g.requires_grad:
             return True
     return False
