@@ -199,10 +199,9 @@ def test_bad_arguments_raise_torchs_errors(device):
         F.add_rms_norm(x, x, 4, to_genesis(values((4,)), device).to(genesis.float16))
 
 
-def test_device_mismatch_raises():
-    if not genesis.cuda.is_available():
-        pytest.skip("needs a cuda device")
-    x = to_genesis(values((3, 4)), "cuda")
+@pytest.mark.parametrize("device", [CUDA])
+def test_device_mismatch_raises(device):
+    x = to_genesis(values((3, 4)), device)
     w = to_genesis(values((4,)), "cpu")
     with pytest.raises(RuntimeError, match="same device"):
         F.add_rms_norm(x, to_genesis(values((3, 4)), "cpu"), 4)
