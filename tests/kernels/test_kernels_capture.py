@@ -12,29 +12,13 @@ import torch
 from kernels_helpers import buf, make, sync
 
 import genesis_kernels as gk
-from genesis_storage import graphs
-
-
-class FakeGraph:
-    """What the launchers use of a CUDAGraph: keep_alive."""
-
-    def __init__(self) -> None:
-        self.kept: list = []
-
-    def keep_alive(self, obj) -> None:
-        self.kept.append(obj)
+from capture_support import simulate_capture
 
 
 @pytest.fixture
 def captured(monkeypatch):
     """Simulate a capture on this thread; yields the graph and the hooks registered meanwhile."""
-    graph = FakeGraph()
-    hooks: list = []
-    monkeypatch.setattr(graphs, "is_current_stream_capturing", lambda: True)
-    monkeypatch.setattr(graphs, "current_capture", lambda: graph)
-    monkeypatch.setattr(graphs, "register_capture_hook", hooks.append)
-    monkeypatch.setattr(gk.capture, "_registered", False)
-    return graph, hooks
+    return simulate_capture(monkeypatch)
 
 
 def _state(seed: int, base: int, device: str) -> torch.Tensor:

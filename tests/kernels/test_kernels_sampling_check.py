@@ -12,7 +12,7 @@ import torch
 from kernels_helpers import FLOATS, TORCH_DTYPES, buf, sync
 
 import genesis_kernels as gk
-from genesis_storage import graphs
+from capture_support import simulate_capture
 
 check = gk.sampling_check
 BAD_VALUE = r"probability tensor contains either `inf`, `nan` or element < 0"
@@ -107,26 +107,10 @@ def test_out_must_be_contiguous_float64(device):
         check.check_probabilities(buf(p), buf(torch.empty(2, 3, device=device)))
 
 
-class FakeGraph:
-    """What the launchers use of a CUDAGraph: keep_alive."""
-
-    def __init__(self) -> None:
-        self.kept: list = []
-
-    def keep_alive(self, obj) -> None:
-        self.kept.append(obj)
-
-
 @pytest.fixture
 def captured(monkeypatch):
     """Simulate a capture on this thread; yields the graph and the hooks registered meanwhile."""
-    graph = FakeGraph()
-    hooks: list = []
-    monkeypatch.setattr(graphs, "is_current_stream_capturing", lambda: True)
-    monkeypatch.setattr(graphs, "current_capture", lambda: graph)
-    monkeypatch.setattr(graphs, "register_capture_hook", hooks.append)
-    monkeypatch.setattr(gk.capture, "_registered", False)
-    return graph, hooks
+    return simulate_capture(monkeypatch)
 
 
 def test_captured_check_reports_at_replay(device, captured):

@@ -13,17 +13,10 @@ from nd_helpers import from_torch, random_tensor, to_torch
 
 import genesis_kernels as gk
 import genesis_ndarray as nd
+from capture_support import FakeGraph, simulate_capture
 from device_support import requires_cuda
 from genesis_ndarray import registry
 from genesis_storage import graphs
-
-
-class FakeGraph:
-    def __init__(self) -> None:
-        self.kept: list = []
-
-    def keep_alive(self, obj) -> None:
-        self.kept.append(obj)
 
 
 class Untouchable:
@@ -35,13 +28,8 @@ class Untouchable:
 
 @pytest.fixture
 def captured(monkeypatch):
-    graph = FakeGraph()
-    hooks: list = []
-    monkeypatch.setattr(graphs, "is_current_stream_capturing", lambda: True)
-    monkeypatch.setattr(graphs, "current_capture", lambda: graph)
-    monkeypatch.setattr(graphs, "register_capture_hook", hooks.append)
-    monkeypatch.setattr(gk.capture, "_registered", False)
-    return graph, hooks
+    """Simulate a capture on this thread; yields the graph and the hooks registered meanwhile."""
+    return simulate_capture(monkeypatch)
 
 
 CUDA = registry.table("cuda")
