@@ -164,6 +164,30 @@ def normalization(b) -> None:  # type: ignore[no-untyped-def]
     gk.norm_forward(b((64, 100), "float32", (1, 64)), None, None, b((64, 100)), None, b((64,)), eps=1e-5, rms=True)
 
 
+def add_norm(b) -> None:  # type: ignore[no-untyped-def]
+    for dt in ("float32", "bfloat16", "float16", "float64"):
+        acc = "float64" if dt == "float64" else "float32"
+        for n in (33, 48, 2048):  # 16-divisible rows and not: separate specialisations
+            rows = 64
+            for rms in (False, True):
+                for affine in (True, False):
+                    w = b((n,), dt) if affine else None
+                    bias = b((n,), dt) if affine and not rms else None
+                    mean = None if rms else b((rows,), acc)
+                    rstd = b((rows,), acc)
+                    x, r, s, y = (b((rows, n), dt) for _ in range(4))
+                    gk.add_norm_forward(x, r, w, bias, s, y, mean, rstd, eps=1e-5, rms=rms)
+                    gk.add_norm_backward(
+                        s, b((rows, n), dt), b((rows, n), dt), w, mean, rstd, b((rows, n), dt),
+                        b((n,), dt) if affine else None, b((n,), dt) if bias is not None else None, rms=rms,
+                    )  # fmt: skip
+    # fp32 residual + bf16 input into an fp32 stream, bf16 output; statistics dropped (inference); no
+    # gradient of s from later use
+    x, r, s, y = b((64, 2048), "bfloat16"), b((64, 2048)), b((64, 2048)), b((64, 2048), "bfloat16")
+    gk.add_norm_forward(x, r, b((2048,)), None, s, y, None, None, eps=1e-5, rms=True)
+    gk.add_norm_backward(s, y, None, b((2048,)), None, b((64,)), b((64, 2048)), b((2048,)), None, rms=True)
+
+
 def attention(b) -> None:  # type: ignore[no-untyped-def]
     for dt, d in (("bfloat16", 128), ("float16", 64), ("float32", 128)):
         for _ in (0,):

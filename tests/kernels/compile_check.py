@@ -52,6 +52,7 @@ runtime._sm_count = 132
 runtime.scratch = lambda nbytes, stream: 1 << 20  # type: ignore[assignment]  # nothing runs
 sys.modules["genesis_kernels.reduce"].scratch = runtime.scratch  # type: ignore[attr-defined]
 sys.modules["genesis_kernels.normalization"].scratch = runtime.scratch  # type: ignore[attr-defined]
+sys.modules["genesis_kernels.add_norm"].scratch = runtime.scratch  # type: ignore[attr-defined]
 # The indexed kernel's error block and read-backs (bounds flags, nonzero counts): nothing ran, nothing to read.
 sys.modules["genesis_kernels.indexed"]._error_block = lambda stream: (1 << 20, 0)  # type: ignore[attr-defined]
 sys.modules["genesis_kernels.indexed"]._raise_if_bad = lambda host, dims, stream: None  # type: ignore[attr-defined]

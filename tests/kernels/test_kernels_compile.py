@@ -26,6 +26,7 @@ HERE = Path(__file__).parent
         "activation",
         "cross_entropy",
         "normalization",
+        "add_norm",
         "attention",
         "matmul",
         "random",

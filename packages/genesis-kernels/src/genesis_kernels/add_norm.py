@@ -25,13 +25,15 @@ import triton.language as tl
 
 from .buffer import INT32_LIMIT, Buffer, BufferLike, accumulate_dtype, by_layout, dtype_info, numel, tl_dtype
 from .elementwise import binary, cast_to
-from .mathlib import lib
 from .normalization import (
     _ONE_PASS_MAX,
+    _affine,
     _as_rows,
     _check_vector,
     _column_sum,
+    _normalize_rows,
     _programs,
+    _row_input_grad,
     _warps,
     norm_backward,
     norm_forward,
@@ -75,19 +77,10 @@ def _add_norm_fwd_kernel(
     sv = cast_to(v, s.dtype.element_ty)
     _store(s, rows * sr, cols, sc, sv, mask, CONTIG)
     v = cast_to(sv, ACC)  # the norm reads s as stored (rounded to its dtype), as torch's eager norm does
-    if RMS:
-        rs = lib.rsqrt(tl.sum(v * v, axis=1) / N + eps)
-        xhat = v * rs[:, None]
-    else:
-        mu = tl.sum(v, axis=1) / N
-        d = tl.where(mask, v - mu[:, None], 0.0)
-        rs = lib.rsqrt(tl.sum(d * d, axis=1) / N + eps)
-        xhat = d * rs[:, None]
+    xhat, mu, rs = _normalize_rows(v, mask, N, eps, RMS)
+    if not RMS:
         tl.store(mean + rows, mu, mask=r_mask)
-    if HAS_W:
-        xhat = xhat * cast_to(tl.load(w + cols, mask=c_mask, other=0), ACC)[None, :]
-    if HAS_B:
-        xhat = xhat + cast_to(tl.load(b + cols, mask=c_mask, other=0), ACC)[None, :]
+    xhat = _affine(xhat, w, b, cols, c_mask, HAS_W, HAS_B, ACC)
     _store(y, rows * yr, cols, yc, xhat, mask, CONTIG)
     tl.store(rstd + rows, rs, mask=r_mask)
 
@@ -111,6 +104,8 @@ def _add_norm_bwd_kernel(
     c_mask = cols < N
     if HAS_W:
         wv = cast_to(tl.load(w + cols, mask=c_mask, other=0), ACC)[None, :]
+    else:
+        wv = 1.0  # (unread: _row_input_grad takes the gradient as it is)
     dw_acc = tl.zeros([BLOCK_R, BLOCK_N], ACC)
     db_acc = tl.zeros([BLOCK_R, BLOCK_N], ACC)
     for r0 in range(row0, row_end, BLOCK_R):
@@ -120,20 +115,7 @@ def _add_norm_bwd_kernel(
         v = _load(s, rows * sr, cols, sc, mask, CONTIG, ACC)
         g = _load(dy, rows * gr, cols, gc, mask, CONTIG, ACC)
         rs = tl.load(rstd + rows, mask=r_mask, other=0)[:, None]
-        if RMS:
-            xhat = v * rs
-        else:
-            mu = tl.load(mean + rows, mask=r_mask, other=0)[:, None]
-            xhat = tl.where(mask, (v - mu) * rs, 0.0)
-        if HAS_W:
-            wdy = g * wv
-        else:
-            wdy = g
-        c1 = (tl.sum(xhat * wdy, axis=1) / N)[:, None]
-        if RMS:
-            res = (wdy - xhat * c1) * rs
-        else:
-            res = (wdy - (xhat * c1 + (tl.sum(wdy, axis=1) / N)[:, None])) * rs
+        xhat, res = _row_input_grad(v, g, wv, rs, mean, rows, r_mask, mask, N, RMS, HAS_W)
         if HAS_DS:  # the gradient from s's other uses: added here, so the sum is written (and rounded) once
             res += _load(ds, rows * er, cols, ec, mask, CONTIG, ACC)
         _store(dx, rows * dr, cols, dc, res, mask, CONTIG)

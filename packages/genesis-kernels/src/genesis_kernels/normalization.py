@@ -46,6 +46,51 @@ _CHUNK = 4096  # chunk of a longer row
 
 
 @triton.jit
+def _normalize_rows(v, mask, N, eps, RMS: tl.constexpr):
+    """One tile of whole rows (zeros outside ``mask``) normalised: (xhat, mean, rstd); mean is unused for
+    RMSNorm. The row math of every one-pass forward (this module's and add_norm's)."""
+    if RMS:
+        rs = lib.rsqrt(tl.sum(v * v, axis=1) / N + eps)
+        return v * rs[:, None], rs, rs
+    mu = tl.sum(v, axis=1) / N
+    d = tl.where(mask, v - mu[:, None], 0.0)
+    rs = lib.rsqrt(tl.sum(d * d, axis=1) / N + eps)
+    return d * rs[:, None], mu, rs
+
+
+@triton.jit
+def _affine(xhat, w, b, cols, c_mask, HAS_W: tl.constexpr, HAS_B: tl.constexpr, ACC: tl.constexpr):
+    """``xhat * weight + bias`` (either absent) over columns ``cols``."""
+    if HAS_W:
+        xhat = xhat * cast_to(tl.load(w + cols, mask=c_mask, other=0), ACC)[None, :]
+    if HAS_B:
+        xhat = xhat + cast_to(tl.load(b + cols, mask=c_mask, other=0), ACC)[None, :]
+    return xhat
+
+
+@triton.jit
+def _row_input_grad(v, g, wv, rs, mean, rows, r_mask, mask, N, RMS: tl.constexpr, HAS_W: tl.constexpr):
+    """One tile of whole rows of the norm's backward: (xhat, the input's gradient) from the input ``v``, the
+    output's gradient ``g``, the weight row ``wv`` (with HAS_W) and the saved rstd ``rs`` ((rows, 1)) and
+    ``mean``. The row math of every one-pass backward (this module's and add_norm's)."""
+    if RMS:
+        xhat = v * rs
+    else:
+        mu = tl.load(mean + rows, mask=r_mask, other=0)[:, None]
+        xhat = tl.where(mask, (v - mu) * rs, 0.0)
+    if HAS_W:
+        wdy = g * wv
+    else:
+        wdy = g
+    c1 = (tl.sum(xhat * wdy, axis=1) / N)[:, None]
+    if RMS:
+        res = (wdy - xhat * c1) * rs
+    else:
+        res = (wdy - (xhat * c1 + (tl.sum(wdy, axis=1) / N)[:, None])) * rs
+    return xhat, res
+
+
+@triton.jit
 def _norm_fwd_kernel(
     x,
     w,
@@ -86,18 +131,8 @@ def _norm_fwd_kernel(
             v = cast_to(tl.load(x + xrow[:, None] + cols[None, :], mask=mask, other=0), ACC)
         else:
             v = cast_to(tl.load(x + xrow[:, None] + cols[None, :] * xc, mask=mask, other=0), ACC)
-        if RMS:
-            rs = lib.rsqrt(tl.sum(v * v, axis=1) / N + eps)
-            xhat = v * rs[:, None]
-        else:
-            mu = tl.sum(v, axis=1) / N
-            d = tl.where(mask, v - mu[:, None], 0.0)
-            rs = lib.rsqrt(tl.sum(d * d, axis=1) / N + eps)
-            xhat = d * rs[:, None]
-        if HAS_W:
-            xhat = xhat * cast_to(tl.load(w + cols, mask=c_mask, other=0), ACC)[None, :]
-        if HAS_B:
-            xhat = xhat + cast_to(tl.load(b + cols, mask=c_mask, other=0), ACC)[None, :]
+        xhat, mu, rs = _normalize_rows(v, mask, N, eps, RMS)
+        xhat = _affine(xhat, w, b, cols, c_mask, HAS_W, HAS_B, ACC)
         if CONTIG:
             tl.store(y + yrow[:, None] + cols[None, :], cast_to(xhat, y.dtype.element_ty), mask=mask)
         else:
@@ -204,6 +239,8 @@ def _norm_bwd_kernel(
         c_mask = cols < N
         if HAS_W:
             wv = cast_to(tl.load(w + cols, mask=c_mask, other=0), ACC)[None, :]
+        else:
+            wv = 1.0  # (unread: _row_input_grad takes the gradient as it is)
         dw_acc = tl.zeros([BLOCK_R, BLOCK_N], ACC)
         db_acc = tl.zeros([BLOCK_R, BLOCK_N], ACC)
         for r0 in range(row0, row_end, BLOCK_R):
@@ -217,21 +254,7 @@ def _norm_bwd_kernel(
                 v = cast_to(tl.load(x + (rows * xr)[:, None] + cols[None, :] * xc, mask=mask, other=0), ACC)
                 g = cast_to(tl.load(dy + (rows * gr)[:, None] + cols[None, :] * gc, mask=mask, other=0), ACC)
             rs = tl.load(rstd + rows, mask=r_mask, other=0)[:, None]
-            if RMS:
-                xhat = v * rs
-            else:
-                mu = tl.load(mean + rows, mask=r_mask, other=0)[:, None]
-                xhat = tl.where(mask, (v - mu) * rs, 0.0)
-            if HAS_W:
-                wdy = g * wv
-            else:
-                wdy = g
-            c1 = (tl.sum(xhat * wdy, axis=1) / N)[:, None]
-            if RMS:
-                res = (wdy - xhat * c1) * rs
-            else:
-                c2 = (tl.sum(wdy, axis=1) / N)[:, None]
-                res = (wdy - (xhat * c1 + c2)) * rs
+            xhat, res = _row_input_grad(v, g, wv, rs, mean, rows, r_mask, mask, N, RMS, HAS_W)
             if CONTIG:
                 tl.store(dx + (rows * dr)[:, None] + cols[None, :], cast_to(res, dx.dtype.element_ty), mask=mask)
             else:
