@@ -133,11 +133,15 @@ class StridedView:
         strides produced (genesis_ndarray's view_strides): as for a permutation, the new view reaches
         exactly the elements this one does, so nothing is validated again (view / reshape are on every
         attention layer's and linear's host path). The caller vouches for the strides; as_strided checks."""
+        return self._same_elements(tuple(shape), tuple(strides))
+
+    def _same_elements(self, shape: tuple[int, ...], strides: tuple[int, ...]) -> StridedView:
+        """A view of this one's elements laid out as (shape, strides), built without the checks of __init__."""
         view = object.__new__(StridedView)
         view.storage = self.storage
         view.dtype = self.dtype
-        view.shape = tuple(shape)
-        view.strides = tuple(strides)
+        view.shape = shape
+        view.strides = strides
         view.offset = self.offset
         view.itemsize = self.itemsize
         view.device = self.device
@@ -153,19 +157,8 @@ class StridedView:
         validated again: a transpose is the hot path of every matmul backward and attention layout."""
         if len(order) != len(self.shape) or sorted(order) != list(range(len(self.shape))):
             raise ValueError(f"permuted: {tuple(order)} is not a permutation of the {len(self.shape)} dimensions")
-        view = object.__new__(StridedView)
-        view.storage = self.storage
-        view.dtype = self.dtype
         shape, strides = self.shape, self.strides
-        view.shape = tuple([shape[d] for d in order])
-        view.strides = tuple([strides[d] for d in order])
-        view.offset = self.offset
-        view.itemsize = self.itemsize
-        view.device = self.device
-        view.numel = self.numel
-        view.ptr = self.ptr
-        view._contig = None
-        return view
+        return self._same_elements(tuple([shape[d] for d in order]), tuple([strides[d] for d in order]))
 
     def __repr__(self) -> str:
         return (
