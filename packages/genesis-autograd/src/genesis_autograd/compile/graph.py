@@ -142,8 +142,7 @@ def _arg_plan(args: tuple) -> tuple[tuple[int, Any], ...] | None:
 
 def run_ops(graph: Graph, env: list) -> None:
     """Run ``graph``'s ops on the values in ``env`` (by slot), storing their results there."""
-    plans = graph.arg_plans if len(graph.arg_plans) == len(graph.ops) else [None] * len(graph.ops)
-    for op, frees, plan in zip(graph.ops, graph.frees, plans):
+    for op, frees, plan in zip(graph.ops, graph.frees, graph.arg_plans, strict=True):  # (plan() made both)
         # The replay's own cost per op: flat arguments from their plan (no recursion over op.args).
         args = fill(op.args, env) if plan is None else [env[s] if s >= 0 else c for s, c in plan]
         kwargs = fill(op.kwargs, env) if op.kwargs else op.kwargs
