@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import genesis_kernels as gk
 
-from .common import View, reg, stream_of
+from .common import View, forget_range, reg, stream_of
 
 
 @reg("kv_cache_write_")
@@ -18,6 +18,6 @@ def kv_cache_write_(keys: View, values: View, k_new: View, v_new: View, position
         raise RuntimeError(
             f"kv_cache_write_: the caches must be contiguous, got strides {keys.strides} and {values.strides}"
         )
-    keys.storage.value_range = None  # common.forget_range, inlined: this runs once per layer and step
-    values.storage.value_range = None
+    forget_range(keys)
+    forget_range(values)
     gk.kv_cache_write(keys, values, k_new, v_new, positions, stream=stream_of(keys))
