@@ -90,3 +90,32 @@ def test_cuda_kernels_match_float64(device, dtype, tol):
     assert rel(out, ref.detach()) < tol
     for g, t in zip(gs, tref):
         assert rel(g.grad, t.grad) < tol
+
+
+@pytest.mark.parametrize("device", [CUDA])
+def test_cuda_head_split_layout_is_kept_by_output_and_gradients(device):
+    """q, k, v as a GPT block makes them: one (B, L, 3 * H * D) projection split in three, each viewed as
+    (B, L, H, D) and transposed to (B, H, L, D). The output and q / k / v's gradients come back in that
+    (B, L, H, D) memory order, so ``out.transpose(1, 2).contiguous()`` is the output itself and the
+    gradient of each projection slice is one view (no copy) away; values match float64 torch."""
+    b, length, heads, d = 2, 19, 3, 16
+    x64 = torch.randn(b, length, 3 * heads * d, dtype=torch.float64)
+    w64 = torch.randn(b, heads, length, d, dtype=torch.float64)
+
+    def run(lib, x, w):
+        q, k, v = (t.view(b, length, heads, d).transpose(1, 2) for t in x.split(heads * d, dim=2))
+        out = _sdpa(lib, q, k, v, is_causal=True)
+        (out * w).sum().backward()
+        return out, q
+
+    xt = x64.clone().requires_grad_()
+    ref, _ = run(torch, xt, w64)
+    x = to_genesis(x64.float(), device).requires_grad_()
+    out, q = run(genesis, x, to_genesis(w64.float(), device))
+    assert out.stride() == (length * heads * d, d, heads * d, 1)
+    flat = out.transpose(1, 2)
+    assert flat.is_contiguous() and flat.contiguous() is flat
+    got = torch.from_numpy(out.detach().cpu().numpy()).double()
+    assert ((got - ref.detach()).norm() / ref.norm()).item() < 1e-5
+    grad = torch.from_numpy(x.grad.cpu().numpy()).double()
+    assert ((grad - xt.grad).norm() / xt.grad.norm()).item() < 1e-5

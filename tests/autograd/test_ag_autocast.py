@@ -134,3 +134,43 @@ def test_bad_arguments_say_so() -> None:
     assert not region.enabled and "not supported" in str(caught[0].message)
     with pytest.raises(ValueError, match="policy"):
         ag.autocast_policy("fast")
+
+
+@pytest.mark.parametrize(("low", "torch_low"), LOW)
+@pytest.mark.parametrize("bias_by_keyword", [False, True])
+def test_linear_keeps_a_float32_bias(device: str, low: str, torch_low, bias_by_keyword: bool) -> None:
+    """autocast's "linear" policy: input and weight in the low dtype, a float32 bias added to the float32
+    accumulator before the one rounding (torch rounds the bias first). The output is the float64 product
+    of the rounded operands plus the exact bias, rounded once; the bias gradient is the float32 column sum
+    of the low-precision output gradient, and no cast of the bias is recorded (the bias's own gradient
+    sink is the Linear node's third edge)."""
+    import genesis.nn.functional as F
+
+    x, tx = pair((6, 40), device, seed=6)
+    w, tw = pair((5, 40), device, seed=7)
+    b, tb = pair((5,), device, seed=8)
+    for t in (x, w, b):
+        t.requires_grad_()
+    with ag.autocast(device, dtype=low):
+        out = F.linear(x, w, bias=b) if bias_by_keyword else F.linear(x, w, b)
+    assert out.dtype.name == low
+    assert out.grad_fn.next_functions[2][0] is b._grad_edge()[0]  # the bias itself: no Cast node between
+    exact = tx.to(torch_low).double() @ tw.to(torch_low).double().T + tb.double()
+    got = torch.from_numpy(out.detach().float().cpu().numpy())
+    torch.testing.assert_close(got.double(), exact, rtol=torch.finfo(torch_low).eps, atol=1e-6)
+    g, tg = pair((6, 5), device, low, seed=9)
+    out.backward(g)
+    assert b.grad.dtype == ag.float32 and w.grad.dtype == ag.float32 and x.grad.dtype == ag.float32
+    torch.testing.assert_close(
+        torch.from_numpy(b.grad.cpu().numpy()).double(), tg.double().sum(0), rtol=1e-6, atol=1e-6
+    )
+
+
+def test_linear_outside_autocast_refuses_a_bias_of_another_dtype(device: str) -> None:
+    import genesis.nn.functional as F
+
+    x, _ = pair((2, 4), device, "bfloat16")
+    w, _ = pair((3, 4), device, "bfloat16")
+    b, _ = pair((3,), device)
+    with pytest.raises(RuntimeError, match="self and mat2 must have the same dtype, but got Float and BFloat16"):
+        F.linear(x, w, b)

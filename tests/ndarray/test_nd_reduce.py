@@ -85,6 +85,22 @@ def test_sum_with_dtype_and_integer_promotion(device):
     assert_same(from_torch(f, device).sum(1, dtype="float32"), f.sum(1, dtype=F32))
 
 
+@pytest.mark.parametrize("half", [F16, BF16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("op", ["sum", "mean", "prod"])
+@pytest.mark.parametrize("shape,dim", [((37, 5), 0), ((6, 3, 29), (0, 2)), ((4096, 3), 0)], ids=["rows", "two", "long"])
+def test_half_reduced_into_float32(device, half, op, shape, dim):
+    """dtype=float32 over a half input (a Linear's bias gradient under autocast): the result is torch's
+    float32 reduction of the float32 values (on cuda the kernels read the half input, no float32 copy)."""
+    t = random_tensor(shape, half)
+    if op == "prod":
+        t = (t.float().sign() * (1 + t.float().abs() / 64)).to(half)  # near 1: a product that stays finite
+        dim = dim if isinstance(dim, int) else dim[-1]  # prod takes one dim, as torch.prod
+    got = getattr(from_torch(t, device), op)(dim, False, "float32")
+    ref = getattr(torch, op)(t.float(), dim=dim)
+    assert got.dtype.name == "float32"
+    torch.testing.assert_close(torch.from_numpy(got.numpy()), ref, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("op", ["max", "min"])
 @pytest.mark.parametrize("dim", [0, 1, -1])
 @pytest.mark.parametrize("keepdim", [False, True])

@@ -498,7 +498,10 @@ class NDArray:
 
     def linear(self, weight: NDArray, bias: NDArray | None = None, activation: str = "none") -> NDArray:
         """``activation(self @ weight^T + bias)``: torch.nn.functional.linear, with an optional fused
-        activation ("none", "relu", "gelu", "gelu_tanh", "silu"); one kernel launch on cuda."""
+        activation ("none", "relu", "gelu", "gelu_tanh", "silu"); one kernel launch on cuda.
+
+        A float16 / bfloat16 product may take a float32 bias (autocast's "linear" policy keeps the master
+        bias): it is added to the float32 accumulator, before the result's one rounding."""
         self._same_device(weight)
         if bias is not None:
             self._same_device(bias)
@@ -508,7 +511,7 @@ class NDArray:
             w = "x".join(map(str, reversed(weight.shape)))
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k} and {w})")
         for other in (weight, bias):
-            if other is not None and other.dtype != self.dtype:
+            if other is not None and other.dtype != self.dtype and not (other is bias and _wide_bias(self, bias)):
                 names = _TORCH_SCALAR_NAMES[self.dtype.name], _TORCH_SCALAR_NAMES[other.dtype.name]
                 raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {names[0]} and {names[1]}")
         if not self.dtype.is_floating_point:
@@ -1334,6 +1337,11 @@ _TORCH_SCALAR_NAMES = {
     "uint8": "Byte",
     "bool": "Bool",
 }
+
+
+def _wide_bias(input: NDArray, bias: NDArray) -> bool:
+    """A float32 bias of a float16 / bfloat16 product (NDArray.linear adds it before rounding)."""
+    return bias.dtype.name == "float32" and input.dtype.name in ("float16", "bfloat16")
 
 
 def _fill_value(value):

@@ -146,7 +146,8 @@ def multi_tensor_norm(tensors: Sequence[NDArray], norm_type: float = 2.0, dtype:
     if dtype is None:
         dtype = tensors[0].dtype
         for t in tensors[1:]:
-            dtype = promote_types(dtype, t.dtype)
+            if t.dtype is not dtype:
+                dtype = promote_types(dtype, t.dtype)
     device, ops = _ops(tensors)
     return tensors[0]._wrap(ops["multi_tensor_norm"](_native(tensors, device, "tensors"), float(norm_type), dtype.name))
 

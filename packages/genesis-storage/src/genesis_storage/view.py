@@ -135,6 +135,20 @@ class StridedView:
         attention layer's and linear's host path). The caller vouches for the strides; as_strided checks."""
         return self._same_elements(tuple(shape), tuple(strides))
 
+    def narrowed(self, dim: int, start: int, length: int) -> StridedView:
+        """Elements ``start`` to ``start + length`` of dimension ``dim`` (0 <= dim < ndim, and
+        0 <= start <= start + length <= shape[dim]: the caller checks, as for reshaped): a sub-view,
+        which reaches only elements this view reaches, so nothing is validated again (split, chunk
+        and cat use it per piece)."""
+        shape = list(self.shape)
+        shape[dim] = length
+        view = self._same_elements(tuple(shape), self.strides)
+        step = start * self.strides[dim]
+        view.offset = self.offset + step
+        view.ptr = self.ptr + step * self.itemsize
+        view.numel = self.numel // self.shape[dim] * length if self.shape[dim] else 0
+        return view
+
     def _same_elements(self, shape: tuple[int, ...], strides: tuple[int, ...]) -> StridedView:
         """A view of this one's elements laid out as (shape, strides), built without the checks of __init__."""
         view = object.__new__(StridedView)

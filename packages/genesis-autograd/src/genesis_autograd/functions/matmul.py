@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..autocast import _state as _autocast_state
 from ..tensor_base import TensorBase
 from ._util import Primitive, backward_recorded, wrap
+from .index_write import torch_name
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
@@ -59,7 +61,9 @@ class Linear(Primitive):
     def forward(ctx, x, w, b):
         if ctx.records:
             ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+            # the bias gradient's dtype where it differs from the product's (autocast's float32 bias)
             ctx.has_bias = b is not None
+            ctx.bias_dtype = b.data.dtype if b is not None and b.data.dtype is not x.data.dtype else None
         return x.data.linear(w.data, b.data if b is not None else None)
 
     @staticmethod
@@ -70,7 +74,7 @@ class Linear(Primitive):
             rows = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # a 2-D input's rows need no reshape op
             gx = g.matmul(w) if need[0] else None
             gw = rows.mT.matmul(x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None
-            gb = rows.sum(0) if ctx.has_bias and need[2] else None
+            gb = rows.sum(0, dtype=ctx.bias_dtype) if ctx.has_bias and need[2] else None
             return gx, gw, gb
         # The usual backward: NDArray ops on 2-D rows (the matmuls take their cached 2-D plans), none of
         # the Tensor layer's per-op cost; the same products in the same layouts as the recorded path.
@@ -83,13 +87,20 @@ class Linear(Primitive):
         if need[1]:
             xd = x.data
             gw = wrap(g, rows.mT.matmul(xd if xd.ndim == 2 else xd.reshape(-1, xd.shape[-1])))
-        if ctx.has_bias and need[2]:
-            gb = wrap(g, rows.sum(0))
+        if ctx.has_bias and need[2]:  # (a float32 bias: summed into float32, no rounding to the low dtype)
+            gb = wrap(g, rows.sum(0, False, ctx.bias_dtype))
         return gx, gw, gb
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """torch.nn.functional.linear for a 2-D weight: ``input @ weight^T + bias``, one kernel launch."""
+    """torch.nn.functional.linear for a 2-D weight: ``input @ weight^T + bias``, one kernel launch.
+
+    Under autocast a float32 bias stays float32 (the "linear" policy, see autocast.py); outside it the
+    bias must have the input's dtype, as torch requires."""
+    if bias is not None and bias.dtype is not input.dtype and not _autocast_state.active:
+        raise RuntimeError(
+            f"self and mat2 must have the same dtype, but got {torch_name(bias.dtype)} and {torch_name(input.dtype)}"
+        )
     return Linear.apply(input, weight, bias)
 
 

@@ -194,8 +194,8 @@ class Split(Primitive):
         out = empty(*shape, dtype=dtype, device=device)
         start = 0
         for g in grads:
-            size = g.shape[dim]
-            out[(slice(None),) * dim + (slice(start, start + size),)] = g.data
+            size = g.data.shape[dim]
+            out.narrow(dim, start, size).copy_(g.data)  # (a view's copy_: no index to interpret)
             start += size
         return wrap(grads[0], out), None, None
 
@@ -225,7 +225,7 @@ class Cat(Primitive):
         out = empty(*shape, dtype=dtype, device=first.device)
         start = 0
         for t, size in zip(tensors, sizes):
-            out[(slice(None),) * dim + (slice(start, start + size),)] = t.data
+            out.narrow(dim, start, size).copy_(t.data)
             start += size
         ctx.split = (dim, sizes, [t.dtype for t in tensors])
         return out

@@ -34,4 +34,8 @@ _ACTIVATIONS = {
 
 @reg("linear")
 def linear(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, activation: str) -> torch.Tensor:
+    if bias is not None and bias.dtype != input.dtype:  # a float32 bias of a 16-bit product: as the cuda
+        # kernel, the product and the bias meet in float32 and the result is rounded once
+        wide = torch.nn.functional.linear(input.float(), weight.float(), bias)
+        return _ACTIVATIONS[activation](wide).to(input.dtype)
     return _ACTIVATIONS[activation](torch.nn.functional.linear(input, weight, bias))

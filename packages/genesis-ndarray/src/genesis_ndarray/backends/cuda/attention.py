@@ -36,6 +36,23 @@ def _check(q: View, k: View, v: View) -> None:
         )
 
 
+def _empty_like_layout(t: View) -> View:
+    """Fresh dense memory of ``t``'s shape and dtype whose dims lie in the order of
+    ``t``'s strides, outermost first. q, k and v usually arrive as (B, L, H, D) memory viewed as
+    (B, H, L, D) (a projection split into heads, then transposed); an output or gradient laid out the
+    same way makes the layer's ``transpose(1, 2).contiguous()`` free in the forward, and the transpose
+    and view back to (B, L, H * D) in the backward, where row-major buffers cost a copy each (torch's
+    flash kernels do the same)."""
+    shape, strides = t.shape, t.strides
+    if t.is_contiguous():
+        return gs.empty(tuple(shape), t.dtype, t.device)
+    order = sorted(range(len(shape)), key=lambda d: -strides[d])  # stable: ties keep their order
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return gs.empty(tuple([shape[d] for d in order]), t.dtype, t.device).permuted(inverse)
+
+
 def _mask(mask: View | None, q: View, k: View) -> View | None:
     return None if mask is None else expand_to(mask, (*q.shape[:3], k.shape[2]))
 
@@ -43,7 +60,7 @@ def _mask(mask: View | None, q: View, k: View) -> View | None:
 @reg("attention")
 def attention(q: View, k: View, v: View, mask: View | None, dropout_p: float, is_causal: bool, scale: float):
     _check(q, k, v)
-    out = gs.empty(tuple(q.shape), q.dtype, q.device)
+    out = _empty_like_layout(q)
     lse = gs.empty(tuple(q.shape[:3]), "float32", q.device)
     draw, own = Draw(0, 0), None
     if dropout_p > 0.0:
@@ -64,9 +81,7 @@ def attention_backward(
 ):  # fmt: skip
     _check(q, k, v)
     draw = rng[0]  # rng[1]: the buffer a captured draw reads, kept alive by this tuple
-    dq = gs.empty(tuple(q.shape), q.dtype, q.device)
-    dk = gs.empty(tuple(k.shape), k.dtype, k.device)
-    dv = gs.empty(tuple(v.shape), v.dtype, v.device)
+    dq, dk, dv = _empty_like_layout(q), _empty_like_layout(k), _empty_like_layout(v)
     if grad.dtype != q.dtype:
         raise RuntimeError(f"attention_backward: gradient of dtype {grad.dtype} for a {q.dtype} output")
     gk.attention_backward(

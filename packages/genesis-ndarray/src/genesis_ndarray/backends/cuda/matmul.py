@@ -157,7 +157,7 @@ def linear(input: View, weight: View, bias: View | None, activation: str) -> Vie
         weight.strides,
         input.ptr & 15,
         weight.ptr & 15,
-        None if bias is None else (bias.shape, bias.strides),
+        None if bias is None else (bias.dtype, bias.shape, bias.strides),
         activation,
     )
     entry = _LINEAR_PLANS.get(key)

@@ -7,7 +7,7 @@ import math
 import genesis_kernels as gk
 import genesis_storage as gs
 
-from ...dtypes import DType, bool_, int64
+from ...dtypes import DType, bool_, float32, int64
 from ...shape import normalize_dim, normalize_dims
 from .common import View, dtype_of, reg, resolver, set_range, stream_of
 from .memory import cast, fill_
@@ -36,16 +36,26 @@ def _result_dtype(op: str, dtype: DType) -> DType:
     return dtype
 
 
+_HALF = ("float16", "bfloat16")
+# Reductions whose float32 result from a half input equals the float32 reduction of its float32 cast
+# (the kernels convert each element on load and accumulate in float32, as after the cast).
+_WIDENING = frozenset(("sum", "mean", "prod"))
+
+
 @reg("reduce")
 def reduce(op: str, input: View, dim, keepdim: bool, dtype: DType | None) -> View:
+    widened = None
     if dtype is not None and dtype is not dtype_of(input):
-        input = cast(input, dtype)
+        if dtype is float32 and input.dtype in _HALF and op in _WIDENING:
+            widened = dtype  # the kernels accumulate halves in float32 anyway: write float32, no cast first
+        else:
+            input = cast(input, dtype)
     src = input
     if len(src.shape) == 0:
         src = src.as_strided((1,), (1,), src.offset)
     dims = normalize_dims(dim, len(input.shape)) if len(input.shape) else (0,)
-    out_dtype = _result_dtype(op, dtype_of(input))
-    if out_dtype is not dtype_of(src) and op not in ("all", "any"):
+    out_dtype = widened or _result_dtype(op, dtype_of(input))
+    if out_dtype is not dtype_of(src) and op not in ("all", "any") and widened is None:
         src = cast(src, out_dtype)
     out_shape = tuple(s for i, s in enumerate(src.shape) if i not in dims)
     if op in ("amax", "amin") and any(src.shape[d] == 0 for d in dims):

@@ -8,7 +8,6 @@ import math
 from genesis_storage import contiguous_strides
 
 from ...shape import (
-    basic_index,
     diagonal_view,
     infer_shape,
     normalize_dim,
@@ -142,9 +141,7 @@ def narrow(input: View, dim: int, start: int, length: int) -> View:
         start += size
     if not (0 <= start <= size and 0 <= length and start + length <= size):
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    index = tuple(slice(None) for _ in range(dim)) + (slice(start, start + length),)
-    shape, strides, offset = basic_index(input.shape, input.strides, input.offset, index)
-    return input.as_strided(shape, strides, offset)
+    return input.narrowed(dim, start, length)
 
 
 def _check_geometry(input: View, size: tuple[int, ...], stride: tuple[int, ...], offset: int) -> None:

@@ -10,7 +10,7 @@ from genesis_autograd import linear as _fused_linear
 __all__ = ["linear"]
 
 
-@autocast_policy("lower")  # under autocast, in the low dtype (bias included), as torch
+@autocast_policy("linear")  # under autocast, in the low dtype; a float32 bias stays float32 (see autocast.py)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = input @ weight^T + bias.
 

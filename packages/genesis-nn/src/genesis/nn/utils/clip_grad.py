@@ -32,10 +32,11 @@ def _multi_tensor(tensors: list[Tensor], foreach: bool | None) -> bool:
     """Whether the fused multi-tensor kernels can take these tensors: one device, floating, contiguous."""
     if foreach is False or not tensors:
         return False
-    device = tensors[0].device
+    device = tensors[0].data.device
     for t in tensors:  # identity before equality: the common case, over every gradient every step
-        d = t.device
-        if (d is not device and d != device) or not t.dtype.is_floating_point or not t.is_contiguous():
+        a = t.data  # (its NDArray: one attribute read, where each Tensor property is a call)
+        d = a.device
+        if (d is not device and d != device) or not a.dtype.is_floating_point or not a.is_contiguous():
             return False
     return True
 
