@@ -112,7 +112,8 @@ def test_cuda_head_split_layout_is_kept_by_output_and_gradients(device):
     ref, _ = run(torch, xt, w64)
     x = to_genesis(x64.float(), device).requires_grad_()
     out, q = run(genesis, x, to_genesis(w64.float(), device))
-    assert out.stride() == (length * heads * d, d, heads * d, 1)
+    assert q.stride() == (length * 3 * heads * d, d, 3 * heads * d, 1)  # a slice of the projection
+    assert out.stride() == (length * heads * d, d, heads * d, 1)  # q's dim order, dense
     flat = out.transpose(1, 2)
     assert flat.is_contiguous() and flat.contiguous() is flat
     got = torch.from_numpy(out.detach().cpu().numpy()).double()

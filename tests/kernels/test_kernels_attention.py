@@ -66,7 +66,8 @@ def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def _check(
-    device, b, hq, hkv, lq, lk, d, dtype="float32", *, causal=False, mask=None, p=0.0, layout="bhld", scale=None
+    device, b, hq, hkv, lq, lk, d, dtype="float32", *, causal=False, mask=None, p=0.0, layout="bhld", scale=None,
+    seed=7, offset=12,
 ):
     dt = TD[dtype]
 
@@ -82,16 +83,16 @@ def _check(
     out = torch.full((b, hq, lq, d), float("nan"), dtype=dt, device=device)
     lse = torch.full((b, hq, lq), float("nan"), device=device)
     gk.attention_forward(buf(q), buf(k), buf(v), buf(out), buf(lse), mask=mbuf, causal=causal, scale=scale,
-                         dropout_p=p, seed=7, offset=12)  # fmt: skip
+                         dropout_p=p, seed=seed, offset=offset)  # fmt: skip
     keep = None
     if p > 0:  # the keep mask from the random family's stream: counter offset + flat (b, h, i, j) index
         u = torch.empty((b, hq, lq, lk), device=device)
-        gk.rand(buf(u), 7, 12)
+        gk.rand(buf(u), seed, offset)
         keep = (u >= p).double()
     dout = make((b, hq, lq, d), dtype, device, low=-1, high=1)
     grads = [torch.full(x.shape, float("nan"), dtype=dt, device=device) for x in (q, k, v)]
     gk.attention_backward(buf(q), buf(k), buf(v), buf(out), buf(dout), buf(lse), *map(buf, grads), mask=mbuf,
-                          causal=causal, scale=scale, dropout_p=p, seed=7, offset=12)  # fmt: skip
+                          causal=causal, scale=scale, dropout_p=p, seed=seed, offset=offset)  # fmt: skip
     sync(device)
     qd, kd, vd = (x.double().detach().requires_grad_() for x in (q, k, v))
     ref = _reference(qd, kd, vd, full_mask, causal, scale, keep, p)
@@ -154,6 +155,16 @@ def test_attention_dropout_regenerates_the_mask(device):
     _check(device, 1, 2, 1, 12, 20, 16, p=0.3)
 
 
+def test_attention_backward_plan_takes_each_calls_buffers_and_dropout_position(device):
+    """The backward's launches are planned once per signature: later calls of the same shapes (fresh
+    buffers, another point of the dropout stream) fill in their own addresses, seed and offset."""
+    _check(device, 1, 2, 1, 12, 20, 16, p=0.3, seed=3, offset=0)  # plans this signature (or reuses it)
+    planned = len(att._BWD_PLANS)
+    for seed, offset in ((3, 500), (11, 12), (3, 0)):
+        _check(device, 1, 2, 1, 12, 20, 16, p=0.3, seed=seed, offset=offset)
+    assert len(att._BWD_PLANS) == planned
+
+
 def test_attention_decode_split_kv(device):
     # 3 queries against 600 keys: the split-KV path (partials combined), causal and a bool mask
     mask = torch.rand(3, 600) < 0.7
@@ -210,6 +221,7 @@ def _routed(monkeypatch) -> Callable[[], str]:
     """Empty both forward kernels' caches; the returned function names the one a call then built."""
     monkeypatch.setattr(att._FWD_TMA_KERNEL, "cache", {})
     monkeypatch.setattr(att._FWD, "cache", {})
+    monkeypatch.setattr(att, "_FWD_PLANS", {})  # (a plan holds its kernel: the call must plan, and so build)
 
     def which() -> str:
         tma, ptr = bool(att._FWD_TMA_KERNEL.cache), bool(att._FWD.cache)
@@ -376,6 +388,7 @@ def _bwd_routed(monkeypatch) -> Callable[[], dict[str, str | None]]:
     for kernels in pairs.values():
         for kern in kernels:
             monkeypatch.setattr(kern, "cache", {})
+    monkeypatch.setattr(att, "_BWD_PLANS", {})  # (a plan holds its kernels: the call must plan, and so build)
 
     def which() -> dict[str, str | None]:
         out: dict[str, str | None] = {}
@@ -580,6 +593,7 @@ def test_attention_tma_backward_delta_clear_of_descriptor_scratch(device, monkey
         for kern in (att._DKDV_TMA_KERNEL, att._DQ_TMA_KERNEL):
             for key, fn in list(kern.cache.items()):
                 kern.cache[key] = _clobbering(fn, 640)
+        att._BWD_PLANS.clear()  # the plans hold the kernels they were made with: plan again, with these
     q, k, v = _qkv(device, 1, 4, 2, 50, 70, 64, "bfloat16")
     out, lse = _forward(device, q, k, v, True, 0.125)
     dout = make((1, 4, 50, 64), "bfloat16", device, low=-1, high=1)

@@ -307,9 +307,9 @@ def _bwd_tma_build(kernel: str, q: BufferLike, k: BufferLike, causal: bool) -> t
     return fn, grid
 
 
-def _bwd_tma_launch(kernel: str, fn: LaunchFn, grid: Grid, bufs: dict[str, BufferLike], strides: tuple[int, ...],
-                    lse: BufferLike, delta: int, scale: float, stream: int) -> None:  # fmt: skip
-    """Launch ``fn`` from _bwd_tma_build; ``strides`` from _bwd_tma_strides."""
+def _bwd_tma_args(kernel: str, fn: LaunchFn, bufs: dict[str, BufferLike], strides: tuple[int, ...],
+                  lse: BufferLike, delta: int, scale: float) -> tuple:  # fmt: skip
+    """The arguments of ``fn`` from _bwd_tma_build; ``strides`` from _bwd_tma_strides."""
     q, k = bufs["q"], bufs["k"]
     names = _BWD_TMA_BUFS[kernel]
     args: dict[str, object] = {n: bufs[n].ptr for n in names}
@@ -319,7 +319,7 @@ def _bwd_tma_launch(kernel: str, fn: LaunchFn, grid: Grid, bufs: dict[str, Buffe
         Lq=q.shape[2], Lk=k.shape[2], qk_scale=scale * _LOG2E, sm_scale=scale, **fn._consts,  # type: ignore[attr-defined]
     )  # fmt: skip
     kern = _DKDV_TMA_KERNEL if kernel == "dkdv" else _DQ_TMA_KERNEL
-    fn(grid, stream, tuple([args[n] for n in kern.arg_names]))
+    return tuple([args[n] for n in kern.arg_names])
 
 
 def _mask_args(mask: BufferLike | None, b: int, hq: int, lq: int, lk: int) -> tuple[int, tuple[int, ...], int, str]:
@@ -566,12 +566,108 @@ def attention_backward(
 ) -> None:
     """dq, dk, dv of :func:`attention_forward` given ``dout``, its ``out`` and ``lse``, and the same
     mask / causal / scale / dropout (seed, offset, rng_ptr) arguments. dk / dv sum over each kv head's group."""
+    # As the forward: the launches (delta, dK / dV, dQ) are worked out once per signature of layouts,
+    # alignments, flags and tile tables (_plan_backward), and a call fills in the addresses, the delta
+    # scratch and the dropout stream's position.
+    d = q.shape[-1] if len(q.shape) else 0
+    block_d = _BLOCK_D.get(d) or max(16, next_pow2(d))
+    sig = (
+        tuple(q.shape), tuple(q.strides), tuple(k.shape), tuple(k.strides), tuple(v.shape), tuple(v.strides),
+        tuple(out.shape), tuple(out.strides), tuple(dout.shape), tuple(dout.strides), tuple(lse.shape),
+        tuple(lse.strides), tuple(dq.shape), tuple(dq.strides), tuple(dk.shape), tuple(dk.strides),
+        tuple(dv.shape), tuple(dv.strides),
+        q.dtype, k.dtype, v.dtype, out.dtype, dout.dtype, lse.dtype, dq.dtype, dk.dtype, dv.dtype,
+        None if mask is None else (tuple(mask.shape), tuple(mask.strides), mask.dtype, mask.ptr % 16),
+        causal, scale, dropout_p, rng_ptr != 0,
+        q.ptr % 16, k.ptr % 16, v.ptr % 16, out.ptr % 16, dout.ptr % 16, lse.ptr % 16, dq.ptr % 16,
+        dk.ptr % 16, dv.ptr % 16,
+        _BWD_TMA, _DKDV_TMA_CONFIGS.get(d), _DQ_TMA_CONFIGS.get(d), _DKDV_CONFIGS.get(block_d),
+        _DQ_CONFIGS.get(block_d),
+    )  # fmt: skip
+    seed &= 2**63 - 1
+    plan = _BWD_PLANS.get(sig)
+    if plan is None:
+        plan = _plan_backward(q, k, v, out, dout, lse, dq, dk, dv, mask, causal, scale, dropout_p, seed, offset,
+                              rng_ptr, stream)  # fmt: skip
+        if len(_BWD_PLANS) >= _PLANS_MAX:
+            _BWD_PLANS.clear()
+        _BWD_PLANS[sig] = plan
+    if not plan.launches:
+        return
+    delta = runtime.scratch(plan.reserve + plan.delta_bytes, stream) + plan.reserve
+    dyn = (q.ptr, k.ptr, v.ptr, out.ptr, dout.ptr, lse.ptr, dq.ptr, dk.ptr, dv.ptr,
+           0 if mask is None else mask.ptr, delta, seed, offset, rng_ptr)  # (the order of _DYN)  # fmt: skip
+    for fn, grid, template, slots in plan.launches:
+        args = list(template)
+        for position, index in slots:
+            args[position] = dyn[index]
+        fn(grid, stream, tuple(args))
+
+
+# The per-call values of a backward launch, in the order attention_backward lists them.
+_DYN = ("q", "k", "v", "out", "dout", "lse", "dq", "dk", "dv", "mask", "delta", "seed", "offset", "rng")
+
+
+class _Slot(int):
+    """A per-call value met while planning (an address, delta's scratch, the dropout position): the value
+    itself, tagged with its index in _DYN, so the plan knows which arguments a call fills in."""
+
+    index: int
+
+
+def _slot(value: int, name: str) -> _Slot:
+    tagged = _Slot(value)
+    tagged.index = _DYN.index(name)
+    return tagged
+
+
+class _Addressed:
+    """A buffer's layout with its address tagged (_Slot): what _plan_backward reads instead of the buffer."""
+
+    __slots__ = ("dtype", "ptr", "shape", "strides")
+
+    def __init__(self, t: BufferLike, name: str) -> None:
+        self.shape, self.strides, self.dtype, self.ptr = tuple(t.shape), tuple(t.strides), t.dtype, _slot(t.ptr, name)
+
+
+class _BwdPlan:
+    """The backward's launches for one signature, each (kernel, grid, argument template, (position, _DYN
+    index) of every per-call value), and delta's scratch: ``delta_bytes`` past a ``reserve`` the TMA
+    kernels' descriptors take from the start of the stream's scratch."""
+
+    __slots__ = ("delta_bytes", "launches", "reserve")
+
+    def __init__(self, launches: list, reserve: int = 0, delta_bytes: int = 0) -> None:
+        self.launches, self.reserve, self.delta_bytes = launches, reserve, delta_bytes
+
+
+_BWD_PLANS: dict[tuple, _BwdPlan] = {}
+
+
+def _record(launches: list, fn: LaunchFn, grid: Grid, args: tuple) -> None:
+    """Keep one launch of a plan: its arguments with each _Slot replaced by 0 and its position noted."""
+    slots = tuple((i, a.index) for i, a in enumerate(args) if a.__class__ is _Slot)
+    template = [0 if a.__class__ is _Slot else a for a in args]
+    launches.append((fn, grid, template, slots))
+
+
+def _plan_backward(q: BufferLike, k: BufferLike, v: BufferLike, out: BufferLike, dout: BufferLike,
+                   lse: BufferLike, dq: BufferLike, dk: BufferLike, dv: BufferLike, mask: BufferLike | None,
+                   causal: bool, scale: float, dropout_p: float, seed: int, offset: int, rng_ptr: int,
+                   stream: int) -> _BwdPlan:  # fmt: skip
+    """attention_backward's checks and its choice of kernels, tiles and arguments for one signature. The
+    buffers are read through _Addressed stand-ins, so every per-call value reaches the arguments tagged."""
+    q, k, v, out, dout, lse, dq, dk, dv = (
+        _Addressed(t, name) for t, name in zip((q, k, v, out, dout, lse, dq, dk, dv), _DYN)
+    )
+    mask = None if mask is None else _Addressed(mask, "mask")
+    launches: list = []
     b, hq, hkv, lq, lk, d = _dims(q, k, v)
     for name, t, like in (("dq", dq, q), ("dk", dk, k), ("dv", dv, v), ("out", out, q), ("dout", dout, q)):
         if tuple(t.shape) != tuple(like.shape):
             raise ValueError(f"attention_backward: {name} of shape {t.shape}, expected {like.shape}")
     if b * hkv * lk * d == 0 and b * hq * lq * d == 0:
-        return
+        return _BwdPlan(launches)
     block_d = max(16, next_pow2(d))
     even_d = d == block_d
     mptr, ms, kind, mtype = _mask_args(mask, b, hq, lq, lk)
@@ -590,12 +686,13 @@ def attention_backward(
             tma[name] = (*_bwd_tma_build(name, q, k, causal), st)
     reserve = max([g[0] * g[1] * g[2] * getattr(fn, "global_scratch", 0) for fn, g, _ in tma.values()], default=0)
     reserve = cdiv(reserve, 256) * 256
-    delta = runtime.scratch(reserve + max(1, b * hq * lq) * 4, stream) + reserve
+    delta_bytes = max(1, b * hq * lq) * 4
+    delta = _slot(runtime.scratch(reserve + delta_bytes, stream) + reserve, "delta")
     seed_ptr = dropout and rng_ptr != 0
     common = dict(
         Hq=hq, Lq=lq, Lk=lk, D=d, qk_scale=scale * _LOG2E, sm_scale=scale, drop_p=dropout_p,
-        drop_scale=1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0, seed=seed & (2**63 - 1), offset=offset,
-        rng=rng_ptr if seed_ptr else 0,
+        drop_scale=1.0 / (1.0 - dropout_p) if dropout_p < 1 else 0.0, seed=_slot(seed, "seed"),
+        offset=_slot(offset, "offset"), rng=_slot(rng_ptr, "rng") if seed_ptr else 0,
         smb=ms[0], smh=ms[1], smm=ms[2], smn=ms[3], mask=mptr, lse=lse.ptr, delta=delta,
         q=q.ptr, k=k.ptr, v=v.ptr, do=dout.ptr, GROUP=hq // hkv, Hkv=hkv,
         **{f"sq{c}": s for c, s in zip("bhmd", q.strides)},
@@ -623,15 +720,16 @@ def attention_backward(
             }  # fmt: skip
             dconsts = dict(EVEN_D=even_d, UNIT_D=d_unit, BLOCK_M=dm, BLOCK_D=block_d)
             fn = _DELTA.build(dkey, types, dconsts, d_aligned, num_warps=4)
-        fn(
+        _record(
+            launches,
+            fn,
             (cdiv(lq, dm), b * hq, 1),
-            stream,
             (out.ptr, dout.ptr, delta, hq, lq, d, *out.strides, *dout.strides, even_d, d_unit, dm, block_d),
         )
     # dK, dV: one program per key block and kv head
     if "dkdv" in tma:
         fn, grid, st = tma["dkdv"]
-        _bwd_tma_launch("dkdv", fn, grid, bufs, st, lse, delta, scale, stream)
+        _record(launches, fn, grid, _bwd_tma_args("dkdv", fn, bufs, st, lse, delta, scale))
     elif b * hkv * lk:
         bm, bn, warps, stages = _config(_DKDV_CONFIGS, block_d, q.dtype, lq, lk)
         ints = [*_stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("k2", dk), ("v2", dv)), ("D", d)]
@@ -660,11 +758,11 @@ def attention_backward(
             **{f"sv{c}2": s for c, s in zip("bhnd", dv.strides)},
             **fn._consts,  # type: ignore[attr-defined]
         )  # fmt: skip
-        fn((cdiv(lk, bn), b * hkv, 1), stream, tuple([args[n] for n in _DKDV.arg_names]))
+        _record(launches, fn, (cdiv(lk, bn), b * hkv, 1), tuple([args[n] for n in _DKDV.arg_names]))
     # dQ: one program per query block and query head
     if "dq" in tma:
         fn, grid, st = tma["dq"]
-        _bwd_tma_launch("dq", fn, grid, bufs, st, lse, delta, scale, stream)
+        _record(launches, fn, grid, _bwd_tma_args("dq", fn, bufs, st, lse, delta, scale))
     elif b * hq * lq:
         bm, bn, warps, stages = _config(_DQ_CONFIGS, block_d, q.dtype, lq, lk)
         ints = [*_stride_ints(("q", q), ("k", k), ("v", v), ("g", dout), ("d", dq)), ("D", d)]
@@ -692,7 +790,8 @@ def attention_backward(
             common, dq=dq.ptr, **{f"sd{c}": s for c, s in zip("bhmd", dq.strides)},
             **fn._consts,  # type: ignore[attr-defined]
         )  # fmt: skip
-        fn((cdiv(lq, bm), b * hq, 1), stream, tuple([args[n] for n in _DQ.arg_names]))
+        _record(launches, fn, (cdiv(lq, bm), b * hq, 1), tuple([args[n] for n in _DQ.arg_names]))
+    return _BwdPlan(launches, reserve, delta_bytes)
 
 
 __all__ = ["attention_backward", "attention_forward"]
