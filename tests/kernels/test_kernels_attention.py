@@ -66,8 +66,22 @@ def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def _check(
-    device, b, hq, hkv, lq, lk, d, dtype="float32", *, causal=False, mask=None, p=0.0, layout="bhld", scale=None,
-    seed=7, offset=12,
+    device,
+    b,
+    hq,
+    hkv,
+    lq,
+    lk,
+    d,
+    dtype="float32",
+    *,
+    causal=False,
+    mask=None,
+    p=0.0,
+    layout="bhld",
+    scale=None,
+    seed=7,
+    offset=12,
 ):
     dt = TD[dtype]
 
