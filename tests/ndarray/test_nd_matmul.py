@@ -6,7 +6,10 @@ import pytest
 import torch
 from nd_helpers import assert_same, from_torch, random_tensor, transposed
 
+import genesis_ndarray as nd
+
 F32, F16, F64 = torch.float32, torch.float16, torch.float64
+F32_DTYPE, F64_DTYPE = nd.float32, nd.float64
 
 
 MATMUL_SHAPES = [
@@ -68,6 +71,53 @@ def test_linear_of_strided_input_and_transposed_weight(device):
     w = random_tensor((5, 33), F64)
     out = from_torch(x, device).linear(transposed(w, device), None)  # the weight stored transposed
     assert_same(out, x @ w.T, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [F16, torch.bfloat16])
+@pytest.mark.parametrize("activation", ["none", "gelu_tanh"])
+def test_linear_takes_a_float32_bias_before_its_one_rounding(device, dtype, activation):
+    """A 16-bit product with a float32 bias (autocast's "linear" policy): the bias meets the float32
+    accumulator, the activation runs on that, and the result is rounded once, so every element is within
+    half an ulp of the float64 value. A bias rounded to 16 bits first (torch's autocast) would add up to
+    half an ulp of the bias's own: with biases of ~100 next to products of ~8, that shows."""
+    x, w = random_tensor((3, 5, 64), dtype), random_tensor((48, 64), dtype)
+    b = random_tensor((48,), F32) * 100
+    exact = LINEAR_ACTS[activation](torch.nn.functional.linear(x.double(), w.double(), b.double()))
+    out = from_torch(x, device).linear(from_torch(w, device), from_torch(b, device), activation)
+    assert out.dtype.name == str(dtype).removeprefix("torch.")
+    got = torch.from_numpy(out.astype("float64").numpy())
+    mantissa = {F16: 10, torch.bfloat16: 7}[dtype]
+    half_ulp = 2.0 ** (exact.abs().clamp_min(1e-30).log2().floor() - mantissa) / 2
+    assert ((got - exact).abs() <= half_ulp * 1.001 + 1e-4).all()
+    rounded_first = LINEAR_ACTS[activation](
+        torch.nn.functional.linear(x.double(), w.double(), b.to(dtype).double())
+    ).to(dtype).double()  # fmt: skip
+    assert ((rounded_first - exact).abs() > half_ulp * 1.001 + 1e-4).any()  # (the check above can tell)
+
+
+@pytest.mark.parametrize("need", [(True, True, True), (True, False, False), (False, True, True), (False, False, True)])
+@pytest.mark.parametrize("batch", [(), (2, 3)], ids=["rows", "batched"])
+def test_linear_backward_matches_torch(device, need, batch):
+    x, w = random_tensor((*batch, 7, 12), F64), random_tensor((5, 12), F64)
+    g = random_tensor((*batch, 7, 5), F64)
+    dx, dw, db = from_torch(g, device).linear_backward(
+        from_torch(x, device), from_torch(w, device), need[0], need[1], F64_DTYPE if need[2] else None
+    )
+    for got, want, asked in ((dx, g @ w, need[0]), (dw, g.reshape(-1, 5).T @ x.reshape(-1, 12), need[1]),
+                             (db, g.reshape(-1, 5).sum(0), need[2])):  # fmt: skip
+        if asked:
+            assert_same(got, want, rtol=1e-12, atol=1e-12)
+        else:
+            assert got is None
+
+
+def test_linear_backward_sums_a_half_gradient_into_a_float32_bias_gradient(device):
+    g = random_tensor((300, 6), torch.bfloat16)
+    _, _, db = from_torch(g, device).linear_backward(None, None, False, False, F32_DTYPE)
+    assert db.dtype.name == "float32"
+    assert_same(db, g.float().sum(0), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="d input needs the weight"):
+        from_torch(g, device).linear_backward(None, None, True, False, None)
 
 
 def test_linear_errors_name_shapes_and_dtypes(device):

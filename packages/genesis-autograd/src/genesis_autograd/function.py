@@ -276,9 +276,14 @@ def _record(cls: type[Function], args: tuple) -> Any:
     else:
         with grad_mode.no_grad():
             out = cls.forward(ctx, *args)
-    if out.__class__ is NDArray and make is not None and not cls.is_view and not ctx._non_differentiable:
+    if out.__class__ is NDArray and make is not None and not ctx._non_differentiable:
         # One output, the common case (see _wrap_outputs for the rest).
         t = make(out)
+        if cls.is_view:  # view, reshape, transpose, ...: a later in-place write through it reaches the base
+            base = args[0]
+            t._version = base._version
+            t._base = base if base._base is None else base._base
+            t._view_version = base._version[0]
         if out.dtype.is_floating_point:
             t.requires_grad = True
             t.grad_fn = ctx

@@ -523,6 +523,24 @@ class NDArray:
         native_bias = bias._data if bias is not None else None
         return self._wrap(self._ops["linear"](self._data, weight._data, native_bias, activation))
 
+    def linear_backward(
+        self,
+        input: NDArray | None,
+        weight: NDArray | None,
+        need_input: bool,
+        need_weight: bool,
+        bias_dtype: DType | None,
+    ) -> tuple[NDArray | None, NDArray | None, NDArray | None]:
+        """(d input, d weight, d bias) of :meth:`linear` (activation "none"), this array being the gradient
+        of its output: ``self @ weight``, ``self^T @ input`` over all rows, and the column sums of ``self`` in
+        ``bias_dtype`` (None: no bias gradient). Each part only where asked for (None otherwise); ``weight``
+        is needed for the first, ``input`` for the second."""
+        if (need_input and weight is None) or (need_weight and input is None):
+            raise ValueError("linear_backward: d input needs the weight, d weight needs the input")
+        g, x, w = self._natives(self, input, weight)
+        grads = self._ops["linear_backward"](g, x, w, need_input, need_weight, bias_dtype)
+        return tuple([None if g is None else self._wrap(g) for g in grads])  # type: ignore[return-value]
+
     def softmax(self, dim: int) -> NDArray:
         return self._wrap(self._ops["softmax"](self._data, dim, False))
 

@@ -76,20 +76,19 @@ class Linear(Primitive):
             gw = rows.mT.matmul(x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None
             gb = rows.sum(0, dtype=ctx.bias_dtype) if ctx.has_bias and need[2] else None
             return gx, gw, gb
-        # The usual backward: NDArray ops on 2-D rows (the matmuls take their cached 2-D plans), none of
-        # the Tensor layer's per-op cost; the same products in the same layouts as the recorded path.
+        # The usual backward: one NDArray op for all three (the backend takes its cached 2-D matmul plans
+        # over the rows of every batch dim), none of the Tensor layer's per-op cost; the same products in
+        # the same layouts as the recorded path. A float32 bias's gradient is summed into float32.
         gd = g.data
-        rows = gd if gd.ndim == 2 else gd.reshape(-1, gd.shape[-1])
-        gx = gw = gb = None
-        if need[0]:
-            gx = rows.matmul(w.data)
-            gx = wrap(g, gx if gd.ndim == 2 else gx.reshape(*gd.shape[:-1], gx.shape[-1]))
-        if need[1]:
-            xd = x.data
-            gw = wrap(g, rows.mT.matmul(xd if xd.ndim == 2 else xd.reshape(-1, xd.shape[-1])))
-        if ctx.has_bias and need[2]:  # (a float32 bias: summed into float32, no rounding to the low dtype)
-            gb = wrap(g, rows.sum(0, False, ctx.bias_dtype))
-        return gx, gw, gb
+        bias_dtype = (ctx.bias_dtype or gd.dtype) if ctx.has_bias and need[2] else None
+        gx, gw, gb = gd.linear_backward(
+            None if x is None else x.data, None if w is None else w.data, need[0], need[1], bias_dtype
+        )
+        return (
+            None if gx is None else wrap(g, gx),
+            None if gw is None else wrap(g, gw),
+            None if gb is None else wrap(g, gb),
+        )
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

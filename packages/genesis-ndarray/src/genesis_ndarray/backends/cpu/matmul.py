@@ -17,6 +17,22 @@ def matmul(input: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
     return torch.matmul(input, other)
 
 
+@reg("linear_backward")
+def linear_backward(
+    grad: torch.Tensor,
+    input: torch.Tensor | None,
+    weight: torch.Tensor | None,
+    need_input: bool,
+    need_weight: bool,
+    bias_dtype: DType | None,
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    rows = grad.reshape(-1, grad.shape[-1])
+    dx = (rows @ weight).reshape(*grad.shape[:-1], weight.shape[1]) if need_input else None  # type: ignore[union-attr]
+    dw = rows.T @ input.reshape(-1, input.shape[-1]) if need_weight else None  # type: ignore[union-attr]
+    db = rows.sum(0, dtype=getattr(torch, bias_dtype.name)) if bias_dtype is not None else None
+    return dx, dw, db
+
+
 @resolver("matmul")
 def resolve_matmul(op: str, dtype: DType, other: DType):
     """``(matmul, result dtype)``: two operands of one floating dtype give that dtype; others read it back."""

@@ -20,6 +20,7 @@ from ...registry import PlanCache
 from ...shape import broadcast_shapes
 from .common import View, current_stream_handle, dtype_of, reg, resolver, stream_of
 from .memory import contiguous, fill_
+from .reduce import reduce
 from .views import expand, reshape
 
 
@@ -187,6 +188,28 @@ def _linear(input: View, weight: View, bias: View | None, activation: str) -> Vi
         gk.matmul(a3, w3, out, bias=bias, activation=activation, allow_tf32=allow_tf32(), stream=stream_of(out))
     shape = input.shape[:-1] + (n,)
     return out.as_strided(shape, gs.contiguous_strides(shape), out.offset)
+
+
+@reg("linear_backward")
+def linear_backward(
+    grad: View, input: View | None, weight: View | None, need_input: bool, need_weight: bool, bias_dtype: DType | None
+) -> tuple[View | None, View | None, View | None]:
+    """(d input, d weight, d bias) of ``linear``: ``grad @ weight``, ``grad^T @ input`` over the rows of every
+    batch dim at once (views: no per-batch products summed afterwards), and ``grad``'s column sums in
+    ``bias_dtype`` (None: no bias gradient). The products take matmul's cached 2-D plans."""
+    rows = grad if len(grad.shape) == 2 else reshape(grad, (-1, grad.shape[-1]))
+    dx = dw = db = None
+    if need_input:
+        dx = matmul(rows, weight)  # type: ignore[arg-type]  # (NDArray.linear_backward checked it is given)
+        if len(grad.shape) != 2:
+            shape = grad.shape[:-1] + dx.shape[1:]
+            dx = dx.reshaped(shape, gs.contiguous_strides(shape))  # (a fresh contiguous product)
+    if need_weight:
+        x2 = input if len(input.shape) == 2 else reshape(input, (-1, input.shape[-1]))  # type: ignore[union-attr]
+        dw = matmul(rows.permuted((1, 0)), x2)
+    if bias_dtype is not None:
+        db = reduce("sum", rows, 0, False, bias_dtype)
+    return dx, dw, db
 
 
 @resolver("matmul")
