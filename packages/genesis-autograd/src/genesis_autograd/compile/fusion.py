@@ -17,8 +17,9 @@ add moves out of the matmul's epilogue into the fused kernel), so bias + GELU is
 Under autocast the ops of a chain fuse too. The casts autocast inserts run inside an op's apply, so
 they are not in the graph; the program puts them back: an op with the "float32" policy (exp, log,
 rsqrt) casts its lower-precision inputs to float32 first, which the recorded output dtype shows. A split
-Linear's bias is cast to the Linear's output dtype (the autocast dtype) before its add, as the Linear
-would have cast it.
+Linear's float32 bias (autocast's "linear" policy keeps it) is added in float32 and the sum cast to the
+Linear's output dtype, both inside the chain's kernel: the bias is not rounded, as in the Linear's own
+epilogue (the product is, once, before the add).
 """
 
 from __future__ import annotations
@@ -211,15 +212,16 @@ def _split_linear_bias(graph: Graph, autocast_active: bool) -> None:
             graph.n_slots += 1
             graph.meta[plain.slot] = graph.meta[op.outputs.slot]
             bias = op.args[2]
-            out_dtype = graph.meta[op.outputs.slot][1]
-            if graph.meta[bias.slot][1] != out_dtype:  # autocast: the Linear cast its bias
-                cast = Ref(graph.n_slots)
-                graph.n_slots += 1
-                graph.meta[cast.slot] = (graph.meta[bias.slot][0], out_dtype)
-                ops.append(Op(Cast.apply, (bias, out_dtype), {}, cast, "Cast", Cast, op.grad_enabled))
-                bias = cast
+            shape, out_dtype = graph.meta[op.outputs.slot]
             ops.append(Op(op.fn, (*op.args[:2], None), op.kwargs, plain, "Linear", Linear, op.grad_enabled))
-            ops.append(Op(Add.apply, (plain, bias), {}, op.outputs, "Add", Add, op.grad_enabled))
+            if graph.meta[bias.slot][1] != out_dtype:  # autocast kept a float32 bias: add it wide, then round
+                wide = Ref(graph.n_slots)
+                graph.n_slots += 1
+                graph.meta[wide.slot] = (shape, graph.meta[bias.slot][1])
+                ops.append(Op(Add.apply, (plain, bias), {}, wide, "Add", Add, op.grad_enabled))
+                ops.append(Op(Cast.apply, (wide, out_dtype), {}, op.outputs, "Cast", Cast, op.grad_enabled))
+            else:
+                ops.append(Op(Add.apply, (plain, bias), {}, op.outputs, "Add", Add, op.grad_enabled))
         else:
             ops.append(op)
     graph.ops = ops
