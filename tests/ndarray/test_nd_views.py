@@ -118,6 +118,18 @@ def test_reshape_copies_where_a_view_is_impossible(device, fn):
     assert_same(base, before)  # a copy: the base is untouched
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (1,), (1, 1, 1)])
+def test_a_0d_array_reshaped_is_a_view(device, shape):
+    """One element needs no copy to take any all-ones shape (a scalar loss's gradient, reshaped to its
+    reduction's kept dims): the strides are torch's, and a write through the view reaches the base."""
+    tb = torch.tensor(3.5)
+    base = from_torch(tb, device)
+    v = base.reshape(*shape)
+    assert v.stride() == tb.reshape(*shape).stride()
+    v.fill_(7.0)
+    assert base.item() == 7.0
+
+
 def test_view_of_incompatible_strides_raises(device):
     a = from_torch(random_tensor((3, 4), F32), device)
     with pytest.raises(RuntimeError, match=r"view size is not compatible"):

@@ -108,7 +108,7 @@ def view_strides(shape: Sequence[int], strides: Sequence[int], new_shape: Sequen
     contiguously with respect to each other, and split freely.
     """
     numel = math.prod(shape)
-    if numel == 0:
+    if numel == 0 or not shape:  # nothing to lay out, or one element (a 0-d array seen as (1, 1), ...)
         return contiguous_strides(tuple(new_shape))
     new_strides = [0] * len(new_shape)
     view_d = len(new_shape) - 1
