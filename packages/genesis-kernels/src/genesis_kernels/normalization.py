@@ -419,13 +419,57 @@ def norm_forward(
     accumulation dtype (float32; float64 for float64 ``x``). ``weight`` / ``bias`` (shape (N,),
     any floating dtype) are optional; RMSNorm takes no bias.
     """
+    # Every norm layer's host path: the launch depends only on the layouts, dtypes, alignment, eps and
+    # the flavour, so it is worked out once per such signature (_plan_forward) and a call passes its
+    # addresses (an absent weight, bias or mean reads as rstd's, never dereferenced).
+    r = rstd.ptr
+    sig = (
+        tuple(x.shape), tuple(x.strides), x.dtype, tuple(out.shape), tuple(out.strides), out.dtype,
+        _vector_sig(weight), _vector_sig(bias), _vector_sig(mean), _vector_sig(rstd), eps, rms,
+        x.ptr % 16, out.ptr % 16, (r if weight is None else weight.ptr) % 16, (r if bias is None else bias.ptr) % 16,
+    )  # fmt: skip
+    plan = _FWD_PLANS.get(sig)
+    if plan is None:
+        plan = _plan_forward(x, weight, bias, out, mean, rstd, eps, rms)
+        if len(_FWD_PLANS) >= _PLANS_MAX:
+            _FWD_PLANS.clear()
+        _FWD_PLANS[sig] = plan
+    if plan is _NOTHING:
+        return
+    fn, grid, tail = plan
+    w = r if weight is None else weight.ptr
+    b = r if bias is None else bias.ptr
+    fn(grid, stream, (x.ptr, w, b, out.ptr, r if mean is None else mean.ptr, r, *tail))
+
+
+def _vector_sig(t: BufferLike | None) -> tuple | None:
+    return None if t is None else (tuple(t.shape), tuple(t.strides), t.dtype)
+
+
+_FWD_PLANS: dict[tuple, tuple] = {}
+_PLANS_MAX = 1024  # distinct layouts kept; past it the table starts over
+_NOTHING = ()  # the plan of a call with nothing to compute
+
+
+def _plan_forward(
+    x: BufferLike,
+    weight: BufferLike | None,
+    bias: BufferLike | None,
+    out: BufferLike,
+    mean: BufferLike | None,
+    rstd: BufferLike,
+    eps: float,
+    rms: bool,
+) -> tuple:
+    """norm_forward's checks and its kernel, grid and arguments after the six addresses, for one
+    signature (_NOTHING where there is nothing to compute)."""
     rows, n, ((xr, xc), (yr, yc)), big = _as_rows([x, out], "norm_forward")
     _check_vector(weight, n, "weight")
     _check_vector(bias, n, "bias")
     if rms and bias is not None:
         raise ValueError("norm_forward: rms_norm takes no bias")
     if rows == 0 or n == 0:
-        return
+        return _NOTHING
     acc = accumulate_dtype(x.dtype)
     for name, stat in (("mean", mean), ("rstd", rstd)):
         if stat is not None and (
@@ -440,7 +484,6 @@ def norm_forward(
     block_r = max(1, min(next_pow2(rows), 2048 // block_n))
     w_ptr = weight.ptr if weight is not None else rstd.ptr  # never read without HAS_W
     b_ptr = bias.ptr if bias is not None else rstd.ptr
-    m_ptr = mean.ptr if mean is not None else rstd.ptr
     aligned = _aligned({"x": x.ptr, "y": out.ptr, "w": w_ptr, "b": b_ptr}, {"N": n, "xr": xr, "yr": yr})
     wdt = weight.dtype if weight is not None else acc
     bdt = bias.dtype if bias is not None else acc
@@ -472,11 +515,7 @@ def norm_forward(
         )
         fn = _FWD.build(key, types, consts, aligned, num_warps=_warps(block_r * block_n))
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    fn(
-        (cdiv(rows, block_r), 1, 1),
-        stream,
-        (x.ptr, w_ptr, b_ptr, out.ptr, m_ptr, rstd.ptr, rows, n, xr, xc, yr, yc, float(eps), *fn._consts),  # type: ignore[attr-defined]
-    )
+    return fn, (cdiv(rows, block_r), 1, 1), (rows, n, xr, xc, yr, yc, float(eps), *fn._consts)  # type: ignore[attr-defined]
 
 
 def _programs(rows: int, block_r: int, block_n: int) -> int:
