@@ -21,6 +21,8 @@ and a deterministic result.
 
 from __future__ import annotations
 
+from typing import Any
+
 import triton
 import triton.language as tl
 
@@ -543,6 +545,55 @@ def norm_backward(
     Writes ``dx`` (shape of ``x``), and ``dweight`` / ``dbias`` (shape (N,), any floating dtype)
     when given: per-program partial sums in a (programs, N) scratch, then one column-sum launch.
     """
+    # As the forward: the launches (the row kernel, then the column sums of its partials) are worked out
+    # once per signature (_plan_backward) and a call passes its addresses and the partials' scratch.
+    r = rstd.ptr
+    sig = (
+        tuple(x.shape), tuple(x.strides), x.dtype, tuple(dy.shape), tuple(dy.strides), dy.dtype,
+        tuple(dx.shape), tuple(dx.strides), dx.dtype, _vector_sig(weight), _vector_sig(mean), _vector_sig(rstd),
+        _vector_sig(dweight), _vector_sig(dbias), rms, x.ptr % 16, dy.ptr % 16, dx.ptr % 16,
+        (r if weight is None else weight.ptr) % 16, None if dweight is None else dweight.ptr % 16,
+        None if dbias is None else dbias.ptr % 16, r % 16,  # (rstd's: the partials' place without a scratch)
+    )  # fmt: skip
+    plan = _BWD_PLANS.get(sig)
+    if plan is None:
+        plan = _plan_backward(x, dy, weight, mean, rstd, dx, dweight, dbias, rms)
+        if len(_BWD_PLANS) >= _PLANS_MAX:
+            _BWD_PLANS.clear()
+        _BWD_PLANS[sig] = plan
+    if plan is _NOTHING:
+        return
+    scratch_bytes, pb_offset, main, sums = plan
+    pw = scratch(scratch_bytes, stream) if scratch_bytes else r  # (256-byte aligned: the plan relies on it)
+    pb = pw + pb_offset
+    if main is not None:
+        fn, grid, tail = main
+        w = r if weight is None else weight.ptr
+        fn(grid, stream, (x.ptr, dy.ptr, w, r if mean is None else mean.ptr, r, dx.ptr, pw, pb, *tail))
+    for fn, grid, from_pb, both, tail in sums:
+        out = dweight if dweight is not None and not from_pb else dbias
+        second = dbias if both else out
+        fn(grid, stream, (pb if from_pb else pw, out.ptr, second.ptr, *tail))  # type: ignore[union-attr]
+
+
+_BWD_PLANS: dict[tuple, tuple] = {}
+
+
+def _plan_backward(
+    x: BufferLike,
+    dy: BufferLike,
+    weight: BufferLike | None,
+    mean: BufferLike | None,
+    rstd: BufferLike,
+    dx: BufferLike,
+    dweight: BufferLike | None,
+    dbias: BufferLike | None,
+    rms: bool,
+) -> tuple:
+    """norm_backward's checks and launches for one signature: (partials' scratch bytes, dbias partials'
+    offset past dweight's, the row kernel's (kernel, grid, arguments after its eight addresses) or None,
+    the column sums as (kernel, grid, from the dbias partials, both outputs in one launch, arguments after
+    the three addresses)); _NOTHING where there is nothing to compute."""
     rows, n, ((xr, xc), (gr, gc), (dr, dc)), big = _as_rows([x, dy, dx], "norm_backward")
     _check_vector(weight, n, "weight")
     _check_vector(dweight, n, "dweight", strided=True)
@@ -552,7 +603,7 @@ def norm_backward(
     if not rms and mean is None:
         raise ValueError("norm_backward: layer norm needs the saved mean")
     if n == 0:
-        return
+        return _NOTHING
     acc = accumulate_dtype(x.dtype)
     one_pass = n <= _ONE_PASS_MAX
     block_n = next_pow2(n) if one_pass else _CHUNK
@@ -562,14 +613,15 @@ def norm_backward(
     programs = cdiv(rows, rpp) if rpp else 0
     item = dtype_info(acc).itemsize
     n_parts = (dweight is not None) + (dbias is not None)
-    part = scratch(max(1, n_parts * programs * n * item), stream) if n_parts else rstd.ptr
-    pw = part
-    pb = part + (programs * n * item if dweight is not None else 0)
+    scratch_bytes = max(1, n_parts * programs * n * item) if n_parts else 0
+    pb_offset = programs * n * item if dweight is not None else 0
+    pw = 0 if n_parts else rstd.ptr  # (the scratch is 256-byte aligned: its place is enough to plan with)
+    pb = pw + pb_offset
+    main = None
     big = big or programs * n >= INT32_LIMIT - 65536
     if programs:
         contig = xc == 1 and gc == 1 and dc == 1
         w_ptr = weight.ptr if weight is not None else rstd.ptr
-        m_ptr = mean.ptr if mean is not None else rstd.ptr
         aligned = _aligned(
             {"x": x.ptr, "dy": dy.ptr, "dx": dx.ptr, "w": w_ptr, "pw": pw, "pb": pb},
             {"N": n, "xr": xr, "gr": gr, "dr": dr},
@@ -605,14 +657,18 @@ def norm_backward(
             )
             fn = _BWD.build(key, types, consts, aligned, num_warps=_warps(block_r * block_n))
             fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-        args = (x.ptr, dy.ptr, w_ptr, m_ptr, rstd.ptr, dx.ptr, pw, pb, rows, n, rpp, xr, xc, gr, gc, dr, dc)
-        fn((programs, 1, 1), stream, (*args, *fn._consts))  # type: ignore[attr-defined]
+        main = (fn, (programs, 1, 1), (rows, n, rpp, xr, xc, gr, gc, dr, dc, *fn._consts))  # type: ignore[attr-defined]
+    sums = []
     if dweight is not None and dbias is not None and dweight.dtype == dbias.dtype:
-        _column_sum(pw, programs, n, dweight, acc, stream, dbias)  # one launch for both (pb follows pw)
-        return
-    for target, ptr in ((dweight, pw), (dbias, pb)):
-        if target is not None:
-            _column_sum(ptr, programs, n, target, acc, stream)
+        # one launch for both (pb follows pw)
+        fn, grid, tail = _column_sum_launch(True, programs, n, dweight, acc, dbias)
+        sums.append((fn, grid, False, True, tail))
+    else:
+        for target, from_pb, p in ((dweight, False, pw), (dbias, True, pb)):
+            if target is not None:
+                fn, grid, tail = _column_sum_launch(p % 16 == 0, programs, n, target, acc, None)
+                sums.append((fn, grid, from_pb, False, tail))
+    return scratch_bytes, pb_offset, main, tuple(sums)
 
 
 def _column_sum(
@@ -620,11 +676,19 @@ def _column_sum(
 ) -> None:
     """``out`` = the column sums of the (programs, n) partials at ``ptr``; with ``out2`` (``out``'s dtype)
     also ``out2`` = those of the partials right after them, in the same launch."""
+    fn, grid, tail = _column_sum_launch(ptr % 16 == 0, programs, n, out, acc, out2)
+    fn(grid, stream, (ptr, out.ptr, (out if out2 is None else out2).ptr, *tail))
+
+
+def _column_sum_launch(
+    p_aligned: bool, programs: int, n: int, out: BufferLike, acc: str, out2: BufferLike | None
+) -> tuple[Any, tuple[int, int, int], tuple]:
+    """_column_sum's kernel, grid and arguments after its three addresses (partials, out, out2)."""
     block_p, block_c = 32, 64
     parts = 1 if out2 is None else 2
     it = "i64" if parts * programs * n >= INT32_LIMIT - 65536 else "i32"
     second = out if out2 is None else out2
-    key = (out.dtype, acc, it, ptr % 16 == 0, out.ptr % 16 == 0, second.ptr % 16 == 0)
+    key = (out.dtype, acc, it, p_aligned, out.ptr % 16 == 0, second.ptr % 16 == 0)
     fn = _COLSUM.cache.get(key)
     if fn is None:
         types = {
@@ -632,8 +696,8 @@ def _column_sum(
             "os": it, "os2": it,
         }  # fmt: skip
         consts = dict(ACC=tl_dtype(acc), BLOCK_P=block_p, BLOCK_C=block_c)
-        aligned = [name for name, p in (("p", ptr), ("out", out.ptr), ("out2", second.ptr)) if p % 16 == 0]
+        aligned = [name for name, a in (("p", p_aligned), ("out", out.ptr % 16 == 0), ("out2", second.ptr % 16 == 0))
+                   if a]  # fmt: skip
         fn = _COLSUM.build(key, types, consts, aligned, num_warps=4)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
-    args = (ptr, out.ptr, second.ptr, programs, n, out.strides[0], second.strides[0], *fn._consts)  # type: ignore[attr-defined]
-    fn((cdiv(n, block_c), parts, 1), stream, args)
+    return fn, (cdiv(n, block_c), parts, 1), (programs, n, out.strides[0], second.strides[0], *fn._consts)  # type: ignore[attr-defined]
