@@ -68,6 +68,21 @@ def cases() -> dict[str, Callable[[], object]]:
     def linear_forward_backward() -> None:
         linear(x).sum().backward()
 
+    # One GPT block of examples/train_gpt.py (the benchmarks' model) under bf16 autocast, forward and
+    # backward: attention's head-split layouts (no copies back), autocast's kept float32 biases (no casts
+    # of them), the fused Linear backward and the norm launch plans all show in this count.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_gpt import load
+
+    script = load("gpt_host_call_counts", None)
+    block = script.Block(script.GPTConfig(vocab_size=64, block_size=16, n_layer=1, n_head=2, n_embd=32)).to("cuda")
+    hidden = genesis.randn(2, 16, 32, device="cuda", requires_grad=True)
+
+    def gpt_block_step() -> None:
+        with genesis.autocast("cuda", dtype=genesis.bfloat16):
+            out = block(hidden)
+        out.float().sum().backward()
+
     def adamw_step_per_param() -> None:
         adamw.step()
 
@@ -75,6 +90,7 @@ def cases() -> dict[str, Callable[[], object]]:
         "a + b": lambda: a + b,
         "a + b, requires_grad": lambda: ag + bg,
         "Linear forward + backward": linear_forward_backward,
+        "GPT block forward + backward (bf16 autocast)": gpt_block_step,
         "empty": lambda: genesis.empty(262144, device="cuda"),
         "AdamW step (8 params)": adamw_step_per_param,
         "Module.__call__ (ReLU)": lambda: relu(a),
