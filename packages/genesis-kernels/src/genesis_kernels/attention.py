@@ -625,6 +625,10 @@ class _Addressed:
     """A buffer's layout with its address tagged (_Slot): what _plan_backward reads instead of the buffer."""
 
     __slots__ = ("dtype", "ptr", "shape", "strides")
+    ptr: int  # (a _Slot)
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str
 
     def __init__(self, t: BufferLike, name: str) -> None:
         self.shape, self.strides, self.dtype, self.ptr = tuple(t.shape), tuple(t.strides), t.dtype, _slot(t.ptr, name)
@@ -678,7 +682,7 @@ def _plan_backward(q: BufferLike, k: BufferLike, v: BufferLike, out: BufferLike,
     # The hot case's TMA kernels, built first: the launcher serves their device-side descriptors from the
     # start of this stream's scratch (grid x global_scratch bytes), so delta must lie past that reserve, as
     # matmul's stream-K partials do; otherwise the descriptors the programs write would overwrite it.
-    bufs = {"q": q, "k": k, "v": v, "do": dout, "dq": dq, "dk": dk, "dv": dv}
+    bufs: dict[str, BufferLike] = {"q": q, "k": k, "v": v, "do": dout, "dq": dq, "dk": dk, "dv": dv}
     tma: dict[str, tuple[LaunchFn, Grid, tuple[int, ...]]] = {}
     for name, runs in (("dkdv", b * hkv * lk > 0), ("dq", b * hq * lq > 0)):
         st = _bwd_tma_strides(name, bufs, kind, dropout) if runs else None

@@ -26,9 +26,9 @@ def linear_backward(
     need_weight: bool,
     bias_dtype: DType | None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-    rows = grad.reshape(-1, grad.shape[-1])
-    dx = (rows @ weight).reshape(*grad.shape[:-1], weight.shape[1]) if need_input else None  # type: ignore[union-attr]
-    dw = rows.T @ input.reshape(-1, input.shape[-1]) if need_weight else None  # type: ignore[union-attr]
+    rows = grad.reshape(-1, grad.shape[-1])  # (NDArray.linear_backward checked what each part needs is given)
+    dx = (rows @ weight).reshape(*grad.shape[:-1], weight.shape[1]) if need_input and weight is not None else None
+    dw = rows.T @ input.reshape(-1, input.shape[-1]) if need_weight and input is not None else None
     db = rows.sum(0, dtype=getattr(torch, bias_dtype.name)) if bias_dtype is not None else None
     return dx, dw, db
 

@@ -198,14 +198,14 @@ def linear_backward(
     batch dim at once (views: no per-batch products summed afterwards), and ``grad``'s column sums in
     ``bias_dtype`` (None: no bias gradient). The products take matmul's cached 2-D plans."""
     rows = grad if len(grad.shape) == 2 else reshape(grad, (-1, grad.shape[-1]))
-    dx = dw = db = None
-    if need_input:
-        dx = matmul(rows, weight)  # type: ignore[arg-type]  # (NDArray.linear_backward checked it is given)
+    dx = dw = db = None  # (NDArray.linear_backward checked that what each part needs is given)
+    if need_input and weight is not None:
+        dx = matmul(rows, weight)
         if len(grad.shape) != 2:
             shape = grad.shape[:-1] + dx.shape[1:]
             dx = dx.reshaped(shape, gs.contiguous_strides(shape))  # (a fresh contiguous product)
-    if need_weight:
-        x2 = input if len(input.shape) == 2 else reshape(input, (-1, input.shape[-1]))  # type: ignore[union-attr]
+    if need_weight and input is not None:
+        x2 = input if len(input.shape) == 2 else reshape(input, (-1, input.shape[-1]))
         dw = matmul(rows.permuted((1, 0)), x2)
     if bias_dtype is not None:
         db = reduce("sum", rows, 0, False, bias_dtype)
