@@ -129,7 +129,8 @@ def _walk(
             grads = pending.pop(node, None)
             if grads is None:
                 continue
-            hooks = node.__dict__.get("_pre_hooks") if isinstance(node, Node) else None
+            sink = node.__class__ is AccumulateGrad  # (the graph's two node classes: no subclasses)
+            hooks = None if sink else node.__dict__.get("_pre_hooks")
             if hooks:  # tensor hooks of this node's outputs (register_hook, retain_grad)
                 for nr, fns in hooks.items():
                     for fn in fns:
@@ -140,9 +141,9 @@ def _walk(
             if wanted is not None and node in wanted:
                 index, nr = wanted[node]
                 results[index] = grads[nr]
-                if not accumulate and isinstance(node, AccumulateGrad):
+                if not accumulate and sink:
                     continue
-            if isinstance(node, AccumulateGrad):
+            if sink:
                 if accumulate:
                     node.variable._accumulate_grad(grads[0], create_graph, True)
                 continue
@@ -150,7 +151,12 @@ def _walk(
                 _ = node.saved_tensors  # raises torch's "backward through the graph a second time" error
             if node.num_outputs != 1:  # one output always has its gradient here: nothing to make
                 grads = _materialize(node, grads)
-            grad_inputs = node.apply(*grads)
+            if node._hooks:  # Node.apply: backward, then the node's hooks
+                grad_inputs = node.apply(*grads)
+            else:  # the same, inline: once per node of every backward
+                grad_inputs = node._fn.backward(node, *grads)
+                if not isinstance(grad_inputs, tuple):
+                    grad_inputs = (grad_inputs,)
             if _anomaly.enabled:
                 check_gradients(node, grad_inputs)
             if len(grad_inputs) < len(node.next_functions):
@@ -168,8 +174,9 @@ def _walk(
             # Hold the delivered gradients in their slots only: a leaf's sink may then keep one without a
             # copy when nothing else holds it (Tensor._accumulate_grad counts the references).
             grad_inputs = g = held = None
-            if not retain_graph:
-                node.release()
+            if not retain_graph:  # Node.release, inline
+                node._saved = ()
+                node._freed = True
     if inputs is not None and not allow_unused:
         for i, r in enumerate(results):
             if r is None:
