@@ -12,6 +12,7 @@ import torch
 from kernels_helpers import buf, make, sync
 
 import genesis_kernels as gk
+from genesis_kernels.runtime import PlanTable
 
 TD = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 TOL = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 1e-2}
@@ -235,7 +236,7 @@ def _routed(monkeypatch) -> Callable[[], str]:
     """Empty both forward kernels' caches; the returned function names the one a call then built."""
     monkeypatch.setattr(att._FWD_TMA_KERNEL, "cache", {})
     monkeypatch.setattr(att._FWD, "cache", {})
-    monkeypatch.setattr(att, "_FWD_PLANS", {})  # (a plan holds its kernel: the call must plan, and so build)
+    monkeypatch.setattr(att, "_FWD_PLANS", PlanTable())  # (a plan holds its kernel: the call must plan, and so build)
 
     def which() -> str:
         tma, ptr = bool(att._FWD_TMA_KERNEL.cache), bool(att._FWD.cache)
@@ -402,7 +403,7 @@ def _bwd_routed(monkeypatch) -> Callable[[], dict[str, str | None]]:
     for kernels in pairs.values():
         for kern in kernels:
             monkeypatch.setattr(kern, "cache", {})
-    monkeypatch.setattr(att, "_BWD_PLANS", {})  # (a plan holds its kernels: the call must plan, and so build)
+    monkeypatch.setattr(att, "_BWD_PLANS", PlanTable())  # (a plan holds its kernels: the call must plan, and so build)
 
     def which() -> dict[str, str | None]:
         out: dict[str, str | None] = {}

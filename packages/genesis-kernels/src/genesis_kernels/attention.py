@@ -62,7 +62,7 @@ from .attention_kernels import (
 )
 from .buffer import INT32_LIMIT, BufferLike, dtype_info
 from .launch_abi import Grid, LaunchFn
-from .runtime import Kernel, cdiv, next_pow2, ptr_type, sm_count
+from .runtime import Kernel, PlanTable, cdiv, next_pow2, ptr_type, sm_count
 
 _LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 256
@@ -409,10 +409,7 @@ def attention_forward(
     )  # fmt: skip
     plan = _FWD_PLANS.get(sig)
     if plan is None:
-        plan = _plan_forward(q, k, v, out, lse, mask, causal, scale, dropout_p, rng_ptr)
-        if len(_FWD_PLANS) >= _PLANS_MAX:
-            _FWD_PLANS.clear()
-        _FWD_PLANS[sig] = plan
+        plan = _FWD_PLANS.put(sig, _plan_forward(q, k, v, out, lse, mask, causal, scale, dropout_p, rng_ptr))
     if plan.fn is None:  # nothing to compute
         return
     args = list(plan.template)
@@ -445,8 +442,7 @@ class _FwdPlan:
         self.scratch, self.part_slot, self.drop_slots = scratch, part_slot, drop_slots
 
 
-_FWD_PLANS: dict[tuple, _FwdPlan] = {}
-_PLANS_MAX = 1024  # distinct layouts kept; past it the table starts over
+_FWD_PLANS = PlanTable()
 _BLOCK_D = {d: max(16, next_pow2(d)) for d in range(1, MAX_HEAD_DIM + 1)}
 
 
@@ -587,11 +583,8 @@ def attention_backward(
     seed &= 2**63 - 1
     plan = _BWD_PLANS.get(sig)
     if plan is None:
-        plan = _plan_backward(q, k, v, out, dout, lse, dq, dk, dv, mask, causal, scale, dropout_p, seed, offset,
-                              rng_ptr, stream)  # fmt: skip
-        if len(_BWD_PLANS) >= _PLANS_MAX:
-            _BWD_PLANS.clear()
-        _BWD_PLANS[sig] = plan
+        plan = _BWD_PLANS.put(sig, _plan_backward(q, k, v, out, dout, lse, dq, dk, dv, mask, causal, scale,
+                                                  dropout_p, seed, offset, rng_ptr, stream))  # fmt: skip
     if not plan.launches:
         return
     delta = runtime.scratch(plan.reserve + plan.delta_bytes, stream) + plan.reserve
@@ -645,7 +638,7 @@ class _BwdPlan:
         self.launches, self.reserve, self.delta_bytes = launches, reserve, delta_bytes
 
 
-_BWD_PLANS: dict[tuple, _BwdPlan] = {}
+_BWD_PLANS = PlanTable()
 
 
 def _record(launches: list, fn: LaunchFn, grid: Grid, args: tuple) -> None:

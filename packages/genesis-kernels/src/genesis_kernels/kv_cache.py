@@ -26,7 +26,7 @@ import triton.language as tl
 
 from .buffer import BufferLike, dtype_info
 from .elementwise import cast_to
-from .runtime import Kernel, cdiv, next_pow2, ptr_type
+from .runtime import Kernel, PlanTable, cdiv, next_pow2, ptr_type
 
 _ROW_ELEMENTS = 2048  # elements of one tensor a program moves: rows per program = this / head_dim
 _PROGRAMS = 128  # fewer rows per program while there would be fewer programs than this (decode: few rows)
@@ -66,8 +66,7 @@ _STRIDES = ("skb", "skh", "skt", "skd", "svb", "svh", "svt", "svd")
 # layout (shapes, strides, dtypes, whether the pointers are 16-byte aligned) -> (launch, grid, size and stride
 # arguments, constexpr tail): the checks and the plan run once per layout, a call only reads pointers.
 _Plan = tuple
-_PLANS: dict[tuple, _Plan] = {}
-_MAX_PLANS = 256  # a decode loop meets a few layouts; a full cache is dropped whole
+_PLANS = PlanTable(256)  # a decode loop meets a few layouts
 
 
 def _check(keys: BufferLike, values: BufferLike, k_new: BufferLike, v_new: BufferLike, positions: BufferLike) -> None:
@@ -143,10 +142,7 @@ def kv_cache_write(
            positions.dtype, aligned)  # fmt: skip
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _plan(keys, values, k_new, v_new, positions, aligned)
-        if len(_PLANS) >= _MAX_PLANS:
-            _PLANS.clear()
-        _PLANS[key] = plan
+        plan = _PLANS.put(key, _plan(keys, values, k_new, v_new, positions, aligned))
     fn, grid, args = plan
     if grid[0]:
         fn(grid, stream, (kc, vc, kn, vn, positions.ptr, *args))

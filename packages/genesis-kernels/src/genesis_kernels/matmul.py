@@ -20,7 +20,7 @@ import triton.language as tl
 from . import runtime as rt
 from .buffer import INT32_LIMIT, BufferLike, dtype_info, extent
 from .elementwise import cast_to, fill, unary_op
-from .runtime import INTERPRET, Kernel, LaunchFn, cdiv, next_pow2, ptr_type, sm_count
+from .runtime import INTERPRET, Kernel, LaunchFn, PlanTable, cdiv, next_pow2, ptr_type, sm_count
 
 # The interpreter's dot reads bfloat16 storage as integers; upcast there (exact, same products).
 _UPCAST_HALF_DOT = tl.constexpr(INTERPRET)
@@ -542,8 +542,7 @@ MatmulPlan = Callable[[int, int, int, int, int], None]  # (a, b, out, bias point
 # Resolved launches: (dtypes, shapes, strides, pointer alignments, bias layout, activation, tf32) -> plan. A
 # plan is everything one launch needs but the pointers and the stream (kernel, grid, sizes, strides, constexprs),
 # so a repeated product (every step of a training loop) costs a dict lookup and one launch.
-_PLANS: dict[tuple, MatmulPlan] = {}
-_PLANS_MAX = 4096
+_PLANS = PlanTable(4096)
 
 
 def _nothing(a: int, b: int, out: int, bias: int, stream: int) -> None:
@@ -617,9 +616,7 @@ def matmul_plan(
         plan = _plan(a, b, out, bias, activation, allow_tf32, config)
         if plan is None:
             return None
-        if len(_PLANS) >= _PLANS_MAX:
-            _PLANS.clear()
-        _PLANS[key] = plan
+        _PLANS.put(key, plan)
     return plan
 
 

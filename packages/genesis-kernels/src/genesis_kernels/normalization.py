@@ -41,7 +41,7 @@ from .buffer import (
 )
 from .elementwise import cast_to
 from .mathlib import lib
-from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch, sm_count
+from .runtime import Kernel, PlanTable, cdiv, next_pow2, ptr_type, scratch, sm_count
 
 _ONE_PASS_MAX = 8192  # longest row held in registers whole
 _CHUNK = 4096  # chunk of a longer row
@@ -432,10 +432,7 @@ def norm_forward(
     )  # fmt: skip
     plan = _FWD_PLANS.get(sig)
     if plan is None:
-        plan = _plan_forward(x, weight, bias, out, mean, rstd, eps, rms)
-        if len(_FWD_PLANS) >= _PLANS_MAX:
-            _FWD_PLANS.clear()
-        _FWD_PLANS[sig] = plan
+        plan = _FWD_PLANS.put(sig, _plan_forward(x, weight, bias, out, mean, rstd, eps, rms))
     if plan is _NOTHING:
         return
     fn, grid, tail = plan
@@ -448,8 +445,7 @@ def _vector_sig(t: BufferLike | None) -> tuple | None:
     return None if t is None else (tuple(t.shape), tuple(t.strides), t.dtype)
 
 
-_FWD_PLANS: dict[tuple, tuple] = {}
-_PLANS_MAX = 1024  # distinct layouts kept; past it the table starts over
+_FWD_PLANS = PlanTable()
 _NOTHING = ()  # the plan of a call with nothing to compute
 
 
@@ -557,10 +553,7 @@ def norm_backward(
     )  # fmt: skip
     plan = _BWD_PLANS.get(sig)
     if plan is None:
-        plan = _plan_backward(x, dy, weight, mean, rstd, dx, dweight, dbias, rms)
-        if len(_BWD_PLANS) >= _PLANS_MAX:
-            _BWD_PLANS.clear()
-        _BWD_PLANS[sig] = plan
+        plan = _BWD_PLANS.put(sig, _plan_backward(x, dy, weight, mean, rstd, dx, dweight, dbias, rms))
     if plan is _NOTHING:
         return
     scratch_bytes, pb_offset, main, sums = plan
@@ -576,7 +569,7 @@ def norm_backward(
         fn(grid, stream, (pb if from_pb else pw, out.ptr, second.ptr, *tail))  # type: ignore[union-attr]
 
 
-_BWD_PLANS: dict[tuple, tuple] = {}
+_BWD_PLANS = PlanTable()
 
 
 def _plan_backward(

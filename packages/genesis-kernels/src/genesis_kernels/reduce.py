@@ -43,7 +43,7 @@ from genesis_storage import contiguous_strides
 from .buffer import INT32_LIMIT, MAX_RANK, BufferLike, collapse, dtype_info, extent, numel, pad_dims
 from .elementwise import cast_to, div_rn, fill
 from .mathlib import lib
-from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch, sm_count
+from .runtime import Kernel, PlanTable, cdiv, next_pow2, ptr_type, scratch, sm_count
 from .strided import offset_of, stride_types
 
 # ----------------------------------------------------------------------------------------------
@@ -528,19 +528,12 @@ class _Plan:
             fn(grid, stream, (*[ptrs[s] + off for s, off in srcs], *rest))
 
 
-_PLANS: dict[tuple, _Plan] = {}
+_PLANS = PlanTable(4096)
 
 
 def clear_plans() -> None:
     """Forget every cached plan (after replacing ``tile_config``, so the next call plans again)."""
     _PLANS.clear()
-
-
-def _remember(key: tuple, plan: _Plan) -> _Plan:
-    if len(_PLANS) > 4096:
-        _PLANS.clear()
-    _PLANS[key] = plan
-    return plan
 
 
 def _sizes(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -804,7 +797,7 @@ def reduce(
         built = _plan_reduce(op, x, out, dims, stream)
         if built is None:
             return
-        plan = _remember(key, built)
+        plan = _PLANS.put(key, built)
     plan.run(x.ptr, out.ptr, 0, stream)
 
 
@@ -851,7 +844,7 @@ def norm(
         built = _plan_norm(x, out, p, dims, stream)
         if built is None:
             return
-        plan = _remember(key, built)
+        plan = _PLANS.put(key, built)
     plan.run(x.ptr, out.ptr, 0, stream)
 
 
@@ -918,7 +911,7 @@ def arg_reduce(
         built = _plan_arg(op, x, out_values, out_indices, dim)
         if built is None:
             return
-        plan = _remember(key, built)
+        plan = _PLANS.put(key, built)
     plan.run(x.ptr, out_values.ptr, out_indices.ptr, stream)
 
 

@@ -52,7 +52,6 @@ from .reduce import (
     _normalize_dims,
     _Plan,
     _prepare,
-    _remember,
     _rows,
     _rows_types,
     _second_pass,
@@ -370,7 +369,7 @@ def _run(
         built = plan_online(kind, x, out, dims, correction, stream)
         if built is None:
             return
-        plan = _remember(key, built)
+        plan = _PLANS.put(key, built)
     plan.run(x.ptr, out.ptr, 0, stream)
 
 

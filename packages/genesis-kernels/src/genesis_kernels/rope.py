@@ -31,7 +31,7 @@ import triton.language as tl
 
 from .buffer import BufferLike, dtype_info, tl_dtype
 from .elementwise import cast_to
-from .runtime import Kernel, cdiv, next_pow2, ptr_type
+from .runtime import Kernel, PlanTable, cdiv, next_pow2, ptr_type
 
 _TILE = 1024  # pairs per program: rows per block = _TILE / (rotary_dim / 2), rounded to a power of two
 _PROGRAMS = 256  # fewer rows per program while there would be fewer programs than this (decode)
@@ -115,8 +115,7 @@ _ALL_STRIDES = ("sxb", "sxs", "sxh", "sxd", "sob", "sos", "soh", "sod", "skb", "
 
 # layout -> (launch, grid, arguments after the pointers): checks and planning once per layout (the shapes,
 # strides and dtypes of every operand, the flags, whether the pointers are 16-byte aligned).
-_PLANS: dict[tuple, tuple] = {}
-_MAX_PLANS = 512  # a model meets a few layouts per sequence length; a full cache is dropped whole
+_PLANS = PlanTable(512)  # a model meets a few layouts per sequence length
 
 
 def _tokens_first(b: BufferLike, seq_dim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -229,10 +228,7 @@ def rope(
         key += (k.shape, k.strides, k.dtype, None if k_out is None else (k_out.shape, k_out.strides, k_out.dtype))
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _plan(x, cos, sin, positions, out, k, k_out, seq_dim, interleaved, backward, aligned)
-        if len(_PLANS) >= _MAX_PLANS:
-            _PLANS.clear()
-        _PLANS[key] = plan
+        plan = _PLANS.put(key, _plan(x, cos, sin, positions, out, k, k_out, seq_dim, interleaved, backward, aligned))
     fn, grid, args = plan
     if grid[0]:
         fn(grid, stream, (xp, op, kp, kop, cp, sp, positions.ptr, *args))

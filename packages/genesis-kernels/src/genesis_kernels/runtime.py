@@ -113,6 +113,25 @@ class HostPtr:
         return self
 
 
+class PlanTable(dict):
+    """A launcher's plans: signature (layouts, dtypes, alignment, flags) -> what its launches need but
+    the addresses. A training or decode loop meets a handful of signatures, so a full table is dropped
+    whole rather than tracked per entry."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: int = 1024) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Any, plan: Any) -> Any:
+        """Keep ``plan`` under ``key`` (forgetting every plan first when full) and return it."""
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = plan
+        return plan
+
+
 class Kernel:
     """A Triton JIT function plus its compiled specialisations, keyed by the launcher's own key."""
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..buffer import INT32_LIMIT, Buffer, BufferLike, dtype_info, numel
 from ..elementwise import launch_config
-from ..runtime import Kernel, cdiv, ptr_type
+from ..runtime import Kernel, PlanTable, cdiv, ptr_type
 from ..strided import layout
 from .ir import Program
 from .source import kernel_source
@@ -162,8 +162,7 @@ class _Plan:
         self.kernel = load_kernel(program, self.rank)
 
 
-_plans: dict[tuple, _Plan] = {}
-_PLANS_MAX = 4096  # distinct (program, layout) pairs kept; past it the table starts over
+_plans = PlanTable(4096)  # (program, layout) -> plan
 
 
 def fused_pointwise(
@@ -201,10 +200,7 @@ def fused_pointwise(
     key = tuple(sig)
     plan = _plans.get(key)
     if plan is None:
-        plan = _Plan(program, inputs, outputs)
-        if len(_plans) >= _PLANS_MAX:
-            _plans.clear()
-        _plans[key] = plan
+        plan = _plans.put(key, _Plan(program, inputs, outputs))
     if plan.n == 0:
         return
     aligned = []
