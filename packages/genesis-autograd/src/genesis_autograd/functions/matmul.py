@@ -61,9 +61,8 @@ class Linear(Primitive):
     def forward(ctx, x, w, b):
         if ctx.records:
             ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
-            # the bias gradient's dtype where it differs from the product's (autocast's float32 bias)
-            ctx.has_bias = b is not None
-            ctx.bias_dtype = b.data.dtype if b is not None and b.data.dtype is not x.data.dtype else None
+            # the bias gradient's dtype (None: no bias), the product's but for autocast's float32 bias
+            ctx.bias_dtype = None if b is None else b.data.dtype
         return x.data.linear(w.data, b.data if b is not None else None)
 
     @staticmethod
@@ -74,15 +73,18 @@ class Linear(Primitive):
             rows = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # a 2-D input's rows need no reshape op
             gx = g.matmul(w) if need[0] else None
             gw = rows.mT.matmul(x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None
-            gb = rows.sum(0, dtype=ctx.bias_dtype) if ctx.has_bias and need[2] else None
+            gb = rows.sum(0, dtype=ctx.bias_dtype) if ctx.bias_dtype is not None and need[2] else None
             return gx, gw, gb
         # The usual backward: one NDArray op for all three (the backend takes its cached 2-D matmul plans
         # over the rows of every batch dim), none of the Tensor layer's per-op cost; the same products in
         # the same layouts as the recorded path. A float32 bias's gradient is summed into float32.
         gd = g.data
-        bias_dtype = (ctx.bias_dtype or gd.dtype) if ctx.has_bias and need[2] else None
         gx, gw, gb = gd.linear_backward(
-            None if x is None else x.data, None if w is None else w.data, need[0], need[1], bias_dtype
+            None if x is None else x.data,
+            None if w is None else w.data,
+            need[0],
+            need[1],
+            ctx.bias_dtype if need[2] else None,
         )
         return (
             None if gx is None else wrap(g, gx),
