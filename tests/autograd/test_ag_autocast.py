@@ -166,6 +166,92 @@ def test_linear_keeps_a_float32_bias(device: str, low: str, torch_low, bias_by_k
     )
 
 
+@pytest.mark.parametrize(("low", "torch_low"), LOW)
+def test_linear_casts_inside_and_gives_float32_gradients(device: str, low: str, torch_low) -> None:
+    """Linear applies autocast itself (the "own" policy): the product reads the low-dtype casts, but the
+    graph holds no Cast nodes (the weight's and the input's edges are their own), and the gradients of the
+    float32 input and weight come straight from the backward products' float32 accumulators: the float64
+    products of the low-dtype operands, to float32's precision (torch rounds them to the low dtype first)."""
+    import genesis.nn.functional as F
+
+    x0, tx = pair((3, 8, 96), device, seed=10)
+    w, tw = pair((48, 96), device, seed=11)
+    x0.requires_grad_()
+    w.requires_grad_()
+    x = x0 * 1.0  # a non-leaf input, as a LayerNorm's output is
+    with ag.autocast(device, dtype=low):
+        out = F.linear(x, w)
+    assert out.dtype.name == low
+    edges = [e[0] for e in out.grad_fn.next_functions]
+    assert edges[0] is x.grad_fn and edges[1] is w._grad_edge()[0]  # no Cast node between
+    g, tg = pair((3, 8, 48), device, low, seed=12)
+    out.backward(g)
+    assert x0.grad.dtype == ag.float32 and w.grad.dtype == ag.float32
+    xl, wl, gl = tx.to(torch_low).double(), tw.to(torch_low).double(), tg.double()
+    exact_gx, exact_gw = gl @ wl, gl.reshape(-1, 48).T @ xl.reshape(-1, 96)
+    got_gx = torch.from_numpy(x0.grad.cpu().numpy()).double()
+    got_gw = torch.from_numpy(w.grad.cpu().numpy()).double()
+    torch.testing.assert_close(got_gx, exact_gx, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(got_gw, exact_gw, rtol=1e-5, atol=1e-4)
+    # torch's autocast, for comparison: its gradients were rounded to the low dtype (farther from exact)
+    tx_, tw_ = tx.clone().requires_grad_(), tw.clone().requires_grad_()
+    with torch.autocast("cpu", dtype=torch_low):
+        torch.nn.functional.linear(tx_, tw_).backward(tg)
+    torch.testing.assert_close(got_gw, tw_.grad.double(), rtol=2 * torch.finfo(torch_low).eps, atol=1e-2)
+
+
+def test_linear_weight_cast_is_cached_and_refreshed(device: str) -> None:
+    """A weight used by several Linear calls in one region is cast once; an in-place change (an optimizer
+    step inside the region) or a new ``.data`` is seen by the next call; both uses' gradients add up."""
+    import genesis.nn.functional as F
+
+    x, tx = pair((4, 32), device, seed=13)
+    w, tw = pair((16, 32), device, seed=14)
+    w.requires_grad_()
+    with ag.autocast(device, dtype="bfloat16"):
+        first = F.linear(x, w)
+        second = F.linear(x, w)
+        with ag.no_grad():
+            w.mul_(2.0)
+        doubled = F.linear(x, w)
+        w.data = (w.data * 0.5).astype(w.data.dtype)
+        restored = F.linear(x, w)
+    ref = tx.bfloat16().double() @ tw.bfloat16().double().T
+    for got, scale in ((first, 1.0), (second, 1.0), (doubled, 2.0), (restored, 1.0)):
+        torch.testing.assert_close(torch.from_numpy(got.detach().float().cpu().numpy()).double(), ref * scale,
+                                   rtol=1e-2, atol=1e-2)  # fmt: skip
+    (first.float().sum() + second.float().sum()).backward()
+    want = 2 * tx.bfloat16().double().sum(0).expand(16, 32)
+    torch.testing.assert_close(torch.from_numpy(w.grad.cpu().numpy()).double(), want, rtol=1e-5, atol=1e-4)
+
+
+def test_linear_under_autocast_has_a_second_derivative(device: str) -> None:
+    """create_graph through an autocast Linear: the casts the op made inside get their history back, so a
+    gradient penalty reaches the weight (against the same graph written with explicit casts)."""
+    import genesis.nn.functional as F
+
+    def penalty(explicit: bool):
+        x, _ = pair((5, 24), device, seed=15)
+        w, _ = pair((12, 24), device, seed=16)
+        x.requires_grad_()
+        w.requires_grad_()
+        if explicit:
+            out = F.linear(x.to(dtype="bfloat16"), w.to(dtype="bfloat16"))
+        else:
+            with ag.autocast(device, dtype="bfloat16"):
+                out = F.linear(x, w)
+        (gx,) = ag.grad((out.float() ** 2).sum(), [x], create_graph=True)
+        (gx.float() ** 2).sum().backward()
+        return w.grad, gx
+
+    (ours, gx_ours), (theirs, gx_theirs) = penalty(False), penalty(True)
+    assert gx_ours.dtype == ag.float32 and ours.dtype == ag.float32
+    for a, b in ((ours, theirs), (gx_ours, gx_theirs)):
+        a, b = (torch.from_numpy(t.detach().float().cpu().numpy()) for t in (a, b))
+        assert a.abs().max() > 0
+        torch.testing.assert_close(a, b, rtol=3e-2, atol=3e-2 * b.abs().max().item())
+
+
 def test_linear_outside_autocast_refuses_a_bias_of_another_dtype(device: str) -> None:
     import genesis.nn.functional as F
 

@@ -120,6 +120,29 @@ def test_linear_backward_sums_a_half_gradient_into_a_float32_bias_gradient(devic
         from_torch(g, device).linear_backward(None, None, True, False, None)
 
 
+@pytest.mark.parametrize("low", [torch.bfloat16, F16])
+@pytest.mark.parametrize("shape", [(7, 12, 5), (300, 130, 96)], ids=["small", "tensor-core"])
+def test_linear_backward_writes_float32_gradients_of_a_half_product(device, low, shape):
+    """A 16-bit product's input and weight gradients asked for in float32 (autocast's float32 master
+    weight) are the float32 accumulations of the 16-bit operands, rounded once to float32: close to the
+    float64 products of the same operands at float32's precision, not 16 bits'."""
+    rows, k, n = shape
+    x, w, g = random_tensor((rows, k), low), random_tensor((n, k), low), random_tensor((rows, n), low)
+    dx, dw, db = from_torch(g, device).linear_backward(
+        from_torch(x, device), from_torch(w, device), True, True, None, F32_DTYPE, F32_DTYPE
+    )
+    assert dx.dtype.name == "float32" and dw.dtype.name == "float32" and db is None
+    exact_dx, exact_dw = g.double() @ w.double(), g.double().T @ x.double()
+    assert_same(dx, exact_dx, exact_dtype=False, rtol=1e-5, atol=1e-4)
+    assert_same(dw, exact_dw, exact_dtype=False, rtol=1e-5, atol=1e-4)
+    # (a gradient rounded to the low dtype first would be off by up to half its ulp: the check above can tell)
+    assert ((exact_dw.to(low).double() - exact_dw).abs() > 1e-4 + 1e-5 * exact_dw.abs()).any()
+    with pytest.raises(TypeError, match=r"weight gradient of a .* product can be"):
+        from_torch(g, device).linear_backward(
+            from_torch(x, device), from_torch(w, device), False, True, None, None, nd.float64
+        )
+
+
 def test_linear_errors_name_shapes_and_dtypes(device):
     x, w = from_torch(random_tensor((4, 3)), device), from_torch(random_tensor((5, 2)), device)
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(4x3 and 2x5\)"):

@@ -6,11 +6,16 @@ torch's autocast does:
 
 * ``"lower"`` ops (matrix products, convolution, attention) run in the autocast
   dtype (float16 or bfloat16);
-* ``"linear"`` ops (Linear) take their input and weight in the autocast dtype, as ``"lower"``,
-  but a float32 bias stays float32: the kernel adds it to the float32 accumulator before the
-  one rounding, and its gradient comes out of the column sums in float32. torch rounds the bias
-  to the low dtype first (a cast and its backward per layer, and a bias gradient summed in the
-  low dtype); this is one rounding fewer each way, and two ops fewer per layer and step;
+* ``"linear"`` functions (nn.functional's composed linear) take their input and weight in the
+  autocast dtype, as ``"lower"``, but a float32 bias stays float32: the kernel adds it to the
+  float32 accumulator before the one rounding. torch rounds the bias to the low dtype first;
+* ``"own"`` ops (the Linear Function) apply autocast themselves, by :func:`lowered` (see
+  functions/matmul.py): the product runs in the autocast dtype as ``"linear"`` says, but the
+  casts are inside the op, not Cast nodes of the graph, and each gradient comes out of the
+  backward's products in its input's own dtype (a float32 weight's straight from the float32
+  accumulator). torch records a cast per operand and layer and rounds each gradient to the low
+  dtype before its cast back: here that is four ops fewer per layer and step, and one rounding
+  fewer for every gradient;
 * ``"float32"`` ops (softmax, exp / log / pow, sums and norms, the losses and norms of
   nn.functional) run in float32 however low their inputs are;
 * ``"promote"`` ops (cat, stack, addcmul, ...) run in the widest floating dtype among
@@ -39,7 +44,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from genesis_ndarray import DType, as_dtype, bfloat16, float16, float32, promote_types
+from genesis_ndarray import DType, NDArray, as_dtype, bfloat16, float16, float32, promote_types
 
 from . import grad_mode
 
@@ -51,7 +56,7 @@ SUPPORTED: dict[str, tuple[DType, ...]] = {"cuda": (float16, bfloat16), "cpu": (
 # Op policies by Function class name (torch's autocast op lists, for the ops genesis has).
 POLICIES: dict[str, str] = {
     **dict.fromkeys(("MatMul", "Conv", "ScaledDotProductAttention"), "lower"),
-    "Linear": "linear",
+    "Linear": "own",
     **dict.fromkeys(
         (
             "Softmax",
@@ -93,6 +98,8 @@ class _State(threading.local):
         self.nesting = 0  # open autocast regions (autocast_increment_nesting); 0 empties the cast cache
         self.cache_enabled = True
         self.cache: dict[tuple[int, DType], tuple[Any, int, Any]] = {}  # (id, dtype) -> (leaf, version, cast)
+        # lowered()'s casts, NDArrays: (id, dtype) -> (leaf, its NDArray, version, cast)
+        self.data_cache: dict[tuple[int, DType], tuple[Any, NDArray, int, NDArray]] = {}
 
 
 _state = _State()
@@ -154,6 +161,7 @@ def set_autocast_cache_enabled(enabled: bool) -> None:
 def clear_autocast_cache() -> None:
     """Drop the cached casts (the outermost autocast region does it when it exits)."""
     _state.cache.clear()
+    _state.data_cache.clear()
 
 
 def _supported(device_type: str) -> tuple[DType, ...]:
@@ -291,6 +299,27 @@ def _cached_cast(leaf: Any, target: DType) -> Any:
     return cast
 
 
+def lowered(t: Any) -> Any:
+    """The NDArray an op of the "own" policy computes on for its tensor input ``t``: ``t.data`` in the autocast
+    dtype of its device, where autocast casts it (a floating tensor of another dtype, float64 excepted as torch
+    leaves it), else ``t.data`` itself. A float32 leaf that requires grad (a parameter) is cast once per region
+    while the cache is on, as :func:`_cached_cast` casts it for the ops that record the cast."""
+    data = t.data
+    target = _state.dtypes.get(data.device.type)
+    dtype = data.dtype
+    if target is None or dtype is target or not dtype.is_floating_point or dtype.itemsize > 4:
+        return data
+    if not (_state.cache_enabled and dtype is float32 and t.requires_grad and t.grad_fn is None):
+        return data.astype(target)
+    key = (id(t), target)
+    hit = _state.data_cache.get(key)
+    if hit is not None and hit[0] is t and hit[1] is data and hit[2] == t._version[0]:
+        return hit[3]
+    cast = data.astype(target)
+    _state.data_cache[key] = (t, data, t._version[0], cast)
+    return cast
+
+
 def policy_of(function_class: type) -> str | None:
     """The autocast policy of a Function class: its ``autocast_policy`` attribute, else the table's."""
     declared = getattr(function_class, "autocast_policy", None)
@@ -309,7 +338,8 @@ def resolved_policy(function_class: type) -> str | None:
     the answers (for code that changes either afterwards)."""
     policy = _resolved.get(function_class, _UNRESOLVED)
     if policy is _UNRESOLVED:
-        policy = _resolved[function_class] = policy_of(function_class)
+        policy = policy_of(function_class)
+        policy = _resolved[function_class] = None if policy == "own" else policy  # ("own": apply casts nothing)
     return policy
 
 
@@ -319,7 +349,8 @@ def clear_policy_cache() -> None:
 
 
 def autocast_policy(policy: str) -> Callable[[F], F]:
-    """Decorator for composite functions: cast their tensor arguments by ``policy`` under autocast.
+    """Decorator for composite functions: cast their tensor arguments by ``policy`` under autocast
+    ("lower", "linear", "float32" or "promote"; "own" is for Functions that cast inside).
 
     ``@autocast_policy("float32")`` on nn.functional.layer_norm makes it compute in float32
     inside an autocast region, as torch's layer_norm does; outside one it costs one flag check.

@@ -490,9 +490,11 @@ def _stream_k_pays(tiles: int, k_tiles: int, sms: int) -> bool:
     return tiles <= _SK_MAX_FILL * sms
 
 
-def _tma_config(itemsize: int, M: int, N: int, K: int, batched: bool, a_t: bool = False) -> TmaConfig:
+def _tma_config(
+    itemsize: int, M: int, N: int, K: int, batched: bool, a_t: bool = False, out_itemsize: int | None = None
+) -> TmaConfig:
     """The TMA kernels' configuration, by the shape class (``a_t``: A is read transposed, as in a
-    weight gradient x^T dy).
+    weight gradient x^T dy; ``out_itemsize``: the output's element size, the inputs' by default).
 
     Measured on an H100 against cuBLAS (benchmarks/matmul_variants.py, sweep_matmul_wgrad.py):
     128 x 256 tiles, three stages, win wherever N is wide; narrow outputs (N < 2048, e.g. a GPT's
@@ -508,10 +510,14 @@ def _tma_config(itemsize: int, M: int, N: int, K: int, batched: bool, a_t: bool 
     long_k = cdiv(K, bk) >= _SK_MIN_K_TILES
     if INTERPRET:
         bm, bn, bk, warps, stages = 64, 32, 32, 4, 2
-    elif itemsize == 2 and (N >= 2048 or (a_t and long_k and cdiv(M, 128) * cdiv(N, 128) > sms)):
+    elif (
+        itemsize == 2
+        and out_itemsize in (None, 2)
+        and (N >= 2048 or (a_t and long_k and cdiv(M, 128) * cdiv(N, 128) > sms))
+    ):
         bm, bn, warps, stages = 128, 256, 8, 3
     else:
-        # float32: a 128 x 256 tile's fp32 epilogue buffer (128 KB) plus three stages exceeds the 227 KB
+        # float32 out: a 128 x 256 tile's fp32 epilogue buffer (128 KB) plus three stages exceeds the 227 KB
         # of shared memory an H100 block may have; 128 x 128 tiles fit with four stages.
         bm, bn, warps, stages = 128, 128, 8, 4
     sk = not batched and _stream_k_pays(cdiv(M, bm) * cdiv(N, bn), cdiv(K, bk), sms)
@@ -647,7 +653,9 @@ def _plan(
     if K == 0 and bias is None and activation == "none":
         return None
     tf32 = allow_tf32 and a.dtype == "float32"
-    tensor_cores = K > 0 and (a.dtype in ("float16", "bfloat16") or tf32) and a.dtype == out.dtype
+    # A 16-bit product may be written straight to float32 (a weight gradient for a float32 master weight):
+    # the accumulator is float32 either way, and the output's rounding is the epilogue's cast.
+    tensor_cores = K > 0 and (a.dtype in ("float16", "bfloat16") or tf32) and out.dtype in (a.dtype, "float32")
     if isinstance(config, TmaConfig):
         plan = _matmul_tma(a, b, out, bias, activation, tf32, config) if tensor_cores else None
         if plan is None:
@@ -702,7 +710,8 @@ def _matmul_tma(
     if batched and b_batches == 1 and not la[0] and a.strides[0] == M * la[1] and out.strides[0] == M * lo[1]:
         # (B, M, K) rows contiguous across batches times one shared (K, N): one (B*M, K) product.
         M, B, batched, a_batches = M * B, 1, False, 1
-    cfg = _tma_config(item, M, N, K, batched, la[0]) if config is None else config
+    out_item = dtype_info(out.dtype).itemsize
+    cfg = _tma_config(item, M, N, K, batched, la[0], out_item) if config is None else config
     has_bias = bias is not None
     precision = "tf32" if tf32 else "ieee"
     if cfg.stream_k and not batched:
@@ -711,7 +720,8 @@ def _matmul_tma(
             return plan
     bm, bn, bk, warps, stages = cfg[:5]
     bias_dtype = bias.dtype if bias is not None else None
-    key = (a.dtype, precision, la[0], lb[0], batched, has_bias, bias_dtype, act, *cfg[:5], cfg.warp_specialize)
+    key = (a.dtype, out.dtype, precision, la[0], lb[0], batched, has_bias, bias_dtype, act, *cfg[:5],
+           cfg.warp_specialize)  # fmt: skip
     fn = _MATMUL_TMA.cache.get(key)
     if fn is None:
         types = {
@@ -798,7 +808,7 @@ def _stream_k_plan(
         return None
     has_bias = bias is not None
     bias_dtype = bias.dtype if bias is not None else None
-    key = (a.dtype, precision, la[0], lb[0], has_bias, bias_dtype, act, *cfg[:5], cfg.warp_specialize)
+    key = (a.dtype, out.dtype, precision, la[0], lb[0], has_bias, bias_dtype, act, *cfg[:5], cfg.warp_specialize)
     if key in _SK_FAILED:
         return None
     fn = _MATMUL_TMA_SK.cache.get(key)

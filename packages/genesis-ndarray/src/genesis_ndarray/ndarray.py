@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from . import registry
 from .device import Device, resolve_device
-from .dtypes import DType, as_dtype, get_default_dtype, promote_types
+from .dtypes import DType, as_dtype, float32, get_default_dtype, promote_types
 from .shape import broadcast_shapes, movedim_order, normalize_dim, unflatten_shape
 
 _UNARY_OPS = (
@@ -530,15 +530,31 @@ class NDArray:
         need_input: bool,
         need_weight: bool,
         bias_dtype: DType | None,
+        input_dtype: DType | None = None,
+        weight_dtype: DType | None = None,
     ) -> tuple[NDArray | None, NDArray | None, NDArray | None]:
         """(d input, d weight, d bias) of :meth:`linear` (activation "none"), this array being the gradient
         of its output: ``self @ weight``, ``self^T @ input`` over all rows, and the column sums of ``self`` in
         ``bias_dtype`` (None: no bias gradient). Each part only where asked for (None otherwise); ``weight``
-        is needed for the first, ``input`` for the second."""
+        is needed for the first, ``input`` for the second.
+
+        ``input_dtype`` / ``weight_dtype``: the dtypes of the first two gradients, this array's by default.
+        A 16-bit product may be written in float32 (autocast's float32 master weight, or a float32 input
+        cast down for the product): the float32 accumulator is rounded once, to the wider type, instead of
+        to 16 bits and then widened by a separate cast."""
         if (need_input and weight is None) or (need_weight and input is None):
             raise ValueError("linear_backward: d input needs the weight, d weight needs the input")
+        own = self.dtype
+        input_dtype = own if input_dtype is None else input_dtype
+        weight_dtype = own if weight_dtype is None else weight_dtype
+        for name, wanted in (("input", input_dtype), ("weight", weight_dtype)):
+            if wanted is not own and not (wanted is float32 and own.is_floating_point and own.itemsize == 2):
+                raise TypeError(
+                    f"linear_backward: the {name} gradient of a {own.name} product can be {own.name} or, for a "
+                    f"16-bit product, float32; got {wanted.name}"
+                )
         g, x, w = self._natives(self, input, weight)
-        grads = self._ops["linear_backward"](g, x, w, need_input, need_weight, bias_dtype)
+        grads = self._ops["linear_backward"](g, x, w, need_input, need_weight, bias_dtype, input_dtype, weight_dtype)
         return tuple([None if g is None else self._wrap(g) for g in grads])  # type: ignore[return-value]
 
     def softmax(self, dim: int) -> NDArray:

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from genesis_ndarray import float32
+
 from ..autocast import _state as _autocast_state
+from ..autocast import lowered
+from ..function import _NO_EDGE, Node
 from ..tensor_base import TensorBase
 from ._util import Primitive, backward_recorded, wrap
 from .index_write import torch_name
+from .memory import Cast
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this module
     from ..tensor import Tensor
@@ -55,37 +60,73 @@ class Linear(Primitive):
     The backward reads its operands in the layouts they are in: ``dx = dy @ w`` and
     ``dw = dy^T @ x`` over the rows of every batch dim at once (a transposed view, no copy,
     and no per-batch products summed afterwards), ``db`` the column sums of ``dy``.
+
+    Under autocast (the "own" policy, autocast.py) the op casts its operands itself: the product
+    runs in the autocast dtype on casts that are not nodes of the graph (a parameter's cast once
+    per region, from autocast's cache), a float32 bias is added in float32, and each gradient
+    comes out in its input's own dtype, a float32 one straight from the backward products'
+    float32 accumulators. The values are torch's autocast's, with one rounding fewer per gradient.
     """
 
     @staticmethod
     def forward(ctx, x, w, b):
+        xd, wd = x.data, w.data
+        bd = None if b is None else b.data
+        if _autocast_state.active:
+            xd, wd = lowered(x), lowered(w)
+            if bd is not None and bd.dtype is not float32:
+                bd = lowered(b)
         if ctx.records:
-            ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
-            # the bias gradient's dtype (None: no bias), the product's but for autocast's float32 bias
+            need = ctx.needs_input_grad
+            # Backward multiplies by the operands the product read. A cast one is a copy nobody else
+            # holds (kept as a plain tensor of its own); an uncast one is the input, checked for
+            # in-place changes.
+            ctx.save_for_backward(
+                (x if xd is x.data else wrap(x, xd)) if need[1] else None,
+                (w if wd is w.data else wrap(w, wd)) if need[0] else None,
+            )
+            # the bias gradient's dtype (None: no bias), the bias's own
             ctx.bias_dtype = None if b is None else b.data.dtype
-        return x.data.linear(w.data, b.data if b is not None else None)
+            if xd is not x.data or wd is not w.data:
+                ctx.grad_dtypes = (x.data.dtype, w.data.dtype)
+        return xd.linear(wd, bd)
 
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need = ctx.needs_input_grad
+        dtypes = ctx.__dict__.get("grad_dtypes")  # (input, weight) gradient dtypes where autocast cast them
         if backward_recorded(g):  # a recorded backward: Tensor ops, differentiable
+            if dtypes is not None:
+                x, w = _cast_operand(ctx, 0, x), _cast_operand(ctx, 1, w)
             rows = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # a 2-D input's rows need no reshape op
             gx = g.matmul(w) if need[0] else None
             gw = rows.mT.matmul(x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None
             gb = rows.sum(0, dtype=ctx.bias_dtype) if ctx.bias_dtype is not None and need[2] else None
+            if dtypes is not None:
+                gx = None if gx is None else gx.to(dtypes[0])
+                gw = None if gw is None else gw.to(dtypes[1])
             return gx, gw, gb
         # The usual backward: one NDArray op for all three (the backend takes its cached 2-D matmul plans
         # over the rows of every batch dim), none of the Tensor layer's per-op cost; the same products in
-        # the same layouts as the recorded path. A float32 bias's gradient is summed into float32.
+        # the same layouts as the recorded path. A float32 bias's gradient is summed into float32, and a
+        # float32 input's or weight's gradient is written in float32 by the product itself.
         gd = g.data
+        wide = (None, None) if dtypes is None else [d if d is float32 else None for d in dtypes]
         gx, gw, gb = gd.linear_backward(
             None if x is None else x.data,
             None if w is None else w.data,
             need[0],
             need[1],
             ctx.bias_dtype if need[2] else None,
+            wide[0],
+            wide[1],
         )
+        if dtypes is not None:  # (a dtype the products do not write: float16 under bfloat16 autocast, ...)
+            if gx is not None and gx.dtype is not dtypes[0]:
+                gx = gx.astype(dtypes[0])
+            if gw is not None and gw.dtype is not dtypes[1]:
+                gw = gw.astype(dtypes[1])
         return (
             None if gx is None else wrap(g, gx),
             None if gw is None else wrap(g, gw),
@@ -93,11 +134,32 @@ class Linear(Primitive):
         )
 
 
+def _cast_operand(ctx: Node, i: int, saved: Tensor | None) -> Tensor | None:
+    """For a recorded backward (create_graph): Linear's input ``i`` as the product read it, differentiable
+    back to that input. Where autocast cast it inside the op, ``saved`` is that cast, with no history: it
+    gets the history the cast would have had, a Cast node on the input's edge (so a second derivative
+    reaches the input, in its own dtype)."""
+    if saved is None or saved.grad_fn is not None or saved.requires_grad:
+        return saved  # not saved, or the input itself (uncast)
+    edge = ctx.next_functions[i]
+    if edge[0] is None:  # the input needs no gradient
+        return saved
+    dtype = ctx.__dict__["grad_dtypes"][i]
+    if saved.dtype is dtype:
+        return saved
+    node = Node(Cast, (True, False), (edge, _NO_EDGE))
+    node.__dict__["dtype"] = dtype  # what Cast's forward keeps for its backward
+    t = wrap(saved, saved.data)
+    t.requires_grad = True
+    t.grad_fn = node
+    return t
+
+
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """torch.nn.functional.linear for a 2-D weight: ``input @ weight^T + bias``, one kernel launch.
 
-    Under autocast a float32 bias stays float32 (the "linear" policy, see autocast.py); outside it the
-    bias must have the input's dtype, as torch requires."""
+    Under autocast the op casts its operands itself and a float32 bias stays float32 (the "own" policy,
+    see Linear and autocast.py); outside it the bias must have the input's dtype, as torch requires."""
     if bias is not None and bias.dtype is not input.dtype and not _autocast_state.active:
         raise RuntimeError(
             f"self and mat2 must have the same dtype, but got {torch_name(bias.dtype)} and {torch_name(input.dtype)}"

@@ -25,12 +25,27 @@ def linear_backward(
     need_input: bool,
     need_weight: bool,
     bias_dtype: DType | None,
+    input_dtype: DType,
+    weight_dtype: DType,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     rows = grad.reshape(-1, grad.shape[-1])  # (NDArray.linear_backward checked what each part needs is given)
-    dx = (rows @ weight).reshape(*grad.shape[:-1], weight.shape[1]) if need_input and weight is not None else None
-    dw = rows.T @ input.reshape(-1, input.shape[-1]) if need_weight and input is not None else None
-    db = rows.sum(0, dtype=getattr(torch, bias_dtype.name)) if bias_dtype is not None else None
+    dx = dw = db = None
+    if need_input and weight is not None:
+        dx = _product(rows, weight, input_dtype).reshape(*grad.shape[:-1], weight.shape[1])
+    if need_weight and input is not None:
+        dw = _product(rows.T, input.reshape(-1, input.shape[-1]), weight_dtype)
+    if bias_dtype is not None:
+        db = rows.sum(0, dtype=getattr(torch, bias_dtype.name))
     return dx, dw, db
+
+
+def _product(a: torch.Tensor, b: torch.Tensor, dtype: DType) -> torch.Tensor:
+    """``a @ b`` in ``dtype``: a 16-bit product wanted in float32 is computed in float32 (as the cuda kernel
+    accumulates it), not rounded to 16 bits first."""
+    wanted = getattr(torch, dtype.name)
+    if a.dtype == wanted:
+        return a @ b
+    return a.to(wanted) @ b.to(wanted)
 
 
 @resolver("matmul")

@@ -41,13 +41,13 @@ def _kernel_buffer(v: View, shape: tuple[int, ...], strides: tuple[int, ...]) ->
     return gk.Buffer(v.ptr, shape, strides, v.dtype)
 
 
-def _matrix_plan(key: tuple, input: View, other: View):
-    """The plan of ``input (M, K) @ other (K, N)`` (both float, one dtype, one device), or None to
-    take the general path (which raises where the call is wrong)."""
+def _matrix_plan(key: tuple, input: View, other: View, out_dtype: str):
+    """The plan of ``input (M, K) @ other (K, N)`` (both float, one dtype, one device) into ``out_dtype``, or
+    None to take the general path (which raises where the call is wrong)."""
     (m, k), (k2, n) = input.shape, other.shape
     if k != k2 or input.dtype != other.dtype or not dtype_of(input).is_floating_point:
         return None
-    out = gs.empty((m, n), input.dtype, input.device)  # a template: fresh blocks are 512-byte aligned
+    out = gs.empty((m, n), out_dtype, input.device)  # a template: fresh blocks are 512-byte aligned
     plan = gk.matmul_plan(
         _kernel_buffer(input, (1, m, k), (0, *input.strides)),
         _kernel_buffer(other, (1, k, n), (0, *other.strides)),
@@ -61,10 +61,17 @@ def _matrix_plan(key: tuple, input: View, other: View):
 
 @reg("matmul")
 def matmul(input: View, other: View) -> View:
+    return _product(input, other, input.dtype)
+
+
+def _product(input: View, other: View, out_dtype: str) -> View:
+    """``input @ other`` written in ``out_dtype`` (the inputs' dtype, or float32 for a 16-bit product: the
+    float32 accumulator rounded once, to the wider type)."""
     if len(input.shape) == 2 and len(other.shape) == 2 and input.device == other.device:
         key = (
             input.dtype,
             other.dtype,
+            out_dtype,
             input.shape,
             input.strides,
             other.shape,
@@ -74,16 +81,16 @@ def matmul(input: View, other: View) -> View:
         )
         entry = _MATRIX_PLANS.get(key)
         if entry is None:
-            entry = _matrix_plan(key, input, other)
+            entry = _matrix_plan(key, input, other, out_dtype)
         if entry is not None:
-            out = gs.empty(entry[0], input.dtype, input.device)
+            out = gs.empty(entry[0], out_dtype, input.device)
             if not out.ptr & 15:
                 entry[1](input.ptr, other.ptr, out.ptr, out.ptr, current_stream_handle(out.device))
                 return out
-    return _matmul(input, other)
+    return _matmul(input, other, out_dtype)
 
 
-def _matmul(input: View, other: View) -> View:
+def _matmul(input: View, other: View, out_dtype: str | None = None) -> View:
     """The general path: 1-d operands, batches broadcast, torch's errors."""
     if input.device != other.device:
         raise RuntimeError(
@@ -112,7 +119,7 @@ def _matmul(input: View, other: View) -> View:
     else:
         a3 = reshape(expand(a2, batch + (m, k)), (nb, m, k))
         b3 = reshape(expand(b2, batch + (k, n)), (nb, k, n))
-    out = gs.empty((nb, m, n), input.dtype, input.device)
+    out = gs.empty((nb, m, n), out_dtype or input.dtype, input.device)
     if out.numel:
         if k == 0:
             fill_(out, 0)
@@ -192,21 +199,29 @@ def _linear(input: View, weight: View, bias: View | None, activation: str) -> Vi
 
 @reg("linear_backward")
 def linear_backward(
-    grad: View, input: View | None, weight: View | None, need_input: bool, need_weight: bool, bias_dtype: DType | None
+    grad: View,
+    input: View | None,
+    weight: View | None,
+    need_input: bool,
+    need_weight: bool,
+    bias_dtype: DType | None,
+    input_dtype: DType,
+    weight_dtype: DType,
 ) -> tuple[View | None, View | None, View | None]:
-    """(d input, d weight, d bias) of ``linear``: ``grad @ weight``, ``grad^T @ input`` over the rows of every
-    batch dim at once (views: no per-batch products summed afterwards), and ``grad``'s column sums in
-    ``bias_dtype`` (None: no bias gradient). The products take matmul's cached 2-D plans."""
+    """(d input, d weight, d bias) of ``linear``: ``grad @ weight`` in ``input_dtype``, ``grad^T @ input``
+    in ``weight_dtype``, over the rows of every batch dim at once (views: no per-batch products summed
+    afterwards), and ``grad``'s column sums in ``bias_dtype`` (None: no bias gradient). The products take
+    matmul's cached 2-D plans."""
     rows = grad if len(grad.shape) == 2 else reshape(grad, (-1, grad.shape[-1]))
     dx = dw = db = None  # (NDArray.linear_backward checked that what each part needs is given)
     if need_input and weight is not None:
-        dx = matmul(rows, weight)
+        dx = _product(rows, weight, input_dtype.name)
         if len(grad.shape) != 2:
             shape = grad.shape[:-1] + dx.shape[1:]
             dx = dx.reshaped(shape, gs.contiguous_strides(shape))  # (a fresh contiguous product)
     if need_weight and input is not None:
         x2 = input if len(input.shape) == 2 else reshape(input, (-1, input.shape[-1]))
-        dw = matmul(rows.permuted((1, 0)), x2)
+        dw = _product(rows.permuted((1, 0)), x2, weight_dtype.name)
     if bias_dtype is not None:
         db = reduce("sum", rows, 0, False, bias_dtype)
     return dx, dw, db
