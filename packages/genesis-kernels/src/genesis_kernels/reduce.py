@@ -434,6 +434,7 @@ _FINAL_OP = {
     "minabs": "min",
 }
 _TILE = 4096  # elements per register tile (32 fp32 values per thread with 4 warps)
+_MID_INNER = 1 << 25  # tile_config: column sums up to this many elements take the narrower tile
 
 
 def _tile(M: int, K: int, red_contig: bool, inner: int, tile: int) -> tuple[int, int, int, int]:
@@ -455,7 +456,15 @@ def tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int,
     ``red_contig``: the reduced elements of a row are contiguous (``sum(-1)``); ``inner``: the size of the
     innermost kept dim when it is contiguous in the input (``sum(0)``, a middle dim), else 0. The tile is
     long along whichever side is contiguous in memory.
+
+    Column sums of a mid-size input (a Linear layer's bias gradient: 8,192 rows of 768 to 3,072 bf16
+    columns) take 256-column tiles 16 rows deep on 4 warps, four programs per SM: the wide tile left
+    32 rows per program (and a quarter of its lanes idle at 768 columns) and ran 1.3-1.5x slower on an
+    H200 (benchmarks/sweep_bias_grad.py). Larger inputs keep the wide tile, which the 8192 x 8192
+    sweep chose (benchmarks/sweep_reduce.py).
     """
+    if inner and M * K <= _MID_INNER:
+        return min(next_pow2(inner), 256), min(next_pow2(K), 16), 4, 4
     return _tile(M, K, red_contig, inner, _TILE)
 
 
