@@ -14,6 +14,27 @@ from device_support import requires_cuda
 F32, BF16, I64, BOOL = torch.float32, torch.bfloat16, torch.int64, torch.bool
 
 
+def test_factories_follow_the_defaults_after_resolving_their_arguments(device):
+    """The factories resolve (device, dtype) arguments once and reuse the answer; a change of the default
+    dtype or device between calls is still seen, and arguments that compare equal but are not the same
+    kind (0 and False) are not confused."""
+    before = nd.zeros(2, device=device)
+    assert before.dtype is nd.float32
+    try:
+        nd.set_default_dtype(nd.float64)
+        for made in (nd.zeros(2, device=device), nd.ones(2, device=device), nd.empty(2, device=device)):
+            assert made.dtype is nd.float64
+        assert nd.full((2,), 0.5, device=device).dtype is nd.float64
+    finally:
+        nd.set_default_dtype(nd.float32)
+    assert nd.zeros(2, device=device).dtype is nd.float32
+    with nd.as_device(device):  # (a Device is a context manager of the default device, as torch's)
+        assert nd.empty(3).device == nd.resolve_device(device)
+    assert nd.empty(3).device == nd.as_device("cpu")
+    with pytest.raises(TypeError, match="cannot interpret False as a device"):
+        nd.empty(3, device=False)
+
+
 @pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3, 4)])
 @pytest.mark.parametrize(
     "dtype",

@@ -8,8 +8,9 @@ import numpy as np
 import torch
 
 from . import device as _devices
+from . import dtypes as _dtypes
 from . import registry
-from .device import Device, cpu, resolve_device
+from .device import Device, as_device, cpu, resolve_device
 from .dtypes import DType, as_dtype, get_default_dtype
 from .ndarray import NDArray, _shape_args
 
@@ -31,26 +32,61 @@ def _make(op: str, device: Device, dtype: DType, *args) -> NDArray:
     return NDArray(registry.table(device.type)[op](*args, dtype, device), device, dtype)
 
 
+# The factories' resolved arguments: (class and value of the device argument, of the dtype argument, the
+# default device, the default dtype) -> (the device, or None for this thread's current CUDA device; the
+# dtype; the device type's op table). A call with arguments seen before resolves them with one lookup
+# instead of parsing both and finding the table (empty / zeros / ones / full, the *_like forms); the
+# classes keep 0 and False apart. An argument that cannot be a key (unhashable) takes the general path.
+_FACTORY_ARGS: dict[tuple, tuple[Device | None, DType, registry.OpTable]] = {}
+_FACTORY_ARGS_MAX = 256
+
+
+def _factory_args(device, dtype) -> tuple[Device, DType, registry.OpTable]:
+    """(device, dtype, op table) of a factory's ``device=`` and floating ``dtype=`` arguments."""
+    # (a Device and the default device enter as their (type, index) keys: Device.__hash__ is a Python call)
+    named = device._key if device.__class__ is Device else device
+    key = (device.__class__, named, dtype.__class__, dtype, _devices._default._key, _dtypes._default_dtype)
+    try:
+        entry = _FACTORY_ARGS.get(key)
+    except TypeError:  # an unhashable argument: resolved every time
+        resolved = _device(device)
+        return resolved, _float_dtype(dtype), registry.table(resolved.type)
+    if entry is None:
+        resolved = _device(device)
+        named = _devices._default if device is None else device
+        current = resolved.type == "cuda" and as_device(named).index is None  # a bare "cuda": re-resolved per call
+        entry = (None if current else resolved, _float_dtype(dtype), registry.table(resolved.type))
+        if len(_FACTORY_ARGS) >= _FACTORY_ARGS_MAX:
+            _FACTORY_ARGS.clear()
+        _FACTORY_ARGS[key] = entry
+        return resolved, entry[1], entry[2]
+    fixed, dt, ops = entry
+    if fixed is None:  # this thread's current CUDA device (resolve_device's reading of a bare "cuda")
+        index = _devices.current_device()
+        fixed = _devices._cuda.get(index) or _devices.cuda_device(index)
+    return fixed, dt, ops
+
+
 def empty(*shape, dtype=None, device=None) -> NDArray:
-    device = _device(device)
-    dtype = _float_dtype(dtype)
-    ops = registry.table(device.type)  # passed on: the result needs no second lookup
+    device, dtype, ops = _factory_args(device, dtype)
     return NDArray(ops["empty"](_shape_args(shape), dtype, device), device, dtype, ops)
 
 
 def full(shape, fill_value, dtype=None, device=None) -> NDArray:
     if dtype is None:
         dtype = as_dtype(type(fill_value)) if isinstance(fill_value, bool | int) else get_default_dtype()
-    device = _device(device)
-    return _make("full", device, as_dtype(dtype), tuple(shape), fill_value)
+    device, dtype, ops = _factory_args(device, dtype)
+    return NDArray(ops["full"](tuple(shape), fill_value, dtype, device), device, dtype, ops)
 
 
 def zeros(*shape, dtype=None, device=None) -> NDArray:
-    return full(_shape_args(shape), 0, dtype=_float_dtype(dtype), device=device)
+    device, dtype, ops = _factory_args(device, dtype)
+    return NDArray(ops["full"](_shape_args(shape), 0, dtype, device), device, dtype, ops)
 
 
 def ones(*shape, dtype=None, device=None) -> NDArray:
-    return full(_shape_args(shape), 1, dtype=_float_dtype(dtype), device=device)
+    device, dtype, ops = _factory_args(device, dtype)
+    return NDArray(ops["full"](_shape_args(shape), 1, dtype, device), device, dtype, ops)
 
 
 def from_torch(t: torch.Tensor, device=None) -> NDArray:

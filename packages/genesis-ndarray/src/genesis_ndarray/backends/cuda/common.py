@@ -47,14 +47,20 @@ def empty_like_shape(v: View, shape, dtype: DType | None = None) -> View:
     return gs.empty(tuple(shape), (dtype.name if dtype is not None else v.dtype), v.device)
 
 
+_PRESENT: set[int] = set()  # device indices new() has found present (the device count does not change)
+
+
 def new(shape, dtype: DType, device: Device) -> View:
-    index = index_of(device)
-    count = gs.device_count()
-    if index >= count:
-        if count == 0:  # torch's one message: no driver, or no GPU
-            raise RuntimeError(gs.unavailable_reason())
-        raise RuntimeError(f"CUDA error: invalid device ordinal (device {device} requested, {count} available)")
-    return gs.empty(tuple(shape), dtype.name, index)
+    index = device.index
+    if index not in _PRESENT:
+        index = index_of(device)
+        count = gs.device_count()
+        if index >= count:
+            if count == 0:  # torch's one message: no driver, or no GPU
+                raise RuntimeError(gs.unavailable_reason())
+            raise RuntimeError(f"CUDA error: invalid device ordinal (device {device} requested, {count} available)")
+        _PRESENT.add(index)
+    return gs.empty(shape if shape.__class__ is tuple else tuple(shape), dtype.name, index)
 
 
 def result_type(a, b) -> DType:
