@@ -60,7 +60,8 @@ def _multi_tensor(group: dict[str, Any], params: list[Tensor], grads: list[Tenso
     if not (group.get("fused") or group.get("foreach") or device.type == "cuda"):
         return False
     for p, g in zip(params, grads):
-        d, dt, gdt = p.device, p.dtype, g.dtype
+        a = p.data  # (the NDArray's plain attributes: each Tensor property is a call)
+        d, dt, gdt = a.device, a.dtype, g.data.dtype
         if (d is not device and d != device) or not dt.is_floating_point or (gdt is not dt and gdt != dt):
             return False
     return True

@@ -14,7 +14,7 @@ from .common import reg
 reg("dtype_of")(lambda input: dtype_of_torch(input.dtype))
 reg("strides")(lambda input: input.stride())
 reg("storage_offset")(lambda input: input.storage_offset())
-reg("is_contiguous")(lambda input: input.is_contiguous())
+reg("is_contiguous")(torch.Tensor.is_contiguous)  # (the method itself: no frame of ours around it)
 reg("data_ptr")(lambda input: input.data_ptr())
 # Whether nothing else can see the tensor's memory: torch shares storage behind views and foreign
 # owners in ways Python references do not show, so cpu never claims it (autograd copies instead).

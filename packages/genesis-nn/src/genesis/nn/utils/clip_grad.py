@@ -146,7 +146,12 @@ def clip_grad_norm_(
     """Clip the gradients of ``parameters`` in place so that their total norm is at most ``max_norm``;
     return the total norm from before clipping (a device Tensor: no host synchronisation)."""
     parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)  # a generator once
-    if any(getattr(p, "shard_spec", None) is not None for p in parameters):  # fully_shard's shards
+    sharded = False
+    for p in parameters:  # (a loop, not any() over a generator: every step, over every parameter)
+        if getattr(p, "shard_spec", None) is not None:  # fully_shard's shards
+            sharded = True
+            break
+    if sharded:
         total_norm = _sharded_total_norm(parameters, norm_type, error_if_nonfinite, foreach)
     else:
         total_norm = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
