@@ -140,8 +140,14 @@ def _multi_tensor_adam(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_
         decoupled=group["decoupled_weight_decay"],
         maximize=group["maximize"],
     )
-    device = params[0].device
-    if all(s.device == device for s in steps):
+    device = params[0].data.device
+    on_device = True
+    for s in steps:  # (a loop over NDArray attributes: every step, over every parameter)
+        d = s.data.device
+        if d is not device and d != device:
+            on_device = False
+            break
+    if on_device:
         states = max_exp_avg_sqs if group["amsgrad"] else None
         multi_tensor_adam_(params, grads, exp_avgs, exp_avg_sqs, states, steps=steps, **options)
         return

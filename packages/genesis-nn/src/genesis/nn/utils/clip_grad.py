@@ -53,10 +53,14 @@ def get_total_norm(
     """The ``norm_type`` norm of all ``tensors`` together, as if concatenated into one vector (a 0-d Tensor
     on the first tensor's device)."""
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
-    norm_type = float(norm_type)
+    return _total_norm(tensors, float(norm_type), error_if_nonfinite, _multi_tensor(tensors, foreach))
+
+
+def _total_norm(tensors: list[Tensor], norm_type: float, error_if_nonfinite: bool, fused: bool) -> Tensor:
+    """get_total_norm once its tensors are a list and ``fused`` says whether they take the multi-tensor path."""
     if not tensors:
         return tensor(0.0)
-    if _multi_tensor(tensors, foreach) and multi_tensor_norm_supported(norm_type):
+    if fused and multi_tensor_norm_supported(norm_type):
         total = multi_tensor_norm(tensors, norm_type)
     else:
         first_device = tensors[0].device
@@ -77,9 +81,14 @@ def clip_grads_with_norm_(
 ) -> None:
     """Scale the gradients by min(1, max_norm / (total_norm + 1e-6)), on the device."""
     grads = _grads(parameters)
+    _clip_with_norm(grads, max_norm, total_norm, _multi_tensor(grads, foreach))
+
+
+def _clip_with_norm(grads: list[Tensor], max_norm: float, total_norm: Tensor, fused: bool) -> None:
+    """clip_grads_with_norm_ on the gradients themselves (``fused``: they take the multi-tensor path)."""
     if not grads:
         return
-    if _multi_tensor(grads, foreach) and grads[0].device == total_norm.device:
+    if fused and grads[0].device == total_norm.device:
         multi_tensor_clip_(grads, total_norm, float(max_norm))
         return
     # max_norm enters as a tensor of the norm's dtype: a Python float on the left of a Tensor op would be
@@ -153,9 +162,13 @@ def clip_grad_norm_(
             break
     if sharded:
         total_norm = _sharded_total_norm(parameters, norm_type, error_if_nonfinite, foreach)
-    else:
-        total_norm = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
-    clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+        clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+        return total_norm
+    grads = _grads(parameters)
+    fused = _multi_tensor(grads, foreach)  # (checked once for the norm and the scaling)
+    with no_grad():
+        total_norm = _total_norm(grads, float(norm_type), error_if_nonfinite, fused)
+        _clip_with_norm(grads, max_norm, total_norm, fused)
     return total_norm
 
 
