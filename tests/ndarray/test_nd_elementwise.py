@@ -470,3 +470,30 @@ def test_clamp_bounds_broadcast_the_result(device):
 def test_clamp_with_mismatched_bounds_raises(device):
     with pytest.raises(RuntimeError, match="must match the size"):
         from_torch(random_tensor((3, 4)), device).clamp(from_torch(random_tensor((5,)), device), None)
+
+
+MIXED_FLOAT_PAIRS = [(BF16, F32), (F32, BF16), (F16, F32), (F32, F64), (BF16, F64)]
+
+
+MIXED_OPS = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "maximum": lambda x, y: x.maximum(y),
+    "minimum": lambda x, y: x.minimum(y),
+}
+
+
+@pytest.mark.parametrize("op", list(MIXED_OPS))
+@pytest.mark.parametrize("da,db", MIXED_FLOAT_PAIRS, ids=lambda d: str(d)[6:])
+def test_floats_of_two_widths_promote_as_torch_dense_and_zero_dim(device, op, da, db):
+    """Two float arrays of different widths (autocast's bf16 residual added to the float32 stream): dense
+    operands of one shape take the resolved dense path, computing in the wider dtype; a 0-d operand does not
+    promote (torch's rule), and a transposed one takes the general path, with the same values."""
+    ours, theirs = MIXED_OPS[op], getattr(torch, op)
+    a, b = random_tensor((6, 40), da) * 3, random_tensor((6, 40), db) * 3
+    assert_same(ours(from_torch(a, device), from_torch(b, device)), theirs(a, b))
+    zero_dim = random_tensor((), db) * 3
+    assert_same(ours(from_torch(a, device), from_torch(zero_dim, device)), theirs(a, zero_dim))
+    b_strided = random_tensor((6, 40), db) * 3
+    assert_same(ours(from_torch(a, device), transposed(b_strided, device)), theirs(a, b_strided))

@@ -648,18 +648,23 @@ def _binary_dense_launch(op: str, adt: str, bdt: str, odt: str, compute_dtype: s
 DensePlan = Callable[..., None]
 
 
-def binary_dense_plan(op: str, dtype: str, compute_dtype: str) -> DensePlan:
-    """``plan(a, b, out, n, stream)``: ``out = op(a, b)`` over ``n`` elements of dense buffers of one ``dtype``,
-    given as device addresses. What ``binary`` does for operands laid out exactly like a dense output, with
-    everything but the addresses, the size and the stream resolved once per (alignment, index width): a
-    backend's resolved entry for same-dtype contiguous operands calls it. ``n`` must be positive."""
+def binary_dense_plan(
+    op: str, dtype: str, compute_dtype: str, other_dtype: str | None = None, out_dtype: str | None = None
+) -> DensePlan:
+    """``plan(a, b, out, n, stream)``: ``out = op(a, b)`` over ``n`` elements of dense buffers of one ``dtype``
+    (or ``a`` of ``dtype``, ``b`` of ``other_dtype`` and ``out`` of ``out_dtype``), given as device addresses.
+    What ``binary`` does for operands laid out exactly like a dense output, with everything but the
+    addresses, the size and the stream resolved once per (alignment, index width): a backend's resolved
+    entry for contiguous operands of one shape calls it. ``n`` must be positive."""
     launches: dict[int, tuple[Any, int, tuple]] = {}
+    bdt = dtype if other_dtype is None else other_dtype
+    odt = dtype if out_dtype is None else out_dtype
 
     def plan(a: int, b: int, out: int, n: int, stream: int) -> None:
         key = ((a | b | out) & 15) | (n >= _DENSE_INT64) << 4  # misalignment bits, index width
         found = launches.get(key)
         if found is None:
-            launch = _binary_dense_launch(op, dtype, dtype, dtype, compute_dtype, n >= _DENSE_INT64, key & 15 == 0)
+            launch = _binary_dense_launch(op, dtype, bdt, odt, compute_dtype, n >= _DENSE_INT64, key & 15 == 0)
             found = launches[key] = (launch, launch._block, launch._consts)
         launch, block, consts = found
         launch((-(-n // block), 1, 1), stream, (a, b, out, n, *consts))

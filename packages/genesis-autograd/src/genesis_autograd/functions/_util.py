@@ -98,8 +98,8 @@ def reduce_to(grad, target):
             grad = grad.sum(dims, keepdim=True)
         if lead or tuple(grad.shape) != shape:
             grad = grad.reshape(shape)
-    if grad.data.dtype is not dtype:
-        grad = grad.to(dtype)
+    if grad.data.dtype is not dtype:  # (a mixed-dtype op's input: autocast's bf16 residual, ...)
+        grad = grad.to(dtype) if backward_recorded(grad) else wrap(grad, grad.data.astype(dtype))
     return grad
 
 

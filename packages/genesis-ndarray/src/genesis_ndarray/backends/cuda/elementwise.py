@@ -191,6 +191,7 @@ _EXACT_WIDENING = {
     ("bfloat16", "float64"),
     ("float32", "float64"),
 }
+_EXACT_NARROWING = {(wide, narrow) for narrow, wide in _EXACT_WIDENING}  # the same pairs, wider first
 
 
 def _rounded_to(dtype: DType, operand):
@@ -265,15 +266,30 @@ def resolve_binary(op: str, dtype: DType, other: DType | type):
     general = functools.partial(binary, op)
     if other is dtype and op in _SAME_DTYPE_OPS and dtype is not bool_:
         return _dense_binary(op, dtype, general), dtype
+    if (
+        op in _SAME_DTYPE_OPS
+        and isinstance(other, DType)
+        and dtype.is_floating_point
+        and other.is_floating_point
+        and (dtype.name, other.name) in _EXACT_WIDENING | _EXACT_NARROWING
+    ):  # floats of two widths (autocast's bf16 residual into the float32 stream): the same dense path. The
+        # result dtype is left to the result (None): a 0-d operand does not promote (result_type's rule).
+        return _dense_binary(op, dtype, general, other), None
     return general, binary_result_dtype(op, dtype, other)
 
 
-def _dense_binary(op: str, dtype: DType, general):
-    """``binary(op, a, b)`` for two arrays of ``dtype``: contiguous operands of one shape and device (the
-    common case: no broadcasting, no promotion, nothing to check) allocate the output and launch the
-    kernel's dense plan; any other pair takes the general path."""
-    name = dtype.name
-    launch = gk.binary_dense_plan(op, name, name)
+def _dense_binary(op: str, dtype: DType, general, other: DType | None = None):
+    """``binary(op, a, b)`` for an array of ``dtype`` and one of ``other`` (default: the same dtype; else a
+    float that widens exactly to the wider of the two, the result's dtype, as ``binary`` computes it):
+    contiguous operands of one shape and device (the common case: no broadcasting, nothing to check)
+    allocate the output and launch the kernel's dense plan; any other pair takes the general path."""
+    if other is None:
+        name = dtype.name
+        launch = gk.binary_dense_plan(op, name, name)
+    else:
+        wide = promote_types(dtype, other)
+        name = wide.name  # the output's dtype and the compute dtype, as binary's _binary_types gives them
+        launch = gk.binary_dense_plan(op, dtype.name, name, other.name, name)
     empty = gs.empty
 
     def run(a, b):
