@@ -1,4 +1,5 @@
-"""The cuda backend's resolved entries for same-dtype binary and floating unary ops (dense plans), without a GPU.
+"""The cuda backend's resolved entries for binary ops of one float width or two (bf16 + float32) and floating
+unary ops (dense plans), without a GPU.
 
 Device 0's allocator hands out host memory here and the kernels run in Triton's interpreter on it, so the
 backend's own logic runs: the resolved entry (which takes the dense plan for contiguous operands of one
@@ -118,10 +119,30 @@ def test_binary_plan_falls_back_for_other_layouts(op):
         fast(va, upload(torch.randn(5, dtype=torch.float32)))
 
 
+@pytest.mark.parametrize("op", sorted(BINARY))
+@pytest.mark.parametrize(("da", "db"), [("bfloat16", "float32"), ("float32", "bfloat16"), ("float32", "float64")])
+def test_binary_plan_for_floats_of_two_widths(op, da, db):
+    """bf16 + float32 (autocast's residual add), float32 + float64: floats that widen exactly to the result
+    take the dense plan too, computing in the wider dtype as the general function does; a broadcast or
+    0-d operand goes to the general function (a 0-d operand does not promote)."""
+    a = (torch.randn(1000, dtype=torch.float64) * 5).to(getattr(torch, da))
+    b = (torch.randn(1000, dtype=torch.float64) * 5).to(getattr(torch, db))
+    va, vb = upload(a), upload(b)
+    fast = entry("binary", op, da, db)
+    assert not isinstance(fast, functools.partial)  # the plan, not the general function
+    out = fast(va, vb)
+    assert out.dtype == str(torch.promote_types(a.dtype, b.dtype)).removeprefix("torch.") and out.is_contiguous()
+    _close(download(out), download(ew.binary(op, va, vb)))
+    _close(download(out), BINARY[op](a, b))
+    scalar = upload(torch.tensor(2.5, dtype=getattr(torch, db)))
+    _close(download(fast(va, scalar)), BINARY[op](a, torch.tensor(2.5, dtype=getattr(torch, db))))
+
+
 def test_binary_other_signatures_keep_the_general_entry():
-    for key in (("sub", "bool", "bool"), ("add", "float32", "float64"), ("div", "float32", "float32")):
+    for key in (("sub", "bool", "bool"), ("add", "float16", "bfloat16"), ("add", "int32", "float32"),
+                ("div", "float32", "float32")):  # fmt: skip
         fn = entry("binary", *key)
-        assert isinstance(fn, functools.partial), key  # the plan is only for same-dtype, dtype-keeping ops
+        assert isinstance(fn, functools.partial), key  # no plan: promotion that rounds, or a changing dtype
     with pytest.raises(RuntimeError, match="Subtraction"):
         v = upload(torch.tensor([True, False]))
         entry("binary", "sub", "bool", "bool")(v, v)
