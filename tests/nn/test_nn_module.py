@@ -67,6 +67,25 @@ def test_traversal_matches_torch():
     assert len(list(net.parameters())) == len(list(tnet.parameters())) == 10  # tied and shared ones once
     assert len(list(net.buffers())) == 4 and len(list(net.modules())) == len(list(tnet.modules()))
     assert [type(m).__name__ for m in net.children()] == [type(m).__name__ for m in tnet.children()]
+    # parameters() walks without names: the same objects in the same order as named_parameters()
+    for recurse in (True, False):
+        assert [id(p) for p in net.parameters(recurse)] == [id(p) for _, p in net.named_parameters(recurse=recurse)]
+    net.blocks[1].fc.bias = None  # a None parameter is skipped
+    assert len(list(net.parameters())) == 9
+
+
+def test_parameters_follows_an_overridden_named_parameters():
+    class Filtered(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 2)
+
+        def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+            listed = super().named_parameters(prefix, recurse, remove_duplicate)
+            return ((n, p) for n, p in listed if n.startswith("a."))
+
+    module = Filtered()
+    assert [id(p) for p in module.parameters()] == [id(module.a.weight), id(module.a.bias)]
 
 
 def test_state_dict_matches_torch_and_loads_torch_tensors(device):

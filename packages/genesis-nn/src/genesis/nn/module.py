@@ -357,8 +357,19 @@ class Module:
         """The parameters of this module and (with ``recurse``) of its descendants, each once:
         what an optimizer is given.
         """
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        if type(self).named_parameters is not Module.named_parameters:  # an override decides what is listed
+            for _, p in self.named_parameters(recurse=recurse):
+                yield p
+            return
+        # named_parameters' walk without the names (parameters() runs on every clip_grad_norm_ call): one
+        # generator frame per parameter instead of three, and no name strings
+        seen = set()
+        for _, module in self.named_modules() if recurse else [("", self)]:
+            for p in module._parameters.values():
+                if p is None or id(p) in seen:
+                    continue
+                seen.add(id(p))
+                yield p
 
     def named_buffers(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
