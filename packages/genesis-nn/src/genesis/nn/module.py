@@ -365,11 +365,11 @@ class Module:
         # generator frame per parameter instead of three, and no name strings
         seen = set()
         for _, module in self.named_modules() if recurse else [("", self)]:
-            for p in module._parameters.values():
-                if p is None or id(p) in seen:
+            for value in module._parameters.values():
+                if value is None or id(value) in seen:
                     continue
-                seen.add(id(p))
-                yield p
+                seen.add(id(value))
+                yield value
 
     def named_buffers(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
