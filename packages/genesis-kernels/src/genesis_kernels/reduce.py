@@ -459,7 +459,7 @@ def tile_config(M: int, K: int, red_contig: bool, inner: int) -> tuple[int, int,
 
     Column sums of a mid-size input (a Linear layer's bias gradient: 8,192 rows of 768 to 3,072 bf16
     columns) take 256-column tiles 16 rows deep on 4 warps, four programs per SM: the wide tile left
-    32 rows per program (and a quarter of its lanes idle at 768 columns) and ran 1.3-1.5x slower on an
+    32 rows per program (and a quarter of its lanes idle at 768 columns) and ran 1.3-1.6x slower on an
     H200 (benchmarks/sweep_bias_grad.py). Larger inputs keep the wide tile, which the 8192 x 8192
     sweep chose (benchmarks/sweep_reduce.py).
     """
