@@ -86,18 +86,30 @@ def _close(got: torch.Tensor, expected: torch.Tensor) -> None:
 BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": torch.maximum, "minimum": torch.minimum}
 
 
+# operand dtypes: one dtype, or floats of two widths that widen exactly to the result (bf16 + float32 is
+# autocast's residual add), which take the dense plan too, computing in the wider dtype as the general
+# function does
+PLAN_DTYPES = [(d, d) for d in ("float32", "float64", "bfloat16", "int64")] + [
+    ("bfloat16", "float32"), ("float32", "bfloat16"), ("float32", "float64"),
+]  # fmt: skip
+
+
 @pytest.mark.parametrize("op", sorted(BINARY))
-@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "int64"])
-def test_binary_plan_equals_general_and_torch(op, dtype):
-    a = (torch.randn(1000, dtype=torch.float64) * 5).to(getattr(torch, dtype))
-    b = (torch.randn(1000, dtype=torch.float64) * 5).to(getattr(torch, dtype))
+@pytest.mark.parametrize(("da", "db"), PLAN_DTYPES)
+def test_binary_plan_equals_general_and_torch(op, da, db):
+    a = (torch.randn(1000, dtype=torch.float64) * 5).to(getattr(torch, da))
+    b = (torch.randn(1000, dtype=torch.float64) * 5).to(getattr(torch, db))
     va, vb = upload(a), upload(b)
-    fast = entry("binary", op, dtype, dtype)
+    fast = entry("binary", op, da, db)
     assert not isinstance(fast, functools.partial)  # the plan, not the general function
     out = fast(va, vb)
-    assert out.dtype == dtype and out.shape == (1000,) and out.is_contiguous()
+    wide = str(torch.promote_types(a.dtype, b.dtype)).removeprefix("torch.")
+    assert out.dtype == wide and out.shape == (1000,) and out.is_contiguous()
     _close(download(out), download(ew.binary(op, va, vb)))
     _close(download(out), BINARY[op](a, b))
+    # a 0-d operand goes to the general function, and does not promote (torch's rule)
+    zero_dim = torch.tensor(2.5, dtype=getattr(torch, db))
+    _close(download(fast(va, upload(zero_dim))), BINARY[op](a, zero_dim))
 
 
 @pytest.mark.parametrize("op", ["add", "mul"])
@@ -117,25 +129,6 @@ def test_binary_plan_falls_back_for_other_layouts(op):
     assert fast(empty, empty).shape == (0, 3)
     with pytest.raises(RuntimeError, match="size of tensor"):
         fast(va, upload(torch.randn(5, dtype=torch.float32)))
-
-
-@pytest.mark.parametrize("op", sorted(BINARY))
-@pytest.mark.parametrize(("da", "db"), [("bfloat16", "float32"), ("float32", "bfloat16"), ("float32", "float64")])
-def test_binary_plan_for_floats_of_two_widths(op, da, db):
-    """bf16 + float32 (autocast's residual add), float32 + float64: floats that widen exactly to the result
-    take the dense plan too, computing in the wider dtype as the general function does; a broadcast or
-    0-d operand goes to the general function (a 0-d operand does not promote)."""
-    a = (torch.randn(1000, dtype=torch.float64) * 5).to(getattr(torch, da))
-    b = (torch.randn(1000, dtype=torch.float64) * 5).to(getattr(torch, db))
-    va, vb = upload(a), upload(b)
-    fast = entry("binary", op, da, db)
-    assert not isinstance(fast, functools.partial)  # the plan, not the general function
-    out = fast(va, vb)
-    assert out.dtype == str(torch.promote_types(a.dtype, b.dtype)).removeprefix("torch.") and out.is_contiguous()
-    _close(download(out), download(ew.binary(op, va, vb)))
-    _close(download(out), BINARY[op](a, b))
-    scalar = upload(torch.tensor(2.5, dtype=getattr(torch, db)))
-    _close(download(fast(va, scalar)), BINARY[op](a, torch.tensor(2.5, dtype=getattr(torch, db))))
 
 
 def test_binary_other_signatures_keep_the_general_entry():

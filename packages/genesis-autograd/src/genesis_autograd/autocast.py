@@ -277,10 +277,15 @@ def cast_inputs(policy: str, args: tuple) -> tuple:
                 # (torch leaves float64 alone under "lower")
                 if out is None:
                     out = list(args)
-                cacheable = lower and _state.cache_enabled and a.is_leaf and a.requires_grad and dtype is float32
                 # the positional form: Tensor.to's shortest path to Cast
-                out[i] = _cached_cast(a, target) if cacheable else a.to(target)
+                out[i] = _cached_cast(a, target) if lower and _cacheable(a, dtype) else a.to(target)
     return args if out is None else tuple(out)
+
+
+def _cacheable(t: Any, dtype: DType) -> bool:
+    """Whether autocast keeps its cast of ``t`` (of ``dtype``) for the region: a float32 leaf that requires
+    grad (a parameter), while the cache is on (torch's rule)."""
+    return _state.cache_enabled and dtype is float32 and t.requires_grad and t.grad_fn is None
 
 
 def _cached_cast(leaf: Any, target: DType) -> Any:
@@ -309,7 +314,7 @@ def lowered(t: Any) -> Any:
     dtype = data.dtype
     if target is None or dtype is target or not dtype.is_floating_point or dtype.itemsize > 4:
         return data
-    if not (_state.cache_enabled and dtype is float32 and t.requires_grad and t.grad_fn is None):
+    if not _cacheable(t, dtype):
         return data.astype(target)
     key = (id(t), target)
     hit = _state.data_cache.get(key)

@@ -53,8 +53,8 @@ def _factory_args(device, dtype) -> tuple[Device, DType, registry.OpTable]:
         return resolved, _float_dtype(dtype), registry.table(resolved.type)
     if entry is None:
         resolved = _device(device)
-        named = _devices._default if device is None else device
-        current = resolved.type == "cuda" and as_device(named).index is None  # a bare "cuda": re-resolved per call
+        argument = _devices._default if device is None else device
+        current = resolved.type == "cuda" and as_device(argument).index is None  # a bare "cuda": re-resolved per call
         entry = (None if current else resolved, _float_dtype(dtype), registry.table(resolved.type))
         if len(_FACTORY_ARGS) >= _FACTORY_ARGS_MAX:
             _FACTORY_ARGS.clear()

@@ -90,7 +90,7 @@ def _product(input: View, other: View, out_dtype: str) -> View:
     return _matmul(input, other, out_dtype)
 
 
-def _matmul(input: View, other: View, out_dtype: str | None = None) -> View:
+def _matmul(input: View, other: View, out_dtype: str) -> View:
     """The general path: 1-d operands, batches broadcast, torch's errors."""
     if input.device != other.device:
         raise RuntimeError(
@@ -119,7 +119,7 @@ def _matmul(input: View, other: View, out_dtype: str | None = None) -> View:
     else:
         a3 = reshape(expand(a2, batch + (m, k)), (nb, m, k))
         b3 = reshape(expand(b2, batch + (k, n)), (nb, k, n))
-    out = gs.empty((nb, m, n), out_dtype or input.dtype, input.device)
+    out = gs.empty((nb, m, n), out_dtype, input.device)
     if out.numel:
         if k == 0:
             fill_(out, 0)
