@@ -412,3 +412,80 @@ def test_matmul_stream_k_under_capture(device: str, monkeypatch, stream_k_path) 
     gk.matmul(buf(a), buf(b), buf(out))
     sync(device)
     _check(out, a.double() @ b.double(), 1e-2)
+
+
+def _accumulated(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, **kwargs) -> torch.Tensor:
+    """``out`` after ``matmul(a, b, out, accumulate=True)``, and the float64 reference of it."""
+    ref = out.double() + a.double() @ b.double()
+    gk.matmul(buf(a), buf(b), buf(out), accumulate=True, **kwargs)
+    sync(out.device.type)
+    return ref
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_matmul_accumulate_tensor_cores_into_float32(device: str, dtype: str, layout: str, tensor_core_path) -> None:
+    """A chunked weight gradient: a 16-bit product added to a float32 output in the TMA kernel's epilogue,
+    twice over (each partial product rounded only at the float32 sum)."""
+    m, n, k = 136, 72, 48
+    out = make((1, m, n), "float32", device, low=-1, high=1)
+    ref = out.double()
+    for _ in range(2):
+        a = _stored((1, m, k), layout[0] == "T", dtype, device)
+        b = _stored((1, k, n), layout[1] == "T", dtype, device)
+        ref = ref + a.double() @ b.double()
+        gk.matmul(buf(a), buf(b), buf(out), accumulate=True)
+    sync(device)
+    _check(out, ref, 1e-6)  # 16-bit operands are exact in the float32 accumulator; one float32 rounding per sum
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matmul_accumulate_pointer_kernel(device: str, dtype: str) -> None:
+    m, n, k = 37, 45, 29
+    a = make((1, m, k), dtype, device, low=-1, high=1)
+    b = make((1, k, n), dtype, device, low=-1, high=1)
+    out = make((1, m, n), dtype, device, low=-1, high=1)
+    ref = _accumulated(a, b, out)
+    _check(out, ref, {"float32": 1e-6, "float64": 1e-13}[dtype])
+
+
+def test_matmul_accumulate_split_k_with_bias(device: str) -> None:
+    """Split-K's second pass adds the old output after the bias: out += a @ b + bias."""
+    bsz, m, n, k = 2, 20, 30, 600
+    a = make((bsz, m, k), "float32", device, low=-1, high=1)
+    b = make((bsz, k, n), "float32", device, low=-1, high=1)
+    bias = make((n,), "float32", device, low=-1, high=1)
+    out = make((bsz, m, n), "float32", device, low=-1, high=1)
+    ref = out.double() + a.double() @ b.double() + bias.double()
+    _MATMUL_MODULE._SPLIT_SUM.cache.clear()
+    _MATMUL_MODULE._PLANS.clear()
+    gk.matmul(buf(a), buf(b), buf(out), bias=buf(bias), accumulate=True)
+    sync(device)
+    assert _MATMUL_MODULE._SPLIT_SUM.cache, "the split-K path did not run"
+    _check(out, ref, 1e-6)
+
+
+def test_matmul_accumulate_empty_k_keeps_the_output(device: str) -> None:
+    a = make((1, 5, 0), "float32", device)
+    b = make((1, 0, 7), "float32", device)
+    out = make((1, 5, 7), "float32", device, low=-1, high=1)
+    before = out.clone()
+    gk.matmul(buf(a), buf(b), buf(out), accumulate=True)
+    sync(device)
+    assert torch.equal(out, before)
+
+
+@pytest.mark.gpu_tier
+def test_matmul_accumulate_weight_gradient_shapes(device: str) -> None:
+    """The chunked language-model head's weight gradient: dz^T (classes x rows, a transposed view) @ x (rows x
+    features) added into float32 (classes x features), the wide shape class; and a 16-bit output, which the
+    pointer kernel accumulates."""
+    classes, rows, features = 2304, 256, 192
+    dz = make((1, rows, classes), "bfloat16", device, low=-1, high=1).transpose(1, 2)
+    x = make((1, rows, features), "bfloat16", device, low=-1, high=1)
+    out = make((1, classes, features), "float32", device, low=-1, high=1)
+    ref = _accumulated(dz, x, out)
+    _check(out, ref, 1e-6)
+    out16 = make((1, classes, features), "bfloat16", device, low=-1, high=1)
+    ref16 = _accumulated(dz, x, out16)
+    _check(out16, ref16, 1e-2)

@@ -106,6 +106,17 @@ def test_reference_path_smoothing_probabilities_and_k_dims_match_torch(device, r
     _check(device, [rand(d), rand(c, d)], torch.tensor(3), reduction=reduction)  # unbatched
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_chunked_label_smoothing_matches_torch(device, reduction):
+    """The fused chunked path takes label smoothing (with class weights and ignored rows) too."""
+    n, d, c = 10, 3, 7
+    weight = torch.rand(c, dtype=torch.float64) + 0.2
+    inputs = [rand(n, d), rand(c, d), rand(c)]
+    target = _targets(n, c, ignore=-100)
+    _check(device, inputs, target, weight, chunk=4, reduction=reduction, label_smoothing=0.15)
+    _check(device, inputs[:2], target, chunk=3, reduction=reduction, label_smoothing=0.3)
+
+
 def test_unbatched_chunked_matches_torch(device):
     _check(device, [rand(4), rand(6, 4)], torch.tensor(2), reduction="none", chunk=1)
 
@@ -152,11 +163,9 @@ def test_options_validation_matches_torch():
 
 def test_chunked_fallback_warns(device):
     x, w = genesis.randn(4, 3, device=device), genesis.randn(5, 3, device=device)
+    probabilities = genesis.randn(4, 5, device=device).softmax(1)
     with pytest.warns(UserWarning, match="``options`` ignored; chunked path needs"):
-        F.linear_cross_entropy(
-            x, w, genesis.tensor([0, 1, 2, 3], device=device), label_smoothing=0.1,
-            options=nn.LinearCrossEntropyOptions(),
-        )  # fmt: skip
+        F.linear_cross_entropy(x, w, probabilities, options=nn.LinearCrossEntropyOptions())
 
 
 def test_chunked_second_backward_needs_allow_retain_graph(device):

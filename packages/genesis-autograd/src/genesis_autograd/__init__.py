@@ -76,6 +76,7 @@ from .functions.attention import fused_attention_supported, scaled_dot_product_a
 from .functions.cross_entropy import cross_entropy
 from .functions.fused_pointwise import fused_pointwise
 from .functions.kv_cache import kv_cache_write_
+from .functions.linear_cross_entropy import linear_cross_entropy
 from .functions.matmul import linear
 from .functions.normalization import layer_norm, rms_norm
 from .functions.optimizer import (
@@ -154,6 +155,7 @@ __all__ = [
     "bool_",
     "cat",
     "cross_entropy",
+    "linear_cross_entropy",
     "fused_pointwise",
     "cuda",
     "empty",

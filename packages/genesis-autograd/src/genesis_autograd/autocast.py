@@ -56,7 +56,7 @@ SUPPORTED: dict[str, tuple[DType, ...]] = {"cuda": (float16, bfloat16), "cpu": (
 # Op policies by Function class name (torch's autocast op lists, for the ops genesis has).
 POLICIES: dict[str, str] = {
     **dict.fromkeys(("MatMul", "Conv", "ScaledDotProductAttention"), "lower"),
-    "Linear": "own",
+    **dict.fromkeys(("Linear", "LinearCrossEntropy"), "own"),
     **dict.fromkeys(
         (
             "Softmax",

@@ -19,7 +19,7 @@ from .attention import MAX_HEAD_DIM as ATTENTION_MAX_HEAD_DIM
 from .attention import attention_backward, attention_forward
 from .buffer import DTYPES, Buffer, BufferLike
 from .creation import arange, eye, linspace, tril, triu
-from .cross_entropy import cross_entropy, cross_entropy_backward
+from .cross_entropy import check_targets, cross_entropy, cross_entropy_backward
 from .elementwise import (
     addcdiv,
     addcmul,
@@ -105,6 +105,7 @@ __all__ = [
     "cell_plan",
     "clamp",
     "copy",
+    "check_targets",
     "cross_entropy",
     "cross_entropy_backward",
     "cumprod",

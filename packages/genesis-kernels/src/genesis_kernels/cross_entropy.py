@@ -423,6 +423,22 @@ def cross_entropy(
     )
 
 
+def check_targets(
+    target: BufferLike,
+    classes: int,
+    *,
+    ignore_index: int = -100,
+    target_range: indexed.KnownRange | None = None,
+    stream: int = 0,
+) -> None:
+    """Raise torch's IndexError unless every target (contiguous) is in ``[0, classes)`` or ``ignore_index``:
+    the check :func:`cross_entropy` makes, taken once for a caller that then runs the forward in several
+    pieces with ``check=False`` (a chunked loss: one synchronisation, not one per chunk)."""
+    rows = numel(tuple(target.shape))
+    if rows and not _targets_known(target_range, classes, ignore_index):
+        _check_targets(target, rows, classes, ignore_index, stream)
+
+
 def _targets_known(known: indexed.KnownRange | None, n: int, ignore_index: int) -> bool:
     """True when host-known bounds put every target in [0, n) (or all at ignore_index); raises the
     check kernel's IndexError when exact bounds show a bad target it would report; False: check."""

@@ -70,6 +70,7 @@ def _matmul_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     SPLIT: tl.constexpr,
+    ACCUMULATE: tl.constexpr,
 ):
     # SPLIT > 1 (split-K, for products with too few output tiles to fill the chip): program
     # (tile, batch, s) sums K's slice [s * k_per, (s + 1) * k_per) and writes its float32 (float64)
@@ -121,7 +122,10 @@ def _matmul_kernel(
         o = out + batch * sob + rm[:, None] * som + rn[None, :]
     else:
         o = out + batch * sob + rm[:, None] * som + rn[None, :] * son
-    tl.store(o, cast_to(acc, out.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+    o_mask = (rm[:, None] < M) & (rn[None, :] < N)
+    if ACCUMULATE:
+        acc += tl.load(o, mask=o_mask, other=0).to(acc.dtype)
+    tl.store(o, cast_to(acc, out.dtype.element_ty), mask=o_mask)
 
 
 @triton.jit
@@ -138,6 +142,7 @@ def _grouped(tile, grid_m, grid_n, GROUP_M: tl.constexpr):
 def _split_sum_kernel(
     ws, out, bias, M, N, total, sob, som, son, sbias,
     SPLIT: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, INT64: tl.constexpr, BLOCK: tl.constexpr,
+    ACCUMULATE: tl.constexpr,
 ):  # fmt: skip
     """out = act(sum of the SPLIT partials + bias), rounded once: split-K's second pass, in slice order
     (deterministic)."""
@@ -156,7 +161,10 @@ def _split_sum_kernel(
         acc += tl.load(bias + n * sbias, mask=mask, other=0).to(acc.dtype)
     if ACT != "none":
         acc = unary_op(acc, ACT)
-    tl.store(out + b * sob + m * som + n * son, cast_to(acc, out.dtype.element_ty), mask=mask)
+    o = out + b * sob + m * som + n * son
+    if ACCUMULATE:
+        acc += tl.load(o, mask=mask, other=0).to(acc.dtype)
+    tl.store(o, cast_to(acc, out.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -191,6 +199,7 @@ def _matmul_tma_kernel(
     GROUP_M: tl.constexpr,
     STAGES: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr,
+    ACCUMULATE: tl.constexpr,
 ):
     # Operands are read by the tensor-memory accelerator through descriptors built on the device:
     # each matrix is described by the layout it is stored in (A_T: A is stored K x M, i.e. A^T
@@ -255,6 +264,11 @@ def _matmul_tma_kernel(
             else:
                 acc = tl.dot(av, bv, acc, input_precision=PRECISION)
         acc = _epilogue(acc, bias, sbias, on + tl.arange(0, BN), N, HAS_BIAS, ACT)
+        if ACCUMULATE:  # out += the product: the old tile read through pointers (no shared memory taken)
+            rm = om + tl.arange(0, BM)
+            rn = on + tl.arange(0, BN)
+            old = out + batch.to(tl.int64) * sob + rm.to(tl.int64)[:, None] * so + rn[None, :]
+            acc += tl.load(old, mask=(rm[:, None] < M) & (rn[None, :] < N), other=0).to(tl.float32)
         res = cast_to(acc, out.dtype.element_ty)
         if BATCHED:
             o_desc.store([batch, om, on], res.reshape(1, BM, BN))
@@ -563,6 +577,7 @@ def matmul(
     bias: BufferLike | None = None,
     activation: str = "none",
     allow_tf32: bool = False,
+    accumulate: bool = False,
     stream: int = 0,
 ) -> None:
     """``out (B, M, N) = act(a (B, M, K) @ b (B, K, N) + bias (N,))``; any strides, batch stride 0 broadcasts.
@@ -570,9 +585,12 @@ def matmul(
     float16 / bfloat16 (and float32 with ``allow_tf32``) run on the tensor cores with float32
     accumulation; float32 without tf32 and float64 are exact (FMA). ``bias`` is added and
     ``activation`` (one of :data:`ACTIVATIONS`) applied to the float32 accumulator before the
-    one rounding to ``out``'s dtype, so a Linear layer is one launch.
+    one rounding to ``out``'s dtype, so a Linear layer is one launch. With ``accumulate`` the result is
+    added to what ``out`` holds (``out += ...``, torch's ``addmm_``), in float32 before that rounding:
+    a float32 ``out`` sums a chunked product's partial products (a weight gradient over row chunks)
+    without a temporary of its size.
     """
-    plan = matmul_plan(a, b, out, bias=bias, activation=activation, allow_tf32=allow_tf32)
+    plan = matmul_plan(a, b, out, bias=bias, activation=activation, allow_tf32=allow_tf32, accumulate=accumulate)
     if plan is None:  # K == 0 without an epilogue: the product is zeros
         fill(out, 0, stream=stream)
         return
@@ -588,6 +606,7 @@ def matmul_plan(
     activation: str = "none",
     allow_tf32: bool = False,
     config: MatmulConfig | None = None,
+    accumulate: bool = False,
 ) -> MatmulPlan | None:
     """The launch of ``matmul(a, b, out, ...)`` for these buffers' layouts, resolved once and cached:
     ``plan(a.ptr, b.ptr, out.ptr, bias.ptr (out.ptr without a bias), stream)`` runs it on any buffers of
@@ -616,10 +635,11 @@ def matmul_plan(
         activation,
         allow_tf32,
         config,
+        accumulate,
     )
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _plan(a, b, out, bias, activation, allow_tf32, config)
+        plan = _plan(a, b, out, bias, activation, allow_tf32, config, accumulate)
         if plan is None:
             return None
         _PLANS.put(key, plan)
@@ -634,6 +654,7 @@ def _plan(
     activation: str,
     allow_tf32: bool,
     config: MatmulConfig | None = None,
+    accumulate: bool = False,
 ) -> MatmulPlan | None:
     """Check the operands and choose the kernel, its configuration and its grid (see matmul_plan)."""
     if len(a.shape) != 3 or len(b.shape) != 3 or len(out.shape) != 3:
@@ -651,13 +672,13 @@ def _plan(
     if a.dtype != b.dtype or not dtype_info(a.dtype).is_float:
         raise TypeError(f"matmul needs matching float inputs, got {a.dtype} and {b.dtype}")
     if K == 0 and bias is None and activation == "none":
-        return None
+        return _nothing if accumulate else None  # out += 0, or out = 0
     tf32 = allow_tf32 and a.dtype == "float32"
     # A 16-bit product may be written straight to float32 (a weight gradient for a float32 master weight):
     # the accumulator is float32 either way, and the output's rounding is the epilogue's cast.
     tensor_cores = K > 0 and (a.dtype in ("float16", "bfloat16") or tf32) and out.dtype in (a.dtype, "float32")
     if isinstance(config, TmaConfig):
-        plan = _matmul_tma(a, b, out, bias, activation, tf32, config) if tensor_cores else None
+        plan = _matmul_tma(a, b, out, bias, activation, tf32, config, accumulate) if tensor_cores else None
         if plan is None:
             raise ValueError(
                 f"matmul: {config} needs the TMA kernel, which cannot read {a.dtype} {tuple(a.shape)} strides "
@@ -665,10 +686,10 @@ def _plan(
             )
         return plan
     if tensor_cores and config is None:
-        plan = _matmul_tma(a, b, out, bias, activation, tf32)
+        plan = _matmul_tma(a, b, out, bias, activation, tf32, None, accumulate)
         if plan is not None:
             return plan
-    return _matmul_pointers(a, b, out, bias, activation, tf32, config)
+    return _matmul_pointers(a, b, out, bias, activation, tf32, config, accumulate)
 
 
 def _bind(fn: LaunchFn, grid: tuple[int, int, int], tail: tuple) -> MatmulPlan:
@@ -688,6 +709,7 @@ def _matmul_tma(
     act: str,
     tf32: bool,
     config: TmaConfig | None = None,
+    accumulate: bool = False,
 ) -> MatmulPlan | None:
     """The persistent TMA kernel's plan (``config``, else chosen by shape), when the operands' layouts
     allow it; None when they do not."""
@@ -711,17 +733,23 @@ def _matmul_tma(
         # (B, M, K) rows contiguous across batches times one shared (K, N): one (B*M, K) product.
         M, B, batched, a_batches = M * B, 1, False, 1
     out_item = dtype_info(out.dtype).itemsize
+    if accumulate and out_item != 4:  # (accumulating into 16 bits: the pointer kernel; see the stages below)
+        return None
     cfg = _tma_config(item, M, N, K, batched, la[0], out_item) if config is None else config
     has_bias = bias is not None
     precision = "tf32" if tf32 else "ieee"
-    if cfg.stream_k and not batched:
+    if cfg.stream_k and not batched and not accumulate:  # (stream-K's fix-up pass does not accumulate)
         plan = _stream_k_plan(a, b, out, bias, act, precision, cfg, M, la, lb, lo)
         if plan is not None:
             return plan
     bm, bn, bk, warps, stages = cfg[:5]
+    if accumulate and config is None:
+        # The old tile's load is converted to the accumulator's layout through shared memory: one pipeline
+        # stage fewer leaves room for it (a 128 x 128 float32 tile with four stages needs 256 KiB).
+        stages = max(2, stages - 1)
     bias_dtype = bias.dtype if bias is not None else None
-    key = (a.dtype, out.dtype, precision, la[0], lb[0], batched, has_bias, bias_dtype, act, *cfg[:5],
-           cfg.warp_specialize)  # fmt: skip
+    key = (a.dtype, out.dtype, precision, la[0], lb[0], batched, has_bias, bias_dtype, act, bm, bn, bk, warps, stages,
+           cfg.warp_specialize, accumulate)  # fmt: skip
     fn = _MATMUL_TMA.cache.get(key)
     if fn is None:
         types = {
@@ -745,6 +773,7 @@ def _matmul_tma(
             GROUP_M=8,
             STAGES=stages,
             WARP_SPECIALIZE=cfg.warp_specialize,
+            ACCUMULATE=accumulate,
         )
         fn = _MATMUL_TMA.build(key, types, consts, ("a", "b", "out"), num_warps=warps, num_stages=stages)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
@@ -914,6 +943,7 @@ def _matmul_pointers(
     act: str,
     tf32: bool,
     config: PointerConfig | None = None,
+    accumulate: bool = False,
 ) -> MatmulPlan:
     """The tiled pointer kernel's plan (``config``, else chosen by shape): any strides, every float dtype,
     exact float32 / float64."""
@@ -943,7 +973,7 @@ def _matmul_pointers(
     )
     bias_dtype = bias.dtype if bias is not None else None
     key = (a.dtype, out.dtype, precision, big, a_k, b_n, o_n, bm, bn, bk, warps, stages, aligned, has_bias, act,
-           bias_dtype, split)  # fmt: skip
+           bias_dtype, split, accumulate)  # fmt: skip
     fn = _MATMUL.cache.get(key)
     if fn is None:
         it = "i64" if big else "i32"
@@ -970,6 +1000,7 @@ def _matmul_pointers(
             BLOCK_K=bk,
             GROUP_M=8,
             SPLIT=split,
+            ACCUMULATE=accumulate,
         )
         fn = _MATMUL.build(key, types, consts, aligned, num_warps=warps, num_stages=stages)
         fn._consts = tuple(consts.values())  # type: ignore[attr-defined]
@@ -978,7 +1009,7 @@ def _matmul_pointers(
     if split == 1:
         return _bind(fn, (cdiv(M, bm) * cdiv(N, bn), B, 1), (*args, 0, K, *fn._consts))  # type: ignore[attr-defined]
     grid = (cdiv(M, bm) * cdiv(N, bn), B, split)
-    return _split_plan(fn, grid, a, b, out, bias, act, acc, k_per, args, big)
+    return _split_plan(fn, grid, a, b, out, bias, act, acc, k_per, args, big, accumulate)
 
 
 # Split-K: a product whose output tiles cannot fill the chip (a batch of 64 rows times a square
@@ -1038,6 +1069,7 @@ def _split_plan(
     k_per: int,
     args: tuple,
     big: bool,
+    accumulate: bool = False,
 ) -> MatmulPlan:
     """Both passes of a split-K product; the partials live in the stream's scratch (a graph's own
     block under capture), which stream order keeps valid from the first pass to the second."""
@@ -1047,7 +1079,7 @@ def _split_plan(
     total = B * M * N
     ws_bytes = split * total * dtype_info(acc).itemsize
     has_bias = bias is not None
-    key = (acc, out.dtype, has_bias, bias.dtype if bias is not None else None, act, split, big)
+    key = (acc, out.dtype, has_bias, bias.dtype if bias is not None else None, act, split, big, accumulate)
     red = _SPLIT_SUM.cache.get(key)
     if red is None:
         it = "i64" if big else "i32"
@@ -1057,7 +1089,7 @@ def _split_plan(
             "bias": ptr_type(bias.dtype if bias is not None else out.dtype),
             **{n: it for n in ("M", "N", "total", "sob", "som", "son", "sbias")},
         }
-        consts = dict(SPLIT=split, HAS_BIAS=has_bias, ACT=act, INT64=big, BLOCK=1024)
+        consts = dict(SPLIT=split, HAS_BIAS=has_bias, ACT=act, INT64=big, BLOCK=1024, ACCUMULATE=accumulate)
         red = _SPLIT_SUM.build(key, types, consts, num_warps=4, num_stages=1)
         red._consts = tuple(consts.values())  # type: ignore[attr-defined]
     red_grid = (cdiv(total, 1024), 1, 1)

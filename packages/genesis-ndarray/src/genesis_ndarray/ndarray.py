@@ -737,6 +737,65 @@ class NDArray:
         )
         return self._wrap(loss), self._wrap(lse), self._wrap(row_weight)
 
+    def linear_cross_entropy(
+        self,
+        weight: NDArray,
+        bias: NDArray | None,
+        target: NDArray,
+        class_weight: NDArray | None,
+        ignore_index: int,
+        label_smoothing: float,
+        chunk: int,
+        grad: NDArray | None = None,
+        total: NDArray | None = None,
+        need: tuple[bool, bool, bool] = (True, True, True),
+    ) -> tuple[NDArray, NDArray, NDArray | None, NDArray | None, NDArray | None]:
+        """Cross-entropy of ``self @ weight^T + bias`` (this array (N, D) the inputs, ``weight`` (C, D)) against
+        class indices ``target`` (N,), ``chunk`` rows at a time: the (N, C) logits never exist whole.
+
+        Returns (per-row loss, per-row target weight, d input, d weight, d bias). The losses and weights are
+        :meth:`cross_entropy`'s (float32, float64 for float64). With ``grad`` (one value, or one per row; ``total``
+        divides it, as :meth:`cross_entropy_backward`'s) the gradients of ``sum(grad * loss)`` with respect to the
+        input, weight and bias come with them, each where ``need`` asks (None otherwise), in float32 (float64 for
+        float64): each chunk's gradient is found while its logits are at hand, so nothing is recomputed. The
+        logits and their gradient are rounded to this array's dtype, as a 16-bit linear layer writes them.
+        """
+        self._same_device(weight)
+        if self.ndim != 2 or weight.ndim != 2 or self.shape[1] != weight.shape[1]:
+            raise RuntimeError(
+                f"linear_cross_entropy: expected input (N, in_features) and weight (C, in_features), got "
+                f"{list(self.shape)} and {list(weight.shape)}"
+            )
+        if weight.dtype is not self.dtype or not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"linear_cross_entropy: expected floating input and weight of one dtype, got {self.dtype.name} "
+                f"and {weight.dtype.name}"
+            )
+        classes = weight.shape[0]
+        if bias is not None and (bias.shape != (classes,) or not bias.dtype.is_floating_point):
+            raise RuntimeError(f"linear_cross_entropy: expected a floating bias of shape [{classes}], got {bias!r}")
+        if target.shape != (self.shape[0],) or target.dtype.is_floating_point or target.dtype.name == "bool":
+            raise RuntimeError(
+                f"linear_cross_entropy: expected an integer target of shape [{self.shape[0]}], got "
+                f"{list(target.shape)} {target.dtype.name}"
+            )
+        if class_weight is not None and class_weight.shape != (classes,):
+            raise RuntimeError(
+                f"weight tensor should be defined either for all {classes} classes or no classes but got weight "
+                f"tensor of shape: {list(class_weight.shape)}"
+            )
+        if int(chunk) < 1:
+            raise ValueError(f"linear_cross_entropy: chunk must be a positive number of rows, got {chunk}")
+        natives = self._natives(weight, bias, target, class_weight, grad, total)
+        loss, row_weight, *grads = self._ops["linear_cross_entropy"](
+            self._data, *natives[:4], int(ignore_index), float(label_smoothing), int(chunk), *natives[4:], tuple(need)
+        )
+        return (
+            self._wrap(loss),
+            self._wrap(row_weight),
+            *[None if g is None else self._wrap(g) for g in grads],
+        )  # type: ignore[return-value]
+
     def cross_entropy_backward(
         self,
         target: NDArray,

@@ -9,6 +9,7 @@ elementwise.py  unary math (one table of derivative rules), arithmetic, comparis
 reduce.py       sum, mean, prod, amax/amin, max/min, var/std, logsumexp, vector norms, any/all
 softmax.py      softmax, log_softmax
 cross_entropy.py  fused cross-entropy over logits with class-index targets
+linear_cross_entropy.py  cross-entropy of a linear layer's output, chunked: the logits never exist whole
 normalization.py  layer_norm, rms_norm (fused forward and backward)
 rnn.py          fused LSTM / GRU cells; one node per recurrent layer and direction over a whole sequence
 rope.py         rotary position embeddings of q and k, one node, fused both ways (apply_rotary_emb)
@@ -77,6 +78,7 @@ from .elementwise import (
 from .fused_pointwise import FusedPointwise
 from .getitem import BasicGetItem, GetItem, SetItem
 from .index import Gather, IndexAdd, IndexSelect, MaskedFill, MaskedSelect, Scatter, ScatterAdd, TakeAlongDim
+from .linear_cross_entropy import LinearCrossEntropy
 from .matmul import Linear, MatMul
 from .memory import Cast, Clone, Contiguous, Copy, Fill, ToDevice
 from .normalization import LayerNorm, RMSNorm
@@ -173,6 +175,7 @@ __all__ = [
     "LogSoftmax",
     "Softmax",
     "Linear",
+    "LinearCrossEntropy",
     "CrossEntropy",
     "LayerNorm",
     "RMSNorm",

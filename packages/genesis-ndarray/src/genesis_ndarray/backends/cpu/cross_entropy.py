@@ -88,3 +88,57 @@ def cross_entropy_backward(
     if out is None:
         return dx
     return out.copy_(dx)
+
+
+# linear_cross_entropy: the cuda backend's contract and roundings. Each chunk's logits are computed in float32
+# (float64 for float64) and rounded to the input's dtype; the logits' gradient is rounded to it as cuda writes
+# it over the logits; the products accumulate in float32.
+@reg("linear_cross_entropy")
+def linear_cross_entropy(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    target: torch.Tensor,
+    weight: torch.Tensor | None,
+    ignore_index: int,
+    label_smoothing: float,
+    chunk: int,
+    grad: torch.Tensor | None,
+    total: torch.Tensor | None,
+    need: tuple[bool, bool, bool],
+) -> tuple[torch.Tensor, ...]:
+    rows, features = x.shape
+    classes = w.shape[0]
+    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+    wa = w.to(acc)
+    ba = None if b is None else b.to(acc)
+    loss, row_weight = torch.empty(rows, dtype=acc), torch.empty(rows, dtype=acc)
+    backward = grad is not None
+    gx = torch.empty(rows, features, dtype=acc) if backward and need[0] else None
+    gw = torch.zeros(classes, features, dtype=acc) if backward and need[1] else None
+    gb = torch.zeros(classes, dtype=acc) if backward and need[2] and b is not None else None
+    if rows:
+        # torch's IndexError for a bad target, before any chunk is computed (cuda checks them all first too)
+        bad = (target != ignore_index) & ((target < 0) | (target >= classes))
+        if bool(bad.any()):
+            raise IndexError(f"Target {int(target[bad][0])} is out of bounds.")
+    per_row = None if grad is None else grad.reshape(-1)
+    for start in range(0, rows, max(chunk, 1)):
+        stop = min(start + chunk, rows)
+        x_c = x[start:stop].to(acc)
+        z = torch.nn.functional.linear(x_c, wa, ba).to(x.dtype)
+        loss_c, lse_c, weight_c = cross_entropy(z, target[start:stop], weight, ignore_index, label_smoothing)
+        loss[start:stop], row_weight[start:stop] = loss_c, weight_c
+        if per_row is None:
+            continue
+        g_c = per_row if per_row.numel() == 1 else per_row[start:stop]
+        dz = cross_entropy_backward(
+            z, target[start:stop], weight, lse_c, g_c, total, ignore_index, label_smoothing, None
+        ).to(acc)
+        if gx is not None:
+            gx[start:stop] = dz @ wa
+        if gw is not None:
+            gw += dz.T @ x_c
+        if gb is not None:
+            gb += dz.sum(0)
+    return loss, row_weight, gx, gw, gb
