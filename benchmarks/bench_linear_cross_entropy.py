@@ -67,6 +67,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--chunks", type=int, nargs="+", default=[1024, 4096])
     parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    parser.add_argument("--profile", action="store_true", help="also list each variant's kernels (torch.profiler)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench_linear_cross_entropy.py needs a CUDA device")
@@ -116,6 +117,25 @@ def main() -> None:
             f"{100 * peaks[name] / logits_mib:9.1f}%"
         )
     check(tx[0], tw[0], tt[0], gx[0], gw[0], gt[0], args.chunks[0])
+    if args.profile:
+        for name, fn in fns.items():
+            profile_kernels(name, fn)
+
+
+def profile_kernels(name: str, fn: Callable[[int], None], steps: int = 3) -> None:
+    """GPU time per step of ``fn`` and its largest kernels, from torch.profiler (Triton's kernels included)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(steps):
+            fn(i % SETS)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.key_averages() if e.self_device_time_total > 0]
+    busy = sum(e.self_device_time_total for e in kernels) / steps / 1e3
+    print(f"{name}: GPU busy {busy:.3f} ms per step")
+    for e in sorted(kernels, key=lambda e: -e.self_device_time_total)[:8]:
+        print(f"   {e.self_device_time_total / steps / 1e3:7.3f} ms  x{e.count // steps:<4d} {e.key[:90]}")
 
 
 def check(tx, tw, tt, gx, gw, gt, chunk: int) -> None:

@@ -141,3 +141,14 @@ def test_bad_arguments_raise_torchs_errors(device):
         ga.linear_cross_entropy(x, w, genesis.randn(4, device=device))
     with pytest.raises(ValueError, match="not a valid value for reduction"):
         ga.linear_cross_entropy(x, w, genesis.tensor([0, 1, 2, 3], device=device), reduction="avg")
+
+
+def test_no_rows_give_zero_gradients(device):
+    x = genesis.randn(0, 3, device=device, requires_grad=True)
+    w = genesis.randn(5, 3, device=device, requires_grad=True)
+    b = genesis.randn(5, device=device, requires_grad=True)
+    loss = ga.linear_cross_entropy(x, w, genesis.zeros(0, dtype=genesis.int64, device=device), b, reduction="sum")
+    loss.backward()
+    assert float(loss) == 0.0
+    assert x.grad.shape == (0, 3)
+    assert not w.grad.abs().sum().item() and not b.grad.abs().sum().item()

@@ -7,7 +7,7 @@ Per chunk, in stream order, reusing one (chunk, classes) buffer:
   2. the fused cross-entropy kernel: per-row loss, logsumexp and target weight;
   3. with an incoming gradient: the logits' gradient written over the logits (the same kernel family's
      backward, in place), then its products: ``d x_c = dz @ w`` into the input gradient's rows, ``d w +=
-     dz^T @ x_c`` accumulated in the matmul's epilogue, and ``d b +=`` its column sums.
+     dz^T @ x_c`` summed over the chunks in the matmul's epilogue, and ``d b +=`` its column sums.
 
 The gradients are float32 for 16-bit inputs (float64 for float64): one rounding of each, when the caller
 casts them. The targets are bounds-checked once for all chunks (one synchronisation at most; none when
@@ -55,10 +55,11 @@ def linear_cross_entropy(
     gx = gs.empty((rows, features), acc, device) if backward and need[0] else None
     gw = gs.empty((classes, features), acc, device) if backward and need[1] else None
     gb = gs.empty((classes,), acc, device) if backward and need[2] and b is not None else None
-    for g in (gw, gb):
-        if g is not None:
-            gk.fill(g, 0, stream=stream)
-    if rows == 0:
+    if gb is not None:
+        gk.fill(gb, 0, stream=stream)
+    if rows == 0:  # no rows: no products to write the weight's gradient
+        if gw is not None:
+            gk.fill(gw, 0, stream=stream)
         return loss, row_weight, gx, gw, gb
     gk.check_targets(target, classes, ignore_index=ignore_index, target_range=value_range(target), stream=stream)
     wsum = _weight_sum(weight, label_smoothing, acc)
@@ -102,7 +103,8 @@ def linear_cross_entropy(
         if gw is not None:
             dz_t = buffer.as_strided((1, classes, n), (0, 1, ld), buffer.offset)
             gw_3 = gw.as_strided((1, classes, features), (0, features, 1), gw.offset)
-            gk.matmul(dz_t, x_c, gw_3, accumulate=True, allow_tf32=tf32, stream=stream)
+            # (the first chunk's product is written, the others added to it)
+            gk.matmul(dz_t, x_c, gw_3, accumulate=start > 0, allow_tf32=tf32, stream=stream)
         if gb is not None:
             gk.binary("add", gb, reduce("sum", z, 0, False, dtype_by_name[acc]), gb, compute_dtype=acc, stream=stream)
     return loss, row_weight, gx, gw, gb
