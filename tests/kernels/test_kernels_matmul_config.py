@@ -62,7 +62,7 @@ def test_tma_config_is_used(device: str) -> None:
     original = mm._matmul_tma
 
     def spy(*args):  # type: ignore[no-untyped-def]
-        calls.append(args[-1])
+        calls.append(args[6])  # (a, b, out, bias, activation, tf32, config, accumulate)
         return original(*args)
 
     mm._matmul_tma = spy
