@@ -261,7 +261,8 @@ READ_ONLY = frozenset(
         "embedding_backward", "gated_backward", "gated_forward", "gather", "index_select", "layer_norm",
         "fused_pointwise", "multinomial_rows",  # generated kernels' outputs; the validated float64 copy of p
         "add_norm", "add_norm_backward",  # the new residual stream, the normed rows and their gradients
-        "layer_norm_backward", "lerp", "linear", "linear_backward", "linear_cross_entropy", "masked_select", "matmul", "max_dim", "min_dim",
+        "linear_cross_entropy",  # the loss, row weights and gradients it allocates
+        "layer_norm_backward", "lerp", "linear", "linear_backward", "masked_select", "matmul", "max_dim", "min_dim",
         "multi_tensor_norm", "nonzero", "reduce", "rms_norm", "rms_norm_backward", "softmax", "softmax_backward",
         # the rnn family: its cells and sequence loops write only the arrays they allocate
         "gru_cell", "gru_cell_backward", "lstm_cell", "lstm_cell_backward", "rnn_sequence", "rnn_sequence_backward",

@@ -303,10 +303,13 @@ def _global_shapes(rank: int, world: int) -> None:
     (torch's fully_shard over the same gloo world), while to_local(), the gradients and the optimizer
     state are this rank's rows; state-dict values report the global shape too."""
     import torch
+    from torch.distributed.device_mesh import init_device_mesh as torch_mesh
     from torch.distributed.fsdp import fully_shard as torch_fully_shard
 
     ref, model = make_net(), shard(make_net())
-    theirs = torch_fully_shard(torch.nn.Linear(5, 7))
+    # A cpu mesh, as the gloo world is: torch's default mesh is on cuda wherever a GPU is present, and refuses a
+    # world that the GPUs do not divide (3 ranks on a 2-GPU machine).
+    theirs = torch_fully_shard(torch.nn.Linear(5, 7), mesh=torch_mesh("cpu", (world,)))
     for p in (model.inp.weight, model.inp.bias):
         q = theirs.weight if p.ndim == 2 else theirs.bias
         assert tuple(p.shape) == tuple(q.shape) and p.numel() == q.numel() and p.dim() == q.dim() == p.ndim
