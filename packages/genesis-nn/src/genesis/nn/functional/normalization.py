@@ -13,7 +13,8 @@ from .padding import pad as _pad
 __all__ = ["batch_norm", "group_norm", "layer_norm", "local_response_norm", "normalize", "rms_norm"]
 
 
-@autocast_policy("float32")
+# layer_norm and rms_norm take no autocast decorator: their Functions (LayerNorm, RMSNorm) cast by the same
+# "float32" policy when applied, and each is the whole of its function, so a wrapper would cast nothing more.
 def layer_norm(
     input: Tensor,
     normalized_shape: Sequence[int] | int,
@@ -26,7 +27,6 @@ def layer_norm(
     return _ag.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
-@autocast_policy("float32")
 def rms_norm(
     input: Tensor, normalized_shape: Sequence[int] | int, weight: Tensor | None = None, eps: float | None = None
 ) -> Tensor:
