@@ -161,15 +161,16 @@ def test_chunked_row_copies_of_the_flat_layout_match_numpy(device):
     slot = SimpleNamespace(spec=spec, offset=offset)
     values = np.random.default_rng(0).normal(size=(rows, row))
     flat = genesis.zeros(world * stride, dtype=genesis.float64, device=device)
-    _copy_rows(_rows_view(flat, slot, world, stride), genesis.tensor(values, device=device), 3, rows, True)
+    source = genesis.tensor(values, device=device).data  # (the copies work on NDArrays: the host-cost path)
+    _copy_rows(_rows_view(flat.data, slot, world, stride), source, 3, rows, True)
     expected = np.zeros(world * stride)
     padded = np.concatenate([values, np.zeros((2, row))]).reshape(world, 3 * row)
     for r in range(world):
         expected[r * stride + offset : r * stride + offset + 3 * row] = padded[r]
     np.testing.assert_array_equal(flat.cpu().numpy(), expected)
-    _copy_rows(_rows_view(flat, slot, world, stride), genesis.tensor(values, device=device), 3, rows, True, add=True)
+    _copy_rows(_rows_view(flat.data, slot, world, stride), source, 3, rows, True, add=True)
     back = genesis.zeros(rows, row, dtype=genesis.float64, device=device)
-    _copy_rows(back, _rows_view(flat, slot, world, stride), 3, rows, False)
+    _copy_rows(back.data, _rows_view(flat.data, slot, world, stride), 3, rows, False)
     np.testing.assert_array_equal(back.cpu().numpy(), 2 * values)
 
 

@@ -49,13 +49,21 @@ def add_norm_backward(
     grad_bias: bool,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """(gradient of s in s's dtype, dweight or None, dbias or None)."""
-    x = s.to(grad_y.dtype)  # the norm's input: s itself, or its float32 copy under autocast
+    # The norm's part in float32 (float64 for float64), added to grad_s there, and rounded once to s's dtype, as
+    # the cuda kernel does: a 16-bit norm gradient rounded first, then the sum rounded again, can be off by more
+    # than the result's ulp where the two parts cancel.
+    acc = _acc(s)
+    x, g = s.to(acc), grad_y.to(acc)
+    w = None if weight is None else weight.to(acc)
     db = None
     if rms:
-        dx, dw = rms_norm_backward(grad_y, x, weight, rstd, grad_weight)
+        dx, dw = rms_norm_backward(g, x, w, rstd, grad_weight)
     else:
         assert mean is not None
-        dx, dw, db = layer_norm_backward(grad_y, x, weight, bias, mean, rstd, grad_weight, grad_bias)
+        b = None if bias is None else bias.to(acc)
+        dx, dw, db = layer_norm_backward(g, x, w, b, mean, rstd, grad_weight, grad_bias)
     if grad_s is not None:
-        dx = dx.to(_acc(s)) + grad_s
+        dx = dx + grad_s.to(acc)
+    dw = None if dw is None else dw.to(weight.dtype)  # (weight is given where dw is)
+    db = None if db is None else db.to(bias.dtype)
     return dx.to(s.dtype), dw, db

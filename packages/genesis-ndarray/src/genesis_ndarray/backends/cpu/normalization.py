@@ -19,8 +19,14 @@ def _acc(x: torch.Tensor) -> torch.dtype:
 def layer_norm(
     input: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    out, mean, rstd = torch.native_layer_norm(input, input.shape[-1:], weight, bias, eps)
-    return out, mean.reshape(input.shape[:-1]), rstd.reshape(input.shape[:-1])
+    # 16-bit rows in float32 (torch's cpu kernel would keep its statistics in the input's dtype): the statistics
+    # are float32 as on cuda, and the output is rounded once
+    acc = _acc(input)
+    x = input.to(acc)
+    w = None if weight is None else weight.to(acc)
+    b = None if bias is None else bias.to(acc)
+    out, mean, rstd = torch.native_layer_norm(x, input.shape[-1:], w, b, eps)
+    return out.to(input.dtype), mean.reshape(input.shape[:-1]), rstd.reshape(input.shape[:-1])
 
 
 @reg("rms_norm")
@@ -46,10 +52,15 @@ def layer_norm_backward(
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     stats = input.shape[:-1] + (1,)
     mask = [True, grad_weight and weight is not None, grad_bias and bias is not None]
+    acc = _acc(input)  # in float32 for 16-bit rows, as the forward: each gradient rounded once
+    w = None if weight is None else weight.to(acc)
+    b = None if bias is None else bias.to(acc)
     dx, dw, db = torch.ops.aten.native_layer_norm_backward(
-        grad_output, input, input.shape[-1:], mean.reshape(stats), rstd.reshape(stats), weight, bias, mask
+        grad_output.to(acc), input.to(acc), input.shape[-1:], mean.reshape(stats), rstd.reshape(stats), w, b, mask
     )
-    return dx, dw, db
+    dw = None if dw is None else dw.to(weight.dtype)
+    db = None if db is None else db.to(bias.dtype)
+    return dx.to(input.dtype), dw, db
 
 
 @reg("rms_norm_backward")

@@ -17,6 +17,10 @@ On cuda the collectives run on the NCCL backend's stream, ordered after the curr
 Work.wait() orders the current stream after them, and the Work keeps its buffers alive until then, so
 memory is handed back only once the stream that reads it is ordered after the collective (what
 record_stream gives torch). A group waits for its reduce-scatter before the root's end of backward.
+
+Host cost. The copies in and out run for every parameter in every forward and backward (a GPT-2 large has
+436), so they work on the tensors' NDArrays (``.data``): views and copies there record nothing and skip the
+Tensor layer's per-op cost, which the per-parameter loops of a Tensor-level version paid several times over.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import genesis_autograd as ag
-from genesis_autograd import Device, DType, Tensor
+from genesis_autograd import Device, DType, NDArray, Tensor
 
 from ...nn.module import Module
 from ...nn.parameter import Parameter
@@ -64,13 +68,14 @@ class _Pending:
     buffers: list[Tensor] = field(default_factory=list)
 
 
-def _rows_view(flat: Tensor, slot: ParamSlot, world: int, stride: int) -> Tensor:
-    """The ``(world, chunk, row)`` view of ``slot``'s place in each of ``world`` flat shards of ``stride``."""
+def _rows_view(flat: NDArray, slot: ParamSlot, world: int, stride: int) -> NDArray:
+    """The ``(world, chunk, row)`` view of ``slot``'s place in each of ``world`` flat shards of ``stride``
+    (``flat`` starts its storage)."""
     spec = slot.spec
     return flat.as_strided((world, spec.chunk, spec.row_numel), (stride, spec.row_numel, 1), slot.offset)
 
 
-def _copy_rows(dst: Tensor, src: Tensor, chunk: int, rows: int, into_chunks: bool, add: bool = False) -> None:
+def _copy_rows(dst: NDArray, src: NDArray, chunk: int, rows: int, into_chunks: bool, add: bool = False) -> None:
     """Copy between ``(rows, row)`` contiguous rows and their ``(world, chunk, row)`` chunked view, padding
     ignored: ``into_chunks`` writes ``dst`` (chunked) from ``src`` (rows), else the reverse. ``add`` adds."""
     full, rem = divmod(rows, chunk)
@@ -83,7 +88,7 @@ def _copy_rows(dst: Tensor, src: Tensor, chunk: int, rows: int, into_chunks: boo
     for c, p in pairs:
         target, source = (c, p) if into_chunks else (p, c)
         if add:
-            target.add_(source.to(target.dtype))
+            target.add_(source.astype(target.dtype))
         else:
             target.copy_(source)
 
@@ -199,19 +204,19 @@ class FSDPParamGroup:
         if pending is None:
             return
         pending.work.wait()
-        out = pending.buffers[0]
-        with ag.no_grad():
-            for slot in self.slots:
-                spec = slot.spec
-                if self.world == 1:  # the output is the flat shard: the parameters are views of it
-                    full = out[slot.offset : slot.offset + spec.global_shape[0] * spec.row_numel]
-                else:
-                    full = ag.empty(spec.global_shape[0], spec.row_numel, dtype=self.param_dtype, device=self.device)
-                    chunked = _rows_view(out, slot, self.world, self.numel)
-                    _copy_rows(full, chunked, spec.chunk, spec.global_shape[0], into_chunks=False)
-                slot.unsharded.data = full.view(spec.global_shape).data
+        gathered = pending.buffers[0]
+        out = gathered.data
+        for slot in self.slots:
+            spec = slot.spec
+            if self.world == 1:  # the output is the flat shard: the parameters are views of it
+                full = out[slot.offset : slot.offset + spec.global_shape[0] * spec.row_numel]
+            else:
+                full = ag.empty(spec.global_shape[0], spec.row_numel, dtype=self.param_dtype, device=self.device).data
+                chunked = _rows_view(out, slot, self.world, self.numel)
+                _copy_rows(full, chunked, spec.chunk, spec.global_shape[0], into_chunks=False)
+            slot.unsharded.data = full.view(*spec.global_shape)
         if self.post_forward_group is not None:
-            self._gathered = out
+            self._gathered = gathered
         self._register(unsharded=True)
         self.is_unsharded = True
 
@@ -280,15 +285,16 @@ class FSDPParamGroup:
         with ag.no_grad():
             make = ag.empty if len(slots) == len(self.slots) else ag.zeros  # a missing gradient counts zero
             inp = make(world * numel, dtype=self.reduce_dtype, device=self.device)
+            flat_inp = inp.data
             for s in slots:
-                chunked = _rows_view(inp, s, world, numel)
+                chunked = _rows_view(flat_inp, s, world, numel)
                 rows = s.spec.global_shape[0]
                 grad, s.unsharded.grad = s.unsharded.grad, None
                 first = grad if grad is not None else s.accumulated
                 assert first is not None
-                _copy_rows(chunked, first.reshape(rows, -1).to(self.reduce_dtype), s.spec.chunk, rows, True)
+                _copy_rows(chunked, first.data.reshape(rows, -1).astype(self.reduce_dtype), s.spec.chunk, rows, True)
                 if grad is not None and s.accumulated is not None:
-                    _copy_rows(chunked, s.accumulated.reshape(rows, -1), s.spec.chunk, rows, True, add=True)
+                    _copy_rows(chunked, s.accumulated.data.reshape(rows, -1), s.spec.chunk, rows, True, add=True)
                 s.accumulated = None
             out = ag.empty(numel, dtype=self.reduce_dtype, device=self.device)
             work = reduce_scatter_tensor(out, inp, ReduceOp.AVG, group=self.shard_group, async_op=True)
@@ -305,15 +311,15 @@ class FSDPParamGroup:
         out = pending.buffers[0]
         if self.replicate_group is not None:  # HSDP: the shards' averages across the replicas
             all_reduce(out, ReduceOp.AVG, group=self.replicate_group)
-        with ag.no_grad():
-            for s in self._reduced_slots:
-                n = s.spec.local_rows * s.spec.row_numel
-                grad = out[s.offset : s.offset + n].view(s.spec.local_shape)
-                grad = grad.to(device=self.shard_device, dtype=self.orig_dtype)
-                if s.sharded.grad is None:
-                    s.sharded.grad = grad
-                else:
-                    s.sharded.grad.add_(grad)
+        flat = out.data
+        for s in self._reduced_slots:
+            n = s.spec.local_rows * s.spec.row_numel
+            grad = flat[s.offset : s.offset + n].view(*s.spec.local_shape)
+            grad = grad.to(device=self.shard_device, dtype=self.orig_dtype)
+            if s.sharded.grad is None:
+                s.sharded.grad = Tensor(grad)
+            else:
+                s.sharded.grad.data.add_(grad)
         self._reduced_slots = []
 
     def __repr__(self) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import genesis_autograd as ag
@@ -31,38 +32,39 @@ from ..process_group import ProcessGroup
 @dataclass(frozen=True)
 class ShardSpec:
     """Which rows of a tensor of ``global_shape`` this rank holds: ``chunk`` rows per rank, this rank's
-    from ``row_start`` (``local_rows`` of them), split over ``group`` (the mesh's shard dimension)."""
+    from ``row_start`` (``local_rows`` of them), split over ``group`` (the mesh's shard dimension). The derived
+    sizes are computed once (a group's size and rank do not change): FSDP reads them per parameter per step."""
 
     global_shape: tuple[int, ...]
     group: ProcessGroup
     mesh: DeviceMesh | None = None
 
-    @property
+    @cached_property
     def world(self) -> int:
         """The number of ranks the rows are split over."""
         return self.group.size()
 
-    @property
+    @cached_property
     def chunk(self) -> int:
         """Rows per rank (the last ranks may hold fewer: padding)."""
         return -(-self.global_shape[0] // self.world)
 
-    @property
+    @cached_property
     def row_start(self) -> int:
         """The first global row this rank holds."""
         return min(self.group.rank() * self.chunk, self.global_shape[0])
 
-    @property
+    @cached_property
     def local_rows(self) -> int:
         """How many rows this rank holds (0 past the end)."""
         return max(0, min(self.chunk, self.global_shape[0] - self.group.rank() * self.chunk))
 
-    @property
+    @cached_property
     def row_numel(self) -> int:
         """Elements per row."""
         return math.prod(self.global_shape[1:])
 
-    @property
+    @cached_property
     def local_shape(self) -> tuple[int, ...]:
         """The shape of this rank's rows."""
         return (self.local_rows, *self.global_shape[1:])
