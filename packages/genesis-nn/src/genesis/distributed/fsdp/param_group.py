@@ -82,7 +82,10 @@ def _copy_rows(dst: NDArray, src: NDArray, chunk: int, rows: int, into_chunks: b
     chunked, plain = (dst, src) if into_chunks else (src, dst)
     pairs = []
     if full:
-        pairs.append((chunked[:full], plain[: full * chunk].view(full, chunk, -1)))
+        whole = full == chunked.shape[0]  # (rows divide evenly: the views themselves, no slices)
+        pairs.append(
+            (chunked if whole else chunked[:full], (plain if not rem else plain[: full * chunk]).view(full, chunk, -1))
+        )
     if rem:
         pairs.append((chunked[full, :rem], plain[full * chunk :]))
     for c, p in pairs:
