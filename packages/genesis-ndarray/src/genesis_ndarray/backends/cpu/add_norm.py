@@ -64,6 +64,6 @@ def add_norm_backward(
         dx, dw, db = layer_norm_backward(g, x, w, b, mean, rstd, grad_weight, grad_bias)
     if grad_s is not None:
         dx = dx + grad_s.to(acc)
-    dw = None if dw is None else dw.to(weight.dtype)  # (weight is given where dw is)
-    db = None if db is None else db.to(bias.dtype)
+    dw = dw.to(weight.dtype) if dw is not None and weight is not None else None
+    db = db.to(bias.dtype) if db is not None and bias is not None else None
     return dx.to(s.dtype), dw, db

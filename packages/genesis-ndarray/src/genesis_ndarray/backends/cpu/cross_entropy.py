@@ -106,7 +106,7 @@ def linear_cross_entropy(
     grad: torch.Tensor | None,
     total: torch.Tensor | None,
     need: tuple[bool, bool, bool],
-) -> tuple[torch.Tensor, ...]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     rows, features = x.shape
     classes = w.shape[0]
     acc = torch.float64 if x.dtype == torch.float64 else torch.float32

@@ -58,8 +58,8 @@ def layer_norm_backward(
     dx, dw, db = torch.ops.aten.native_layer_norm_backward(
         grad_output.to(acc), input.to(acc), input.shape[-1:], mean.reshape(stats), rstd.reshape(stats), w, b, mask
     )
-    dw = None if dw is None else dw.to(weight.dtype)
-    db = None if db is None else db.to(bias.dtype)
+    dw = dw.to(weight.dtype) if dw is not None and weight is not None else None
+    db = db.to(bias.dtype) if db is not None and bias is not None else None
     return dx.to(input.dtype), dw, db
 
 
