@@ -1,7 +1,8 @@
 """fully_shard (genesis.distributed.fsdp) on cpu over gloo: losses, updated parameters, gradient
 accumulation, clip_grad_norm_, mixed precision and state dicts against single-process training of the
 same global batch (world sizes 1 and 3, spawned processes; the workers are in dist_helpers_fsdp.py), FSDP's
-own Python-level calls per parameter per step against a budget, and torch's errors in process. The NCCL tests are test_nn_fsdp_nccl.py (GPU machine)."""
+own Python-level calls per parameter per step against a budget, and torch's errors in process. The NCCL tests
+are test_nn_fsdp_nccl.py (GPU machine)."""
 
 from __future__ import annotations
 
