@@ -268,6 +268,9 @@ def failing(rank: int, world: int, init_method: str, queue, mode: str) -> None:
     (``"stalls"``); rank 0 must get an error naming the collective and its rank, not hang."""
     timeout = timedelta(seconds=TIMEOUT)
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world, timeout=timeout)
+    # Both ranks connected before rank 1 leaves: gloo's init may still be connecting rank 0's pairs when rank 1's
+    # returns, and a rank 1 that exited then failed rank 0's init, not the collective (seen once in CI).
+    dist.barrier()
     if rank == 1:
         if mode == "stalls":
             time.sleep(3 * TIMEOUT)
