@@ -29,33 +29,12 @@ import torch
 import genesis
 import genesis.nn as gnn
 import genesis.nn.functional as gF
+from bench_cross_entropy import genesis_peak, torch_peak
 from timing import interleaved_us
 
 ROWS, FEATURES, VOCAB = 8192, 768, 50304
 SETS = 2
 MIB = 2**20
-
-
-def _extra(peak_rise: int, grads: int) -> float:
-    return (peak_rise - grads) / MIB
-
-
-def torch_peak(fn: Callable[[int], None]) -> int:
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    fn(0)
-    torch.cuda.synchronize()
-    return torch.cuda.max_memory_allocated() - base
-
-
-def genesis_peak(fn: Callable[[int], None]) -> int:
-    genesis.cuda.synchronize()
-    genesis.cuda.reset_peak_memory_stats()
-    base = genesis.cuda.memory_allocated()
-    fn(0)
-    genesis.cuda.synchronize()
-    return genesis.cuda.max_memory_allocated() - base
 
 
 def torch_head(x: torch.Tensor, w: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
@@ -105,10 +84,10 @@ def main() -> None:
         compiled = torch.compile(torch_head)
         fns["torch.compile"] = lambda i: torch_step(i, compiled)
     times = interleaved_us(fns, 6 if args.quick else 20, SETS)
-    grads = (ROWS + VOCAB) * FEATURES * 2
+    grads_mib = (ROWS + VOCAB) * FEATURES * 2 / MIB  # the two bf16 gradients the step leaves behind
     peaks = {}
     for name, fn in fns.items():
-        peaks[name] = _extra((genesis_peak if name.startswith("genesis") else torch_peak)(fn), grads)
+        peaks[name] = (genesis_peak if name.startswith("genesis") else torch_peak)(fn) - grads_mib
     ref = "torch.compile" if "torch.compile" in fns else "torch eager"
     print(f"{'variant':24s} {'ms':>8s} {ref + ' / it':>22s} {'extra MiB':>10s} {'of logits':>10s}")
     for name, us in times.items():

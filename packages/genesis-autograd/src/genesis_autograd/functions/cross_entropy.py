@@ -30,12 +30,7 @@ class CrossEntropy(Primitive):
     def forward(ctx, logits, target, weight, ignore_index, label_smoothing, reduction, dtype):
         w = None if weight is None else weight.data
         loss, lse, row_weight = logits.data.cross_entropy(target.data, w, ignore_index, label_smoothing)
-        total = None
-        if reduction == "sum":
-            loss = loss.sum()
-        elif reduction == "mean":
-            total = row_weight.sum()
-            loss = loss.sum() / total  # all rows ignored: 0 / 0 = nan, as torch
+        loss, total = reduce_losses(loss, row_weight, reduction)
         if ctx.records:
             ctx.save_for_backward(logits, target, weight)
             ctx.args = (ignore_index, label_smoothing, reduction)
@@ -58,6 +53,16 @@ class CrossEntropy(Primitive):
             label_smoothing,
         )
         return wrap(g, dx), None, None, None, None, None, None
+
+
+def reduce_losses(loss, row_weight, reduction: str) -> tuple:
+    """(the reduced loss, the summed row weights that divide a mean, else None) of per-row losses (NDArrays)."""
+    if reduction == "sum":
+        return loss.sum(), None
+    if reduction == "mean":
+        total = row_weight.sum()
+        return loss.sum() / total, total  # all rows ignored: 0 / 0 = nan, as torch
+    return loss, None
 
 
 def _composed_backward(ctx, g, logits, target, weight):

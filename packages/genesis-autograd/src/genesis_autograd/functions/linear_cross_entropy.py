@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING
 
 from genesis_ndarray import float32, full
 
-from ..autocast import _state as _autocast_state
-from ..autocast import lowered
 from ._util import Primitive, backward_recorded, wrap
-from .cross_entropy import _composed_backward
+from .cross_entropy import _composed_backward, reduce_losses
+from .matmul import linear_operands
 
 if TYPE_CHECKING:  # for annotations only: tensor.py imports this package
     from ..tensor import Tensor
@@ -33,12 +32,7 @@ class LinearCrossEntropy(Primitive):
 
     @staticmethod
     def forward(ctx, x, w, b, target, weight, ignore_index, label_smoothing, reduction, chunk, allow_retain_graph):
-        xd, wd = x.data, w.data
-        bd = None if b is None else b.data
-        if _autocast_state.active:
-            xd, wd = lowered(x), lowered(w)
-            if bd is not None and bd.dtype is not float32:
-                bd = lowered(b)
+        xd, wd, bd = linear_operands(x, w, b)
         cw = None if weight is None else weight.data
         need = tuple(ctx.needs_input_grad[:3]) if ctx.records else (False, False, False)
         early = any(need) and reduction != "none"  # the gradients with the forward
@@ -46,12 +40,7 @@ class LinearCrossEntropy(Primitive):
         loss, row_weight, gx, gw, gb = xd.linear_cross_entropy(
             wd, bd, target.data, cw, ignore_index, label_smoothing, chunk, one, None, need
         )
-        total = None
-        if reduction == "sum":
-            loss = loss.sum()
-        elif reduction == "mean":
-            total = row_weight.sum()
-            loss = loss.sum() / total  # all rows ignored: 0 / 0 = nan, as torch
+        loss, total = reduce_losses(loss, row_weight, reduction)
         if ctx.records:
             # Saved, and so released with the graph: the inputs (for a recorded backward), and either the early
             # gradients or the operands as the product read them (autocast's casts: copies nobody else holds,

@@ -70,12 +70,7 @@ class Linear(Primitive):
 
     @staticmethod
     def forward(ctx, x, w, b):
-        xd, wd = x.data, w.data
-        bd = None if b is None else b.data
-        if _autocast_state.active:
-            xd, wd = lowered(x), lowered(w)
-            if bd is not None and bd.dtype is not float32:
-                bd = lowered(b)
+        xd, wd, bd = linear_operands(x, w, b)
         if ctx.records:
             need = ctx.needs_input_grad
             # Backward multiplies by the operands the product read. A cast one is a copy nobody else
@@ -132,6 +127,19 @@ class Linear(Primitive):
             None if gw is None else wrap(g, gw),
             None if gb is None else wrap(g, gb),
         )
+
+
+def linear_operands(x: Tensor, w: Tensor, b: Tensor | None) -> tuple[Any, Any, Any]:
+    """The NDArrays a linear product of the "own" autocast policy computes on: the input and weight in the
+    autocast dtype where autocast casts them, a float32 bias kept as it is (added to the float32 accumulator),
+    and the inputs' own data outside an autocast region."""
+    xd, wd = x.data, w.data
+    bd = None if b is None else b.data
+    if _autocast_state.active:
+        xd, wd = lowered(x), lowered(w)
+        if bd is not None and bd.dtype is not float32:
+            bd = lowered(b)
+    return xd, wd, bd
 
 
 def _cast_operand(ctx: Node, i: int, saved: Tensor | None) -> Tensor | None:
