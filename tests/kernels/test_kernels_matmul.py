@@ -312,7 +312,10 @@ def test_matmul_stream_k_deterministic_and_replannable(device: str, stream_k_pat
 @pytest.mark.parametrize(
     "tiles, k_tiles, sms, expected",
     [
-        (144, 128, 132, False),  # 3072 x 768 weight gradient, 128 x 128 tiles: two waves (takes 128 x 256 instead)
+        (144, 128, 132, True),  # 3072 x 768 weight gradient in 128 x 128 tiles (float32 out): a second wave 9 % full
+        (165, 128, 132, True),  # a second wave 25 % full
+        (166, 128, 132, False),
+        (132, 128, 132, False),  # exactly one full wave
         (108, 128, 132, False),  # 2304 x 768: one wave, 82 % full (data-parallel measured faster)
         (72, 128, 132, False),  # 768 x 3072 in 128 x 256 tiles
         (36, 128, 132, True),  # 768 x 768: 27 % of the SMs
@@ -329,22 +332,28 @@ def test_stream_k_shape_classes(tiles: int, k_tiles: int, sms: int, expected: bo
 
 
 @pytest.mark.parametrize(
-    "m, n, k, a_t, expected",
+    "m, n, k, a_t, out, expected",
     [
-        (2304, 768, 8192, True, (128, 128, 8, False)),  # qkv weight gradient: one wave of 128 x 128
-        (768, 768, 8192, True, (128, 128, 4, True)),  # attention projection's: 36 tiles, stream-K
-        (3072, 768, 8192, True, (128, 256, 8, False)),  # MLP's: 144 tiles of 128 x 128, so 128 x 256
-        (768, 3072, 8192, True, (128, 256, 8, False)),  # wide N
-        (50304, 768, 8192, True, (128, 256, 8, False)),  # LM head's
-        (8192, 768, 50304, False, (128, 128, 8, False)),  # LM head's input gradient: A untransposed
-        (8192, 2304, 768, False, (128, 256, 8, False)),  # a forward
+        (2304, 768, 8192, True, 2, (128, 128, 4, False)),  # qkv weight gradient: one wave of 128 x 128
+        (768, 768, 8192, True, 2, (128, 128, 4, True)),  # attention projection's: 36 tiles, stream-K
+        (3072, 768, 8192, True, 2, (128, 256, 8, False)),  # MLP's: 144 tiles of 128 x 128, so 128 x 256
+        (768, 3072, 8192, True, 2, (128, 256, 8, False)),  # wide N
+        (50304, 768, 8192, True, 2, (128, 256, 8, False)),  # LM head's
+        (8192, 768, 50304, False, 2, (128, 128, 4, False)),  # LM head's input gradient: A untransposed
+        (8192, 2304, 768, False, 2, (128, 256, 8, False)),  # a forward
+        # float32 outputs (the weight gradients of float32 master weights under autocast): 128 x 128 tiles
+        (3072, 768, 8192, True, 4, (128, 128, 4, True)),  # 144 tiles: stream-K evens the second wave
+        (768, 3072, 8192, True, 4, (128, 128, 4, True)),
+        (2304, 768, 8192, True, 4, (128, 128, 4, False)),  # 108 tiles: one wave
+        (50304, 768, 8192, True, 4, (128, 128, 4, False)),
     ],
 )
-def test_tma_config_shape_classes(monkeypatch, m: int, n: int, k: int, a_t: bool, expected: tuple) -> None:
-    """The configurations sweep_matmul_wgrad.py measured fastest on an H100 (132 SMs), per GPT-2 shape."""
+def test_tma_config_shape_classes(monkeypatch, m: int, n: int, k: int, a_t: bool, out: int, expected: tuple) -> None:
+    """The configurations sweep_matmul_wgrad.py measured fastest on an H100 (132 SMs), per GPT-2 shape, and
+    sweep_matmul_step.py on an H200 (four warps for 128 x 128 tiles; stream-K for a nearly empty second wave)."""
     monkeypatch.setattr(_MATMUL_MODULE, "INTERPRET", False)
     monkeypatch.setattr(_MATMUL_MODULE, "sm_count", lambda: 132)
-    cfg = _MATMUL_MODULE._tma_config(2, m, n, k, False, a_t)
+    cfg = _MATMUL_MODULE._tma_config(2, m, n, k, False, a_t, out)
     assert (cfg.bm, cfg.bn, cfg.warps, cfg.stream_k) == expected
 
 

@@ -56,7 +56,7 @@ def _labels(graph: Graph) -> list[str]:
     return [op.label for op in graph.ops]
 
 
-def test_mlp_block_matches_torch_with_bias_gelu_fused(device: str) -> None:
+def test_mlp_block_matches_torch_with_the_biases_in_the_matmuls(device: str) -> None:
     tm = TorchMLPBlock(8)
     m = MLPBlock(8).to(device)
     copy_weights(tm, m)
@@ -75,12 +75,10 @@ def test_mlp_block_matches_torch_with_bias_gelu_fused(device: str) -> None:
             assert_close(p.grad, tp.grad)
     (graph,) = compiled._compiled.graphs
     labels = _labels(graph)
-    assert "FusedPointwise[Add -> GeluTanh]" in labels  # c_fc's bias left the matmul for the chain
-    assert labels.count("Linear") == 2 and "GeluTanh" not in labels
-    (bias_gelu,) = [op for op in graph.ops if op.label == "FusedPointwise[Add -> GeluTanh]"]
-    linear = graph.ops[labels.index("Linear")]
-    assert linear.args[2] is None and bias_gelu.cls is FusedPointwise
-    assert [node.op for node in bias_gelu.args[0].nodes if node.op not in ("input", "const")] == ["add", "gelu_tanh"]
+    # a lone GELU between two Linears: nothing to fuse, and each bias stays in its matmul's epilogue (a
+    # chain's backward would write the bias gradient at the activation's full size: fusion.py)
+    assert labels == ["Linear", "GeluTanh", "Linear", "Add"]
+    assert all(op.args[2] is not None for op in graph.ops if op.label == "Linear")
 
 
 def test_activation_chains_with_casts_fuse_and_match_torch(device: str) -> None:
@@ -146,14 +144,14 @@ def test_gpt_example_compiled_matches_eager_over_adamw_steps(device: str, backen
             opt.zero_grad()
     (graph,) = compiled._compiled.graphs
     labels = _labels(graph)
-    fused = labels.count("FusedPointwise[Add -> Gelu]")
-    assert fused == (config.n_layer if backend == "inductor" else 0)  # each block's bias + GELU
+    fused = labels.count("AddLayerNorm")
+    assert fused == (2 * config.n_layer if backend == "inductor" else 0)  # each residual add + the next norm
     assert not compiled._compiled.graph_breaks
 
 
 def test_fusion_pass_on_a_hand_built_graph() -> None:
-    """Linear(x, w, b) -> gelu -> * 2 -> + x, the product also returned: the bias joins the chain, and
-    the chain's outputs are the values read after it."""
+    """Linear(x, w, b) -> gelu -> * 2 -> + x, the product also returned: the bias stays in the Linear, the
+    chain starts at the GELU, and the chain's outputs are the values read after it."""
     f32 = genesis.float32
     meta = {i: ((3, 4), f32) for i in range(8)}
     meta.update({1: ((4, 4), f32), 2: ((4,), f32)})
@@ -167,12 +165,12 @@ def test_fusion_pass_on_a_hand_built_graph() -> None:
     graph = Graph([0], {1: w, 2: b}, ops, (Ref(6), Ref(5)), 7, meta)
     graph.plan()
     fuse_pointwise(graph)
-    assert _labels(graph) == ["Linear", "FusedPointwise[Add -> Gelu -> Mul -> Add]"]
+    assert _labels(graph) == ["Linear", "FusedPointwise[Gelu -> Mul -> Add]"]
     linear, fused = graph.ops
-    assert linear.args[2] is None and fused.outputs == (Ref(5), Ref(6))
-    assert fused.args[4:] == (linear.outputs, Ref(2), Ref(0))  # inputs: the product, the bias, x
+    assert linear.args[2] == Ref(2) and fused.outputs == (Ref(5), Ref(6))
+    assert fused.args[4:] == (linear.outputs, Ref(0))  # inputs: the biased product, x
     (program,) = fused_programs(graph)
-    assert program.n_inputs == 3 and len(program.outputs) == 2
+    assert program.n_inputs == 2 and len(program.outputs) == 2
     out, product = replay(graph, [x])
     want_product = F.gelu(F.linear(x, w, b)) * 2.0
     assert_close(product, to_torch(want_product))

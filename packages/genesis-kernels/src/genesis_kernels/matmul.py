@@ -492,7 +492,12 @@ def latency_config(dtype: str, M: int, N: int, K: int) -> PointerConfig:
 # 82 % full) ran 0.71x stream-K against 1.24x data-parallel. K must be long enough (>= _SK_MIN_K_TILES
 # steps per tile) for the partials to be small beside the product. Each program gets at least
 # _SK_MIN_ITERS K steps (fewer programs for tiny outputs) so its pipeline fills.
+# It also pays where the tiles just overflow one wave, leaving a second wave nearly empty (at most
+# _SK_MAX_TAIL of the SMs): a 3072 x 768 weight gradient written in float32 (128 x 128 tiles, as a
+# float32 output cannot take 128 x 256 ones) is 144 tiles for 132 SMs, 99 us stream-K against 107 us
+# data-parallel on an H200 (benchmarks/sweep_matmul_step.py).
 _SK_MAX_FILL = 0.5
+_SK_MAX_TAIL = 0.25
 _SK_MIN_K_TILES = 32
 _SK_MIN_ITERS = 8
 
@@ -501,7 +506,7 @@ def _stream_k_pays(tiles: int, k_tiles: int, sms: int) -> bool:
     """Whether a 2-D product of ``tiles`` output tiles, ``k_tiles`` K steps each, takes stream-K on ``sms`` SMs."""
     if k_tiles < _SK_MIN_K_TILES:
         return False
-    return tiles <= _SK_MAX_FILL * sms
+    return tiles <= _SK_MAX_FILL * sms or sms < tiles <= (1 + _SK_MAX_TAIL) * sms
 
 
 def _tma_config(
@@ -532,8 +537,10 @@ def _tma_config(
         bm, bn, warps, stages = 128, 256, 8, 3
     else:
         # float32 out: a 128 x 256 tile's fp32 epilogue buffer (128 KB) plus three stages exceeds the 227 KB
-        # of shared memory an H100 block may have; 128 x 128 tiles fit with four stages.
-        bm, bn, warps, stages = 128, 128, 8, 4
+        # of shared memory an H100 block may have; 128 x 128 tiles fit with four stages. Four warps (one
+        # consumer warp group beside the producer) beat eight on every GPT-2 product of this class on an
+        # H200 (benchmarks/sweep_matmul_step.py: by 1-9 %, the LM head's float32 gradients by 7 and 9 %).
+        bm, bn, warps, stages = 128, 128, 4, 4
     sk = not batched and _stream_k_pays(cdiv(M, bm) * cdiv(N, bn), cdiv(K, bk), sms)
     if sk and not INTERPRET:
         warps = 4

@@ -8,12 +8,14 @@ capture.py   Capture: records every Function.apply, in-place method and factory 
 pieces.py    PieceTree: the pieces between host reads, replayed in turn (the value read picks the next)
 fusion.py    fuse_pointwise(graph): maximal chains of pointwise ops become one FusedPointwise each
 add_norm.py  fuse_add_norm(graph): a residual add and the norm reading it become one add_norm op
+casts.py     fold_casts(graph): a widening cast read only by a cross-entropy is dropped (it widens itself)
 
 The genesis front end (genesis.compile: guards, the cache, fallback) lives in genesis/_compile.py.
 """
 
 from .add_norm import fuse_add_norm
 from .capture import Capture, autocast_key, is_capturing
+from .casts import fold_casts
 from .errors import GraphBreak, Unsupported, user_site
 from .fusion import fuse_pointwise, fused_programs, kernel_sources
 from .graph import Graph, Op, Ref, replay
@@ -29,6 +31,7 @@ __all__ = [
     "Ref",
     "Unsupported",
     "autocast_key",
+    "fold_casts",
     "fuse_add_norm",
     "fuse_pointwise",
     "fused_programs",

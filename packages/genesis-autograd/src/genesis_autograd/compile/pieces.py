@@ -23,6 +23,7 @@ from typing import Any
 
 from ..tensor import Tensor
 from .add_norm import fuse_add_norm
+from .casts import fold_casts
 from .errors import GraphBreak
 from .fusion import fuse_pointwise
 from .graph import Graph, Op, fill, refs, run_ops
@@ -169,6 +170,7 @@ class PieceTree:
             )  # fmt: skip
             if self.fuse:
                 fuse_add_norm(graph)  # first: the residual add it takes must not join a pointwise chain
+                fold_casts(graph)  # before the chains: the cast it drops must not join one
                 fuse_pointwise(graph, autocast_active=self.autocast_active)
             graph.plan()
             piece.graph = graph
