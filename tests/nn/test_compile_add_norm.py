@@ -113,3 +113,53 @@ def test_under_autocast(device: str) -> None:
         compiled_err = float((got.detach().double() - exact).abs().max())
         assert compiled_err <= 2 * eager_err + 1e-3, (compiled_err, eager_err)
     assert "AddLayerNorm" in _labels(compiled)
+
+
+def _graph(compiled):
+    return getattr(compiled, "_compiled", compiled).graphs[0]
+
+
+def test_under_autocast_a_norm_read_only_by_linears_writes_the_autocast_dtype(device: str) -> None:
+    """norm2's output is read only by a Linear: the fused op writes it in bf16 (the cast the Linear would make,
+    done by the norm's kernel); norm3's is returned and stays float32. Forward and gradients, against a float64
+    run of the same weights, are no further off than twice eager's error under the same autocast."""
+    genesis.manual_seed(0)
+    model = PreNormStack(64, rms=False).to(device)
+    exact_model = PreNormStack(64, rms=False).to(device)
+    exact_model.load_state_dict(model.state_dict())
+    exact_model.double()
+    compiled = genesis.compile(model)
+    for _ in range(3):
+        tx, tw = torch.randn(4, 16, 64), torch.randn(4, 16, 64)
+        x_eager, x_comp, x_exact = g(tx, device, True), g(tx, device, True), g(tx.double(), device, True)
+        weight = g(tw, device)
+        results = []
+        for run, x in ((model, x_eager), (compiled, x_comp)):
+            model.zero_grad()
+            with genesis.autocast(device, dtype=genesis.bfloat16):
+                out = run(x)
+            (out * weight).sum().backward()
+            results.append([out.detach(), x.grad] + [p.grad.detach().clone() for p in model.parameters()])
+        exact_model.zero_grad()
+        out = exact_model(x_exact)
+        (out * weight.double()).sum().backward()
+        exact = [out.detach(), x_exact.grad] + [p.grad for p in exact_model.parameters()]
+        for eager, fused, ref in zip(*results, exact):
+            assert fused.dtype == eager.dtype
+            eager_err = float((eager.double() - ref).abs().max())
+            fused_err = float((fused.double() - ref).abs().max())
+            assert fused_err <= 2 * eager_err + 1e-3 * float(ref.abs().max()), (fused_err, eager_err)
+    graph = _graph(compiled)
+    fused = [op for op in graph.ops if op.label == "AddLayerNorm"]
+    assert [op.fn.__name__ for op in fused] == ["_lowered_layer_norm", "add_layer_norm"]
+    assert graph.meta[fused[0].outputs[0].slot][1] == genesis.bfloat16
+    assert graph.meta[fused[1].outputs[0].slot][1] == genesis.float32
+
+
+def test_without_autocast_nothing_is_lowered(device: str) -> None:
+    model = PreNormStack(16, rms=True).to(device)
+    compiled = genesis.compile(model)
+    for _ in range(2):
+        x = g(torch.randn(3, 16), device)
+        assert_close(compiled(x), torch.from_numpy(model(x).detach().cpu().numpy()), atol=1e-5, rtol=1e-5)
+    assert all(op.fn.__name__ != "_lowered_rms_norm" for op in _graph(compiled).ops)

@@ -174,7 +174,9 @@ class CompiledFunction:
             self._cache[key] = _Entry(None, cap.broken)
             _dump(name, None, cap.broken)
             return out
-        tree = PieceTree(graph, cap.segments, self._fuse, autocast_active=bool(key[3][0]))
+        active, dtypes = key[3]
+        one = dtypes[0] if active and len(dtypes) == 1 else None  # (device type, dtype name)
+        tree = PieceTree(graph, cap.segments, self._fuse, autocast_active=bool(active), autocast=one)
         replay = GraphedReplay() if self._cudagraphs else None
         if replay is not None:
             replay.calls = 1  # this call, the capture

@@ -6,6 +6,13 @@ add_rms_norm: one kernel each way on cuda) reads the two addends once and writes
 rows together; its backward adds the norm's input gradient to the gradient ``s`` gets from its other uses
 (the next residual add) and writes the sum once.
 
+Under autocast the normed output is float32 (the norm's policy), and a Linear that reads it casts it to the
+autocast dtype first: a float32 write, a read and a 16-bit write per norm. Where every reader of the normed
+output is a Linear (a transformer block's qkv and fc projections), the fused op writes it in the autocast
+dtype itself (computed in float32 and rounded once, the same values the cast gave), so the cast and its
+launch are gone. The Linear then gives its input gradient in that dtype, as torch's autocast does (genesis's
+eager Linear gives a float32 input its gradient in float32).
+
 The pass runs before pointwise fusion, so the add it takes is no longer there for a chain to absorb, and
 a Linear's bias stays in the matmul's epilogue. It rewrites only the pattern whose values it can give
 back exactly: an ``Add`` of two tensors of one shape (no broadcast, no ``alpha``), read next by a norm
@@ -20,16 +27,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..functions.add_norm import add_layer_norm, add_rms_norm
+from genesis_ndarray import as_dtype
+
+from ..functions.add_norm import _add_norm, add_layer_norm, add_rms_norm
 from ..functions.elementwise import Add
+from ..functions.matmul import Linear
 from ..functions.normalization import LayerNorm, RMSNorm
 from .graph import Graph, Op, Ref, refs
 
 _FLOAT = frozenset({"float32", "float16", "bfloat16", "float64"})
 
 
-def fuse_add_norm(graph: Graph) -> Graph:
-    """``graph`` with each residual add + norm pair replaced by one fused op (in place; returned)."""
+def fuse_add_norm(graph: Graph, autocast: tuple[str, str] | None = None) -> Graph:
+    """``graph`` with each residual add + norm pair replaced by one fused op (in place; returned).
+    ``autocast``: (device type, dtype name) of the autocast region the graph was captured in, where one
+    device type's autocast was on; its fused norms read only by Linears then write that dtype."""
     producer: dict[int, int] = {}
     for i, op in enumerate(graph.ops):
         if isinstance(op.outputs, Ref):
@@ -56,8 +68,53 @@ def fuse_add_norm(graph: Graph) -> Graph:
         dropped.add(i)
     if fused:
         graph.ops = [fused.get(k, op) for k, op in enumerate(graph.ops) if k not in dropped]
+        if autocast is not None:
+            _lower_outputs(graph, autocast)
         graph.plan()
     return graph
+
+
+def _lower_outputs(graph: Graph, autocast: tuple[str, str]) -> None:
+    """Each fused op whose normed output only Linears read (as their input), on the autocast device type,
+    writes it in the autocast dtype."""
+    device_type, dtype = autocast
+    readers: dict[int, list[tuple[Op, int]]] = {}
+    for op in graph.ops:
+        for position, arg in enumerate(op.args):
+            for r in refs(arg):
+                readers.setdefault(r.slot, []).append((op, position))
+    escaping = {r.slot for r in refs(graph.output)} | graph.keep
+    for k, op in enumerate(graph.ops):
+        if op.fn not in _LOWERED:
+            continue
+        y = op.outputs[0]
+        weight = graph.constants.get(op.args[3].slot) if isinstance(op.args[3], Ref) else None
+        found = readers.get(y.slot, [])
+        if (
+            y.slot in escaping
+            or not found
+            or any(reader.cls is not Linear or position != 0 for reader, position in found)
+            or getattr(getattr(weight, "device", None), "type", None) != device_type
+        ):
+            continue
+        graph.ops[k] = Op(_LOWERED[op.fn], op.args, op.kwargs, op.outputs, op.label, op.cls, op.grad_enabled, op.site)
+        graph.meta[y.slot] = (graph.meta[y.slot][0], as_dtype(dtype))
+
+
+def _lowered_layer_norm(input, residual, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """add_layer_norm with the normed output in the autocast dtype (see the module's docstring)."""
+    return _add_norm(input, residual, normalized_shape, weight, bias, eps, rms=False, lowered=True)
+
+
+def _lowered_rms_norm(input, residual, normalized_shape, weight=None, eps=None):
+    """add_rms_norm with the normed output in the autocast dtype (see the module's docstring)."""
+    return _add_norm(input, residual, normalized_shape, weight, None, eps, rms=True, lowered=True)
+
+
+_LOWERED: dict[Callable[..., Any], Callable[..., Any]] = {
+    add_layer_norm: _lowered_layer_norm,
+    add_rms_norm: _lowered_rms_norm,
+}
 
 
 def _fusible_add(graph: Graph, add: Op) -> bool:

@@ -95,13 +95,21 @@ def _chain(segments: list[Segment], last: list[Op], output: Any) -> Piece:
 class PieceTree:
     """The pieces of a compiled function's runs under one set of guards."""
 
-    def __init__(self, graph: Graph, segments: list[Segment], fuse: bool, autocast_active: bool) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        segments: list[Segment],
+        fuse: bool,
+        autocast_active: bool,
+        autocast: tuple[str, str] | None = None,
+    ) -> None:
         self.input_slots = list(graph.input_slots)
         self.constants = dict(graph.constants)
         self.meta = dict(graph.meta)
         self.n_slots = graph.n_slots
         self.fuse = fuse
         self.autocast_active = autocast_active
+        self.autocast = autocast  # (device type, dtype name) where one device type's autocast is on
         self.root = _chain(segments, graph.ops, graph.output)
         self.breaks: list[GraphBreak] = []
         self._note(segments)
@@ -169,7 +177,7 @@ class PieceTree:
                 keep=keep,
             )  # fmt: skip
             if self.fuse:
-                fuse_add_norm(graph)  # first: the residual add it takes must not join a pointwise chain
+                fuse_add_norm(graph, self.autocast)  # first: the add it takes must not join a pointwise chain
                 fold_casts(graph)  # before the chains: the cast it drops must not join one
                 fuse_pointwise(graph, autocast_active=self.autocast_active)
             graph.plan()

@@ -94,8 +94,10 @@ def _composed(input, residual, normalized_shape, weight, bias, eps, rms: bool):
     return y, s
 
 
-def _add_norm(input, residual, normalized_shape, weight, bias, eps, rms: bool):
-    """(y, s) by the fused op where it covers the inputs, else by the composition."""
+def _add_norm(input, residual, normalized_shape, weight, bias, eps, rms: bool, lowered: bool = False):
+    """(y, s) by the fused op where it covers the inputs, else by the composition. ``lowered``: under autocast,
+    ``y`` comes in autocast's dtype instead of float32 (still computed in float32, rounded once): what
+    genesis.compile asks for where every reader of ``y`` is a Linear, which would cast it to that dtype."""
     # Every pre-norm block calls this twice: the common case reads NDArray attributes (no Tensor
     # properties), checks with plain comparisons, and calls the helpers that raise only when one fails.
     x, r = input.data, residual.data
@@ -114,7 +116,7 @@ def _add_norm(input, residual, normalized_shape, weight, bias, eps, rms: bool):
         if s_dtype is float64:  # (genesis's norms cast a float64 input down too; leave that to them)
             return _composed(input, residual, normalized_shape, weight, bias, eps, rms)
         weight, bias = cast_inputs("float32", (weight, bias))
-        out_dtype = float32
+        out_dtype = _autocast_state.dtypes[x.device.type] if lowered else float32
     if shape and (normalized_shape == shape[-1:] or normalized_shape == shape[-1]):
         n = 1
     else:
@@ -129,7 +131,7 @@ def _add_norm(input, residual, normalized_shape, weight, bias, eps, rms: bool):
             ):
                 _check_param(like, p, name, n)  # raises torch's error, if there is one
     if eps is None:  # rms_norm's default: the epsilon of the dtype the norm runs in
-        eps = _EPS[(out_dtype or s_dtype).name]
+        eps = _EPS[(float32 if out_dtype is not None else s_dtype).name]
     if _function._capture_hook is None and not (
         _grad_state.enabled
         and (

@@ -25,13 +25,19 @@ def add_norm(
     out_dtype: DType | None,
     keep_stats: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-    """(y, s, mean or None, rstd); mean and rstd None without ``keep_stats``."""
+    """(y, s, mean or None, rstd); mean and rstd None without ``keep_stats``. The norm runs on ``s`` as it is
+    (widened first where ``out_dtype`` is wider, as the cuda kernel reads it) and ``y`` is rounded once to
+    ``out_dtype``: a narrower ``out_dtype`` (autocast's bfloat16 for a Linear that reads ``y``) does not round
+    ``s`` before the norm."""
     s = residual + input
-    x = s if out_dtype is None else s.to(out_dtype.torch)
+    x = s if out_dtype is None or out_dtype.itemsize <= s.element_size() else s.to(out_dtype.torch)
     if rms:
         y, rstd = rms_norm(x, weight, eps)
-        return y, s, None, rstd if keep_stats else None
-    y, mean, rstd = layer_norm(x, weight, bias, eps)
+        mean = None
+    else:
+        y, mean, rstd = layer_norm(x, weight, bias, eps)
+    if out_dtype is not None and y.dtype != out_dtype.torch:
+        y = y.to(out_dtype.torch)
     return (y, s, mean, rstd) if keep_stats else (y, s, None, None)
 
 
