@@ -40,9 +40,11 @@ def _compile_only(self, types, constexprs, aligned, num_warps, num_stages):  # t
             f"{self.fn.__name__} needs {ck.metadata.shared} bytes of shared memory, over sm_90's 232448 "
             f"(num_warps={num_warps}, num_stages={num_stages}, {constexprs})"
         )
+    pointers = ",".join(f"{n}:{t[1:]}" for n, t in types.items() if t.startswith("*"))
+    consts = {k: v for k, v in constexprs.items() if k.isupper()}
     compiled.append(
-        f"{self.fn.__name__} vector-loads={ptx.count('ld.global.v')} "
-        f"regs-spill={'.local' in ptx} consts={ {k: v for k, v in constexprs.items() if k.isupper()} }"
+        f"{self.fn.__name__} vector-loads={ptx.count('ld.global.v')} barriers={ptx.count('bar.sync')} "
+        f"regs-spill={'.local' in ptx} pointers={pointers} consts={consts}"
     )
     return lambda grid, stream, args: None
 

@@ -44,6 +44,12 @@ HERE = Path(__file__).parent
     ],
 )
 def test_compiles_for_sm90(group: str) -> None:
+    lines = _compile(group)
+    assert "compiled" in lines[-1]
+
+
+def _compile(group: str) -> list[str]:
+    """compile_check.py's lines for ``group``: one per compiled specialisation, then the count."""
     # The child sees this process's import path (PYTHONPATH entries may be relative).
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     proc = subprocess.run(
@@ -55,4 +61,17 @@ def test_compiles_for_sm90(group: str) -> None:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "compiled" in proc.stdout.splitlines()[-1]
+    return proc.stdout.splitlines()
+
+
+def test_add_norm_with_a_bf16_operand_keeps_the_float32_layout() -> None:
+    """A bf16 tensor among float32 ones (autocast's block output, the normed output written in bf16, its
+    gradient) is read and written 4 elements per thread, as the float32 tiles: no layout conversion through
+    shared memory, so the sm_90 code has as many barriers as the all-float32 kernel's (the row reductions')."""
+    barriers: dict[tuple[str, bool], int] = {}
+    for line in _compile("add_norm_widths")[:-1]:
+        name = line.split()[0]
+        count = int(line.split("barriers=")[1].split()[0])
+        barriers[(name, "bf16" in line.split("pointers=")[1].split()[0])] = count
+    for kernel in ("_add_norm_fwd_kernel", "_add_norm_bwd_kernel"):
+        assert barriers[(kernel, True)] == barriers[(kernel, False)], barriers
