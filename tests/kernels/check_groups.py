@@ -188,11 +188,13 @@ def add_norm(b) -> None:  # type: ignore[no-untyped-def]
     gk.add_norm_backward(s, y, None, b((2048,)), None, b((64,)), b((64, 2048)), b((2048,)), None, rms=True)
 
 
-def add_norm_widths(b) -> None:  # type: ignore[no-untyped-def]
-    """A GPT-2 batch's add + LayerNorm under bf16 autocast: float32 stream, bf16 block output, normed output and
-    its gradient in float32 or bf16 (test_kernels_compile.py compares the barriers of the two)."""
+def mixed_widths(b) -> None:  # type: ignore[no-untyped-def]
+    """A GPT-2 batch under bf16 autocast: the residual add (float32 stream plus a bf16 block output) and the
+    fused add + LayerNorm, its normed output and that output's gradient in float32 or bf16
+    (test_kernels_compile.py compares the barriers of the all-float32 and the mixed kernels)."""
     rows, n = 8192, 768
     for low in ("float32", "bfloat16"):
+        gk.binary("add", b((rows, n)), b((rows, n), low), b((rows, n)), compute_dtype="float32")
         w, bias, mean, rstd = b((n,)), b((n,)), b((rows,)), b((rows,))
         gk.add_norm_forward(
             b((rows, n), low), b((rows, n)), w, bias, b((rows, n)), b((rows, n), low), mean, rstd, eps=1e-5

@@ -64,14 +64,16 @@ def _compile(group: str) -> list[str]:
     return proc.stdout.splitlines()
 
 
-def test_add_norm_with_a_bf16_operand_keeps_the_float32_layout() -> None:
+def test_a_bf16_operand_among_float32_ones_keeps_the_float32_layout() -> None:
     """A bf16 tensor among float32 ones (autocast's block output, the normed output written in bf16, its
-    gradient) is read and written 4 elements per thread, as the float32 tiles: no layout conversion through
-    shared memory, so the sm_90 code has as many barriers as the all-float32 kernel's (the row reductions')."""
+    gradient) is read and written 4 elements per thread, as the float32 ones: no layout conversion through
+    shared memory, so the sm_90 code has as many barriers as the all-float32 kernel's (the norm's row
+    reductions'; none in the residual add)."""
     barriers: dict[tuple[str, bool], int] = {}
-    for line in _compile("add_norm_widths")[:-1]:
+    for line in _compile("mixed_widths")[:-1]:
         name = line.split()[0]
         count = int(line.split("barriers=")[1].split()[0])
         barriers[(name, "bf16" in line.split("pointers=")[1].split()[0])] = count
-    for kernel in ("_add_norm_fwd_kernel", "_add_norm_bwd_kernel"):
+    for kernel in ("_binary_dense_kernel", "_add_norm_fwd_kernel", "_add_norm_bwd_kernel"):
         assert barriers[(kernel, True)] == barriers[(kernel, False)], barriers
+    assert barriers[("_binary_dense_kernel", True)] == 0

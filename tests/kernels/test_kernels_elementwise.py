@@ -281,6 +281,18 @@ def test_binary_mixed_dtypes_and_scalars(device: str) -> None:
     assert_close(bools, 0.5 > b)
 
 
+@pytest.mark.parametrize(("adt", "bdt", "odt"), [("float32", "bfloat16", "float32"), ("float16", "float32", "float16")])
+def test_binary_mixed_widths_over_whole_and_partial_blocks(device: str, adt: str, bdt: str, odt: str) -> None:
+    """Operands of different widths take the dense kernel's (BLOCK / VEC, VEC) indexing: whole blocks (no mask)
+    and a partial last block."""
+    n = 4 * 1024 + 37
+    a, b = make((n,), adt, device), make((n,), bdt, device)
+    out = torch.empty(n, dtype=getattr(torch, odt), device=device)
+    gk.binary("add", buf(a), buf(b), buf(out), compute_dtype="float32")
+    sync(device)
+    assert_close(out, (a.double() + b.double()).to(out.dtype))
+
+
 def test_binary_inplace(device: str) -> None:
     a = make((5, 37), "float32", device)
     b = make((5, 37), "float32", device)

@@ -199,8 +199,11 @@ def _binary_dense_kernel(
     B_SCALAR: tl.constexpr,
     INT64: tl.constexpr,
     BLOCK: tl.constexpr,
+    VEC: tl.constexpr,
 ):
     start, i = _flat_index(n, BLOCK, INT64)
+    if VEC:  # operands of different widths: the block as (BLOCK / VEC, VEC), VEC elements per thread for every one
+        i = start + (tl.arange(0, BLOCK // VEC)[:, None] * VEC + tl.arange(0, VEC)[None, :])
     if start + BLOCK <= n:
         _binary_body(a, b, out, i, i, i, None, OP, CDT, A_SCALAR, B_SCALAR, BLOCK)
     else:
@@ -630,13 +633,21 @@ def _binary_dense_launch(op: str, adt: str, bdt: str, odt: str, compute_dtype: s
         cdt = _binary_compute(op, compute_dtype, odt)
         sizes = [dtype_info(t).itemsize for t in (odt, adt, bdt) if t != "scalar"]
         block, warps = launch_config(max(sizes), True)
+        # Tensors of different widths (a float32 residual stream plus a bf16 block output): left alone, Triton
+        # gives the loads 16-byte vectors of the narrowest (8 bf16 per thread), the float32 store its own (4 per
+        # thread), and converts between the two layouts through shared memory (2 barriers and 4 shared stores
+        # per block in the sm_90 code, none when the widths agree). Indexing the block as (BLOCK / VEC, VEC)
+        # tiles gives every tensor VEC elements per thread, the widest one's 16 bytes: one layout.
+        vec = 16 // max(sizes) if len(set(sizes)) > 1 else 0
         types = {
             "a": _scalar_type(cdt) if a_scalar else ptr_type(adt),
             "b": _scalar_type(cdt) if b_scalar else ptr_type(bdt),
             "out": ptr_type(odt),
             "n": "i64" if int64 else "i32",
         }
-        consts = dict(OP=op, CDT=dtype_info(cdt).tl, A_SCALAR=a_scalar, B_SCALAR=b_scalar, INT64=int64, BLOCK=block)
+        consts = dict(
+            OP=op, CDT=dtype_info(cdt).tl, A_SCALAR=a_scalar, B_SCALAR=b_scalar, INT64=int64, BLOCK=block, VEC=vec
+        )
         ptrs = [p for p, sc in (("a", a_scalar), ("b", b_scalar), ("out", False)) if not sc]
         launch = BINARY_DENSE.build(key, types, consts, ptrs if aligned else (), num_warps=warps)
         launch._consts = tuple(consts.values())  # type: ignore[attr-defined]
