@@ -189,19 +189,30 @@ def add_norm(b) -> None:  # type: ignore[no-untyped-def]
 
 
 def mixed_widths(b) -> None:  # type: ignore[no-untyped-def]
-    """A GPT-2 batch under bf16 autocast: the residual add (float32 stream plus a bf16 block output) and the
-    fused add + LayerNorm, its normed output and that output's gradient in float32 or bf16
-    (test_kernels_compile.py compares the barriers of the all-float32 and the mixed kernels)."""
+    """A GPT-2 batch (8192 x 768) in float32, under bf16 autocast (float32 stream, bf16 block output, the
+    normed output and its gradient in bf16) and all in bf16: the residual add, the fused add + LayerNorm and
+    the plain LayerNorm / RMSNorm (test_kernels_compile.py compares each kernel's barriers with float32's)."""
     rows, n = 8192, 768
-    for low in ("float32", "bfloat16"):
-        gk.binary("add", b((rows, n)), b((rows, n), low), b((rows, n)), compute_dtype="float32")
-        w, bias, mean, rstd = b((n,)), b((n,)), b((rows,)), b((rows,))
+    for low, norm_dt in (("float32", "float32"), ("bfloat16", "float32"), ("bfloat16", "bfloat16")):
+        gk.binary("add", b((rows, n), norm_dt), b((rows, n), low), b((rows, n), norm_dt), compute_dtype="float32")
+        w, bias, mean, rstd = b((n,), norm_dt), b((n,), norm_dt), b((rows,)), b((rows,))
+        s = b((rows, n), norm_dt)
         gk.add_norm_forward(
-            b((rows, n), low), b((rows, n)), w, bias, b((rows, n)), b((rows, n), low), mean, rstd, eps=1e-5
+            b((rows, n), low), b((rows, n), norm_dt), w, bias, s, b((rows, n), low), mean, rstd, eps=1e-5
         )
         gk.add_norm_backward(
-            b((rows, n)), b((rows, n), low), b((rows, n)), w, mean, rstd, b((rows, n)), b((n,)), b((n,)), rms=False
-        )
+            s, b((rows, n), low), b((rows, n), norm_dt), w, mean, rstd, b((rows, n), norm_dt), b((n,)), b((n,)),
+            rms=False,
+        )  # fmt: skip
+        for rms in (False, True):
+            x, m = b((rows, n), low), None if rms else b((rows,))
+            gk.norm_forward(
+                x, b((n,), low), None if rms else b((n,), low), b((rows, n), low), m, rstd, eps=1e-5, rms=rms
+            )
+            gk.norm_backward(
+                x, b((rows, n), low), b((n,), low), m, rstd, b((rows, n), low), b((n,), low),
+                None if rms else b((n,), low), rms=rms,
+            )  # fmt: skip
 
 
 def attention(b) -> None:  # type: ignore[no-untyped-def]

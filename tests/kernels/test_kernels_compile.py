@@ -64,16 +64,24 @@ def _compile(group: str) -> list[str]:
     return proc.stdout.splitlines()
 
 
-def test_a_bf16_operand_among_float32_ones_keeps_the_float32_layout() -> None:
-    """A bf16 tensor among float32 ones (autocast's block output, the normed output written in bf16, its
-    gradient) is read and written 4 elements per thread, as the float32 ones: no layout conversion through
-    shared memory, so the sm_90 code has as many barriers as the all-float32 kernel's (the norm's row
-    reductions'; none in the residual add)."""
-    barriers: dict[tuple[str, bool], int] = {}
+def test_bf16_tiles_keep_the_float32_layout() -> None:
+    """A bf16 tile among float32 ones (autocast's block output, the normed output written in bf16, its
+    gradient), or in an all-bf16 norm whose math is float32, is read and written in float32's vector runs: no
+    layout conversion through shared memory, so each kernel's sm_90 code has as many barriers as its all-float32
+    specialisation's (the norms' row reductions'; none in the residual add)."""
+    barriers: dict[tuple[str, bool, str], set[int]] = {}  # (kernel, RMSNorm, dtypes) -> barrier counts
     for line in _compile("mixed_widths")[:-1]:
         name = line.split()[0]
-        count = int(line.split("barriers=")[1].split()[0])
-        barriers[(name, "bf16" in line.split("pointers=")[1].split()[0])] = count
-    for kernel in ("_binary_dense_kernel", "_add_norm_fwd_kernel", "_add_norm_bwd_kernel"):
-        assert barriers[(kernel, True)] == barriers[(kernel, False)], barriers
-    assert barriers[("_binary_dense_kernel", True)] == 0
+        pointers = line.split("pointers=")[1].split()[0]
+        key = (name, "'RMS': True" in line, "bf16" if "bf16" in pointers else "fp32")
+        barriers.setdefault(key, set()).add(int(line.split("barriers=")[1].split()[0]))
+    kernels = ("_binary_dense_kernel", "_add_norm_fwd_kernel", "_add_norm_bwd_kernel", "_norm_fwd_kernel",
+               "_norm_bwd_kernel")  # fmt: skip
+    checked = 0
+    for (kernel, rms, kind), counts in barriers.items():
+        if kernel in kernels and kind == "bf16":
+            (fp32,) = barriers[(kernel, rms, "fp32")]
+            assert counts == {fp32}, (kernel, rms, barriers)
+            checked += 1
+    assert checked == 7  # the add, add_norm both ways, LayerNorm and RMSNorm both ways
+    assert barriers[("_binary_dense_kernel", False, "bf16")] == {0}

@@ -34,6 +34,7 @@ from .normalization import (
     _normalize_rows,
     _programs,
     _row_input_grad,
+    _row_offsets,
     _warps,
     norm_backward,
     norm_forward,
@@ -43,34 +44,23 @@ from .runtime import Kernel, cdiv, next_pow2, ptr_type, scratch
 
 @triton.jit
 def _load(p, row_off, cols, cstride, mask, CONTIG: tl.constexpr, ACC: tl.constexpr):
-    """A (rows, cols) tile in ``ACC``; zeros outside ``mask``.
-
-    A 16-bit operand among float32 ones (a bf16 ``dy`` or ``x`` beside a float32 residual stream under
-    autocast) is read 4 elements per thread, as the float32 tiles are, not the 8 its own 16-byte vectors
-    would give: with 8, Triton gives its tile another layout and converts it through shared memory on every
-    use: in the sm_90 code of the backward, 19 barriers against 6, and on an H200 at 8192 x 768 the kernel
-    took 121.7 us with a bf16 ``dy`` against 101.9 with a float32 one (benchmarks/bench_add_norm_grad_dtypes.py,
-    before this hint). With it the mixed kernels' sm_90 code has the float32 kernel's barriers (5 forward, 6
-    backward; tests/kernels/test_kernels_compile.py checks it); its GPU time is not yet measured. An all-bf16
-    kernel, whose math is float32 too, takes the hint as well: its backward's conversions go (17 barriers and
-    41 shared stores to 6 and 6), its forward gains 2 barriers (13 to 15: the bf16 weight and bias, read by
-    normalization.py's _affine, keep their own layout)."""
+    """A (rows, cols) tile in ``ACC``; zeros outside ``mask``. A 16-bit tile among float32 ones (a bf16 ``x``
+    or ``dy`` beside a float32 residual stream under autocast) is read in float32's vector runs
+    (normalization.py's _row_offsets): before, the backward with a bf16 ``dy`` had 19 barriers in its sm_90
+    code against 6 for float32, and on an H200 at 8192 x 768 took 121.7 us against 101.9
+    (benchmarks/bench_add_norm_grad_dtypes.py); now it has the float32 kernel's 6 (GPU time not yet measured).
+    """
     if CONTIG:
-        offsets = row_off[:, None] + cols[None, :]
-        if p.dtype.element_ty.primitive_bitwidth < ACC.primitive_bitwidth:
-            offsets = tl.max_contiguous(offsets, [1, 128 // ACC.primitive_bitwidth])
-        return cast_to(tl.load(p + offsets, mask=mask, other=0), ACC)
+        return cast_to(tl.load(p + _row_offsets(p, row_off, cols, ACC), mask=mask, other=0), ACC)
     else:
         return cast_to(tl.load(p + row_off[:, None] + cols[None, :] * cstride, mask=mask, other=0), ACC)
 
 
 @triton.jit
-def _store(p, row_off, cols, cstride, v, mask, CONTIG: tl.constexpr):
+def _store(p, row_off, cols, cstride, v, mask, CONTIG: tl.constexpr, ACC: tl.constexpr):
+    """Store ``v`` (computed in ``ACC``, perhaps already rounded) as ``p``'s dtype, in the runs _load reads."""
     if CONTIG:
-        offsets = row_off[:, None] + cols[None, :]
-        if p.dtype.element_ty.primitive_bitwidth < v.dtype.primitive_bitwidth:  # (see _load)
-            offsets = tl.max_contiguous(offsets, [1, 128 // v.dtype.primitive_bitwidth])
-        tl.store(p + offsets, cast_to(v, p.dtype.element_ty), mask=mask)
+        tl.store(p + _row_offsets(p, row_off, cols, ACC), cast_to(v, p.dtype.element_ty), mask=mask)
     else:
         tl.store(p + row_off[:, None] + cols[None, :] * cstride, cast_to(v, p.dtype.element_ty), mask=mask)
 
@@ -92,13 +82,13 @@ def _add_norm_fwd_kernel(
     mask = r_mask[:, None] & c_mask[None, :]
     v = _load(x, rows * xr, cols, xc, mask, CONTIG, ACC) + _load(r, rows * rr, cols, rc, mask, CONTIG, ACC)
     sv = cast_to(v, s.dtype.element_ty)
-    _store(s, rows * sr, cols, sc, sv, mask, CONTIG)
+    _store(s, rows * sr, cols, sc, sv, mask, CONTIG, ACC)
     v = cast_to(sv, ACC)  # the norm reads s as stored (rounded to its dtype), as torch's eager norm does
     xhat, mu, rs = _normalize_rows(v, mask, N, eps, RMS)
     if not RMS:
         tl.store(mean + rows, mu, mask=r_mask)
     xhat = _affine(xhat, w, b, cols, c_mask, HAS_W, HAS_B, ACC)
-    _store(y, rows * yr, cols, yc, xhat, mask, CONTIG)
+    _store(y, rows * yr, cols, yc, xhat, mask, CONTIG, ACC)
     tl.store(rstd + rows, rs, mask=r_mask)
 
 
@@ -135,7 +125,7 @@ def _add_norm_bwd_kernel(
         xhat, res = _row_input_grad(v, g, wv, rs, mean, rows, r_mask, mask, N, RMS, HAS_W)
         if HAS_DS:  # the gradient from s's other uses: added here, so the sum is written (and rounded) once
             res += _load(ds, rows * er, cols, ec, mask, CONTIG, ACC)
-        _store(dx, rows * dr, cols, dc, res, mask, CONTIG)
+        _store(dx, rows * dr, cols, dc, res, mask, CONTIG, ACC)
         if W_GRAD:
             dw_acc += g * xhat
         if B_GRAD:
