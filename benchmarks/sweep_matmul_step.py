@@ -25,7 +25,7 @@ import argparse
 import torch
 
 import genesis_kernels as gk
-from sweep_matmul_wgrad import buf, interleaved_us, mm
+from sweep_matmul_wgrad import buf, interleaved_us, mm, operand
 
 Cfg = mm.TmaConfig
 # (name, M, N, K, layout, output dtype, bias, calls per step); layouts as in sweep_matmul_wgrad.py
@@ -57,12 +57,6 @@ CANDIDATES = [
     Cfg(128, 128, 64, 8, 4, stream_k=True, warp_specialize=False),
     Cfg(128, 128, 64, 4, 4, stream_k=True, warp_specialize=False),
 ]
-
-
-def operand(rows: int, cols: int, transposed: bool) -> torch.Tensor:
-    if transposed:
-        return torch.randn(cols, rows, device="cuda", dtype=torch.bfloat16).t().unsqueeze(0)
-    return torch.randn(1, rows, cols, device="cuda", dtype=torch.bfloat16)
 
 
 def label(cfg: Cfg) -> str:

@@ -34,9 +34,22 @@ class PreNormStack(nn.Module):
         return self.norm3(x)
 
 
+def _graph(compiled):
+    """The first captured graph of a compiled module (its CompiledFunction's) or function."""
+    return getattr(compiled, "_compiled", compiled).graphs[0]
+
+
 def _labels(compiled) -> list[str]:
-    inner = getattr(compiled, "_compiled", compiled)  # a compiled module's CompiledFunction, or the function's
-    return [op.label for op in inner.graphs[0].ops]
+    return [op.label for op in _graph(compiled).ops]
+
+
+def _model_and_float64_twin(device: str) -> tuple[PreNormStack, PreNormStack]:
+    """A LayerNorm PreNormStack(64) and a float64 copy of its weights (the reference of the autocast tests)."""
+    genesis.manual_seed(0)
+    model = PreNormStack(64, rms=False).to(device)
+    twin = PreNormStack(64, rms=False).to(device)
+    twin.load_state_dict(model.state_dict())
+    return model, twin.double()
 
 
 @pytest.mark.parametrize("rms", [False, True], ids=["layer", "rms"])
@@ -96,11 +109,7 @@ def test_a_broadcast_add_is_not_taken(device: str) -> None:
 def test_under_autocast(device: str) -> None:
     """bf16 autocast: the compiled block (fused add + norm, and pointwise chains that round once where eager
     rounds after every op) is no further from a float64 run of the same weights than twice eager's error."""
-    genesis.manual_seed(0)
-    model = PreNormStack(64, rms=False).to(device)
-    reference_model = PreNormStack(64, rms=False).to(device)
-    reference_model.load_state_dict(model.state_dict())
-    reference_model.double()
+    model, reference_model = _model_and_float64_twin(device)
     compiled = genesis.compile(model)
     for _ in range(3):
         x = genesis.randn(4, 16, 64, device=device)
@@ -115,19 +124,11 @@ def test_under_autocast(device: str) -> None:
     assert "AddLayerNorm" in _labels(compiled)
 
 
-def _graph(compiled):
-    return getattr(compiled, "_compiled", compiled).graphs[0]
-
-
 def test_under_autocast_a_norm_read_only_by_linears_writes_the_autocast_dtype(device: str) -> None:
     """norm2's output is read only by a Linear: the fused op writes it in bf16 (the cast the Linear would make,
     done by the norm's kernel); norm3's is returned and stays float32. Forward and gradients, against a float64
     run of the same weights, are no further off than twice eager's error under the same autocast."""
-    genesis.manual_seed(0)
-    model = PreNormStack(64, rms=False).to(device)
-    exact_model = PreNormStack(64, rms=False).to(device)
-    exact_model.load_state_dict(model.state_dict())
-    exact_model.double()
+    model, exact_model = _model_and_float64_twin(device)
     compiled = genesis.compile(model)
     for _ in range(3):
         tx, tw = torch.randn(4, 16, 64), torch.randn(4, 16, 64)

@@ -83,7 +83,7 @@ def _lower_outputs(graph: Graph, autocast: tuple[str, str]) -> None:
         for position, arg in enumerate(op.args):
             for r in refs(arg):
                 readers.setdefault(r.slot, []).append((op, position))
-    escaping = {r.slot for r in refs(graph.output)} | graph.keep
+    escaping = graph.read_after()
     for k, op in enumerate(graph.ops):
         if op.fn not in _LOWERED:
             continue

@@ -17,18 +17,14 @@ from __future__ import annotations
 
 from ..functions.cross_entropy import CrossEntropy
 from ..functions.memory import Cast
-from .graph import Graph, Op, Ref, refs
+from .graph import Graph, Op, Ref
 
 _NARROW = frozenset({"float16", "bfloat16"})
 
 
 def fold_casts(graph: Graph) -> Graph:
     """``graph`` with each widening cast into a cross-entropy's logits dropped (in place; returned)."""
-    reads: dict[int, int] = {}
-    for op in graph.ops:
-        for r in refs(op.args) + refs(op.kwargs):
-            reads[r.slot] = reads.get(r.slot, 0) + 1
-    escaping = {r.slot for r in refs(graph.output)} | graph.keep
+    reads, escaping = graph.read_counts(), graph.read_after()
     casts = {op.outputs.slot: op for op in graph.ops if _widening(graph, op)}
     dropped: set[int] = set()
     for k, op in enumerate(graph.ops):

@@ -20,7 +20,7 @@ from genesis_ndarray.pointwise_codegen import Program, ProgramBuilder
 
 from ..functions.elementwise import Mul
 from ..functions.fused_pointwise import FusedPointwise
-from .graph import Graph, Op, Ref, refs
+from .graph import Graph, Op, Ref
 
 
 class DropoutOp:
@@ -41,11 +41,7 @@ def _program(p: float) -> Program:
 
 def fold_dropout(graph: Graph) -> Graph:
     """``graph`` (in place; returned) with every eager dropout's four ops replaced by one DropoutOp."""
-    reads: dict[int, int] = {}
-    for op in graph.ops:
-        for r in refs(op.args) + refs(op.kwargs):
-            reads[r.slot] = reads.get(r.slot, 0) + 1
-    escaping = {r.slot for r in refs(graph.output)} | graph.keep
+    reads, escaping = graph.read_counts(), graph.read_after()
     ops, i = graph.ops, 0
     out: list[Op] = []
     while i < len(ops):

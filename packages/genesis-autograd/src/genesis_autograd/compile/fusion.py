@@ -132,7 +132,7 @@ def _fused(graph: Graph, run: list[Op]) -> list[Op]:
         return run
     in_run = {id(op) for op in run}
     read_after = {r.slot for op in graph.ops if id(op) not in in_run for r in refs(op.args) + refs(op.kwargs)}
-    read_after |= {r.slot for r in refs(graph.output)} | graph.keep
+    read_after |= graph.read_after()
     escaping = [op.outputs for op in run if op.outputs.slot in read_after]
     if not escaping:
         return run

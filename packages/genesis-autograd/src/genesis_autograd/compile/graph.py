@@ -63,12 +63,24 @@ class Graph:
         for i, op in enumerate(self.ops):
             for r in refs(op.args) + refs(op.kwargs):
                 last[r.slot] = i
-        kept = {r.slot for r in refs(self.output)} | set(self.constants) | self.keep
+        kept = self.read_after() | set(self.constants)
         self.frees = [[] for _ in self.ops]
         for slot, i in last.items():
             if slot not in kept:
                 self.frees[i].append(slot)
         self.arg_plans = [_arg_plan(op.args) for op in self.ops]
+
+    def read_counts(self) -> dict[int, int]:
+        """slot -> how many times the graph's ops read it (a pass may rewrite a value only one op reads)."""
+        reads: dict[int, int] = {}
+        for op in self.ops:
+            for r in refs(op.args) + refs(op.kwargs):
+                reads[r.slot] = reads.get(r.slot, 0) + 1
+        return reads
+
+    def read_after(self) -> set[int]:
+        """The slots read after the graph: by its output, and by the pieces that follow it (``keep``)."""
+        return {r.slot for r in refs(self.output)} | self.keep
 
     def describe(self) -> str:
         """A readable listing: one line per op, ``%out = Label(%a, %b, 2.0)``."""
