@@ -403,6 +403,21 @@ def optimizer(b) -> None:  # type: ignore[no-untyped-def]
         opt.clip_by_total_norm(ps, b((), pdt), max_norm=1.0, upload=up)
 
 
+def chunk_cat(b) -> None:  # type: ignore[no-untyped-def]
+    from genesis_kernels import chunk_cat as cc
+
+    def up(table, key):  # type: ignore[no-untyped-def]  # nothing runs: any address will do
+        return 1 << 20
+
+    shapes = [(1280, 1280), (3840,), (5, 3)]  # aligned slots, and an odd one (no vector hint)
+    for world in (4,):
+        for src, dst in (("bfloat16", "float32"), ("float32", "float32"), ("bfloat16", "bfloat16")):
+            for group in (shapes[:2], shapes):
+                _, _, shard = cc.slot_layout(group, world)
+                cc.chunk_cat([b(s, src) for s in group], world, b((world * shard,), dst), upload=up)
+                cc.chunk_split(b((world * shard,), src), world, [b(s, dst) for s in group], upload=up)
+
+
 def special(b) -> None:  # type: ignore[no-untyped-def]
     from genesis_kernels import special_math as sm
 

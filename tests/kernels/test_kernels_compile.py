@@ -36,6 +36,7 @@ HERE = Path(__file__).parent
         "sort",
         "scan",
         "optimizer",
+        "chunk_cat",
         "rnn",
         "rope",
         "kv_cache",

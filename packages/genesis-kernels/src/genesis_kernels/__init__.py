@@ -9,6 +9,7 @@ from pathlib import Path as _Path
 
 from . import (
     capture,  # what launchers do under CUDA-graph capture: forbid_readback, graph error flags
+    chunk_cat,  # FSDP's chunked row layout: chunk_cat.chunk_cat / chunk_split, one launch for many tensors
     optimizer,  # multi-tensor optimizer steps: optimizer.adam / sgd / total_norm / clip_by_total_norm
     sampling_check,  # multinomial's probabilities validated on the device: no host wait, capturable
     sync_debug,  # torch.cuda.set_sync_debug_mode: warn / raise on each implicit host wait
@@ -103,6 +104,7 @@ __all__ = [
     "binary_dense_plan",
     "capture",
     "cell_plan",
+    "chunk_cat",
     "clamp",
     "copy",
     "check_targets",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from numbers import Number
 from typing import TYPE_CHECKING
 
+from . import chunk_cat as _chunk_cat
 from . import registry
 from .device import Device, resolve_device
 from .dtypes import DType, as_dtype, float32, get_default_dtype, promote_types
@@ -681,6 +682,15 @@ class NDArray:
         if positions.dtype.name not in ("int32", "int64") or positions.shape != (shape[0], shape[seq_dim]):
             raise RuntimeError(f"rope: positions must be int32 / int64 {[shape[0], shape[seq_dim]]}, got "
                                f"{list(positions.shape)} {positions.dtype.name}")  # fmt: skip
+
+    def chunk_cat_(self, arrays: Sequence[NDArray], num_chunks: int) -> NDArray:
+        """Write ``arrays`` into this array in FSDP's chunked row layout (torch's ``_chunk_cat`` along dim 0),
+        cast to this dtype, padding zero; one launch on cuda (genesis_ndarray.chunk_cat). Returns self."""
+        return _chunk_cat.chunk_cat(self, arrays, num_chunks)
+
+    def chunk_split(self, num_chunks: int, outs: Sequence[NDArray]) -> None:
+        """The inverse of ``chunk_cat_``: each of ``outs`` gets its rows back from this array."""
+        _chunk_cat.chunk_split(self, num_chunks, outs)
 
     def kv_cache_write_(self, values: NDArray, k_new: NDArray, v_new: NDArray, positions: NDArray) -> NDArray:
         """This keys cache and the ``values`` one (contiguous (batch, heads, max_len, head_dim), one dtype) get

@@ -6,8 +6,9 @@ Layout. Parameter i of global shape ``(D0, *rest)`` takes ``chunk_i = ceil(D0 / 
 elements (its rows, then padding). The sharded parameter is a view of its slot (only the rows this rank
 holds), so the optimizer steps the flat buffer in place and, without a dtype cast, the flat buffer is the
 all-gather's input as it is. The all-gather's output is ``world`` flat shards one after the other; each
-unsharded parameter is copied out of the ``(world, chunk_i, row)`` view of its slots (one or two strided
-copies), as the reduce-scatter's input is copied in from each unsharded gradient.
+unsharded parameter is a view of one buffer for the group, which one launch fills from the all-gather's
+output (``NDArray.chunk_split``); the reduce-scatter's input is written from every gradient by one launch
+too (``chunk_cat_``, torch's ``_chunk_cat``: it casts to the reduce dtype and zeroes the padding).
 
 The unsharded parameters are Parameter objects made once: forward's autograd graph holds them, so freeing
 one (reshard) swaps its data for an empty array and unsharding again (before backward) swaps fresh
@@ -18,9 +19,10 @@ Work.wait() orders the current stream after them, and the Work keeps its buffers
 memory is handed back only once the stream that reads it is ordered after the collective (what
 record_stream gives torch). A group waits for its reduce-scatter before the root's end of backward.
 
-Host cost. The copies in and out run for every parameter in every forward and backward (a GPT-2 large has
-436), so they work on the tensors' NDArrays (``.data``): views and copies there record nothing and skip the
-Tensor layer's per-op cost, which the per-parameter loops of a Tensor-level version paid several times over.
+Host cost. What runs for every parameter in every forward and backward (a GPT-2 large has 436) works on the
+tensors' NDArrays (``.data``): views there record nothing and skip the Tensor layer's per-op cost. The
+copies in and out are one launch per group each way, not one or two per parameter: per parameter, only
+its view and its registration are left.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class ParamSlot:
     offset: int  # of its slot in the flat shard
     sharded: ShardedParameter
     unsharded: Parameter
+    unsharded_offset: int  # of the unsharded parameter in the group's one unsharded buffer
     accumulated: Tensor | None = None  # gradients kept unsharded while synchronisation is off
 
     @property
@@ -139,7 +142,7 @@ class FSDPParamGroup:
     # ------------------------------------------------------------ construction
     def _build(self, params: list[tuple[list[tuple[Module, str]], Parameter]], pin: bool) -> None:
         specs = []
-        offset = 0
+        offset = unsharded_at = 0
         for owners, p in params:
             if p.ndim == 0:
                 name = owners[0][1]
@@ -148,15 +151,17 @@ class FSDPParamGroup:
                     f"Change {name} to a 1D tensor with numel equal to 1."
                 )
             spec = ShardSpec(tuple(p.shape), self.shard_group, self.mesh)
-            specs.append((owners, p, spec, offset))
+            specs.append((owners, p, spec, offset, unsharded_at))
             offset += spec.chunk * spec.row_numel
+            unsharded_at += math.prod(spec.global_shape)
         self.numel = offset  # S: one rank's flat shard
+        self.unsharded_numel = unsharded_at  # the group's unsharded parameters, one buffer
         with ag.no_grad():
             flat = ag.zeros(offset, dtype=self.orig_dtype, device=self.shard_device)
             if pin and ag.cuda.is_available():
                 flat = flat.pin_memory()
             self.flat = flat
-            for i, (owners, p, spec, off) in enumerate(specs):
+            for i, (owners, p, spec, off, at) in enumerate(specs):
                 n = spec.local_rows * spec.row_numel
                 local = flat[off : off + n]
                 if n:
@@ -164,7 +169,7 @@ class FSDPParamGroup:
                     local.copy_(rows.reshape(-1).to(device=self.shard_device))
                 sharded = ShardedParameter(local.view(spec.local_shape), spec, p.requires_grad)
                 unsharded = Parameter(ag.empty(0, dtype=self.param_dtype, device=self.device), p.requires_grad)
-                slot = ParamSlot(owners, spec, off, sharded, unsharded)
+                slot = ParamSlot(owners, spec, off, sharded, unsharded, at)
                 if p.requires_grad:
                     unsharded.register_post_accumulate_grad_hook(self._grad_ready_hook(i))
                 self.slots.append(slot)
@@ -209,15 +214,18 @@ class FSDPParamGroup:
         pending.work.wait()
         gathered = pending.buffers[0]
         out = gathered.data
+        # world 1: the output is the flat shard, and the parameters are views of it; else views of one new
+        # buffer, which one launch fills from the output
+        whole = self.world == 1
+        buffer = out if whole else ag.empty(self.unsharded_numel, dtype=self.param_dtype, device=self.device).data
+        views = []
         for slot in self.slots:
             spec = slot.spec
-            if self.world == 1:  # the output is the flat shard: the parameters are views of it
-                full = out[slot.offset : slot.offset + spec.global_shape[0] * spec.row_numel]
-            else:
-                full = ag.empty(spec.global_shape[0], spec.row_numel, dtype=self.param_dtype, device=self.device).data
-                chunked = _rows_view(out, slot, self.world, self.numel)
-                _copy_rows(full, chunked, spec.chunk, spec.global_shape[0], into_chunks=False)
-            slot.unsharded.data = full.view(*spec.global_shape)
+            view = buffer.as_strided(spec.global_shape, spec.strides, slot.offset if whole else slot.unsharded_offset)
+            slot.unsharded.data = view
+            views.append(view)
+        if not whole:
+            out.chunk_split(self.world, views)
         if self.post_forward_group is not None:
             self._gathered = gathered
         self._register(unsharded=True)
@@ -283,11 +291,18 @@ class FSDPParamGroup:
             return False
         if not slots:
             return False
+        reduced = slots
         self.finish_reduce()  # at most one reduce-scatter of this group in flight
         world, numel = self.world, self.numel
         with ag.no_grad():
-            make = ag.empty if len(slots) == len(self.slots) else ag.zeros  # a missing gradient counts zero
-            inp = make(world * numel, dtype=self.reduce_dtype, device=self.device)
+            grads = self._plain_grads(slots)
+            if grads is not None:  # the usual step: one launch writes the input from every gradient
+                inp = ag.empty(world * numel, dtype=self.reduce_dtype, device=self.device)
+                inp.data.chunk_cat_(grads, world)
+                slots = []  # (nothing left to copy)
+            else:  # a missing gradient counts zero
+                make = ag.empty if len(slots) == len(self.slots) else ag.zeros
+                inp = make(world * numel, dtype=self.reduce_dtype, device=self.device)
             flat_inp = inp.data
             for s in slots:
                 chunked = _rows_view(flat_inp, s, world, numel)
@@ -302,8 +317,26 @@ class FSDPParamGroup:
             out = ag.empty(numel, dtype=self.reduce_dtype, device=self.device)
             work = reduce_scatter_tensor(out, inp, ReduceOp.AVG, group=self.shard_group, async_op=True)
         self._reduce = _Pending(work, [out, inp])
-        self._reduced_slots = slots
+        self._reduced_slots = reduced
         return True
+
+    def _plain_grads(self, slots: list[ParamSlot]) -> list[NDArray] | None:
+        """Every parameter's gradient (taken off it), when each has one in one dtype and none accumulated while
+        synchronisation was off; else None (and nothing is taken)."""
+        if len(slots) != len(self.slots):
+            return None
+        grads: list[NDArray] = []
+        for s in slots:
+            grad = s.unsharded.grad
+            if grad is None or s.accumulated is not None:
+                return None
+            data = grad.data
+            if grads and data.dtype is not grads[0].dtype:
+                return None
+            grads.append(data)
+        for s in slots:
+            s.unsharded.grad = None
+        return grads
 
     def finish_reduce(self) -> None:
         """Wait for the reduce-scatter in flight and add its averages to the sharded parameters' ``.grad``."""
@@ -315,10 +348,12 @@ class FSDPParamGroup:
         if self.replicate_group is not None:  # HSDP: the shards' averages across the replicas
             all_reduce(out, ReduceOp.AVG, group=self.replicate_group)
         flat = out.data
+        cast = self.shard_device != self.device or self.reduce_dtype is not self.orig_dtype
         for s in self._reduced_slots:
-            n = s.spec.local_rows * s.spec.row_numel
-            grad = flat[s.offset : s.offset + n].view(*s.spec.local_shape)
-            grad = grad.to(device=self.shard_device, dtype=self.orig_dtype)
+            spec = s.spec
+            grad = flat.as_strided(spec.local_shape, spec.strides, s.offset)
+            if cast:
+                grad = grad.to(device=self.shard_device, dtype=self.orig_dtype)
             if s.sharded.grad is None:
                 s.sharded.grad = Tensor(grad)
             else:

@@ -65,6 +65,15 @@ class ShardSpec:
         return math.prod(self.global_shape[1:])
 
     @cached_property
+    def strides(self) -> tuple[int, ...]:
+        """The row-major strides of the global shape (of the unsharded parameter, a view of a flat buffer)."""
+        strides, step = [], 1
+        for size in reversed(self.global_shape):
+            strides.append(step)
+            step *= size
+        return tuple(reversed(strides))
+
+    @cached_property
     def local_shape(self) -> tuple[int, ...]:
         """The shape of this rank's rows."""
         return (self.local_rows, *self.global_shape[1:])
