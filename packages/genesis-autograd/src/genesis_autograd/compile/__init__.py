@@ -9,6 +9,7 @@ pieces.py    PieceTree: the pieces between host reads, replayed in turn (the val
 fusion.py    fuse_pointwise(graph): maximal chains of pointwise ops become one FusedPointwise each
 add_norm.py  fuse_add_norm(graph): a residual add and the norm reading it become one add_norm op
 casts.py     fold_casts(graph): a widening cast read only by a cross-entropy is dropped (it widens itself)
+recompute.py recompute_activations(graph): an activation only a Linear reads is recomputed in its backward
 
 The genesis front end (genesis.compile: guards, the cache, fallback) lives in genesis/_compile.py.
 """
@@ -20,6 +21,7 @@ from .errors import GraphBreak, Unsupported, user_site
 from .fusion import fuse_pointwise, fused_programs, kernel_sources
 from .graph import Graph, Op, Ref, replay
 from .pieces import MISS, PieceTree
+from .recompute import recompute_activations
 
 __all__ = [
     "Capture",
@@ -37,6 +39,7 @@ __all__ = [
     "fused_programs",
     "is_capturing",
     "kernel_sources",
+    "recompute_activations",
     "replay",
     "user_site",
 ]

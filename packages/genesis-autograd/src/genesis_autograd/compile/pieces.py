@@ -27,6 +27,7 @@ from .casts import fold_casts
 from .errors import GraphBreak
 from .fusion import fuse_pointwise
 from .graph import Graph, Op, fill, refs, run_ops
+from .recompute import recompute_activations
 
 MISS = object()  # what :meth:`PieceTree.replay` returns where no piece follows the value read
 
@@ -179,6 +180,7 @@ class PieceTree:
             if self.fuse:
                 fuse_add_norm(graph, self.autocast)  # first: the add it takes must not join a pointwise chain
                 fold_casts(graph)  # before the chains: the cast it drops must not join one
+                recompute_activations(graph)  # before the chains: the activation it folds must not join one
                 fuse_pointwise(graph, autocast_active=self.autocast_active)
             graph.plan()
             piece.graph = graph

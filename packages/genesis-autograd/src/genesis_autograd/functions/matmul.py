@@ -89,44 +89,82 @@ class Linear(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        dtypes = ctx.__dict__.get("grad_dtypes")  # (input, weight) gradient dtypes where autocast cast them
-        if backward_recorded(g):  # a recorded backward: Tensor ops, differentiable
-            if dtypes is not None:
-                x, w = _cast_operand(ctx, 0, x), _cast_operand(ctx, 1, w)
-            rows = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # a 2-D input's rows need no reshape op
-            gx = g.matmul(w) if need[0] else None
-            gw = rows.mT.matmul(x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None
-            gb = rows.sum(0, dtype=ctx.bias_dtype) if ctx.bias_dtype is not None and need[2] else None
-            if dtypes is not None:
-                gx = None if gx is None else gx.to(dtypes[0])
-                gw = None if gw is None else gw.to(dtypes[1])
-            return gx, gw, gb
-        # The usual backward: one NDArray op for all three (the backend takes its cached 2-D matmul plans
-        # over the rows of every batch dim), none of the Tensor layer's per-op cost; the same products in
-        # the same layouts as the recorded path. A float32 bias's gradient is summed into float32, and a
-        # float32 input's or weight's gradient is written in float32 by the product itself.
-        gd = g.data
-        wide = (None, None) if dtypes is None else [d if d is float32 else None for d in dtypes]
-        gx, gw, gb = gd.linear_backward(
-            None if x is None else x.data,
-            None if w is None else w.data,
-            need[0],
-            need[1],
-            ctx.bias_dtype if need[2] else None,
-            wide[0],
-            wide[1],
-        )
-        if dtypes is not None:  # (a dtype the products do not write: float16 under bfloat16 autocast, ...)
-            if gx is not None and gx.dtype is not dtypes[0]:
-                gx = gx.astype(dtypes[0])
-            if gw is not None and gw.dtype is not dtypes[1]:
-                gw = gw.astype(dtypes[1])
-        return (
-            None if gx is None else wrap(g, gx),
-            None if gw is None else wrap(g, gw),
-            None if gb is None else wrap(g, gb),
-        )
+        return _linear_backward(ctx, g, x, w)
+
+
+class RecastLinear(Linear):
+    """Linear keeping the weight itself, not autocast's cast of it: backward casts it again.
+
+    Under autocast a Linear keeps the 16-bit cast of its weight for backward, an extra copy of every
+    weight from forward to backward, at the step's memory peak. The weight itself (a parameter) lives
+    anyway, so keeping it costs nothing, and one cast in backward gives the same values. genesis.compile
+    puts it where a Linear's weight is a parameter (compile/recompute.py)."""
+
+    autocast_policy = "own"
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        xd, wd, bd = linear_operands(x, w, b)
+        if ctx.records:
+            need = ctx.needs_input_grad
+            ctx.save_for_backward((x if xd is x.data else wrap(x, xd)) if need[1] else None, w if need[0] else None)
+            ctx.bias_dtype = None if b is None else b.data.dtype
+            if xd is not x.data or wd is not w.data:
+                ctx.grad_dtypes = (x.data.dtype, w.data.dtype)
+            ctx.weight_cast = None if wd is w.data else wd.dtype
+        return xd.linear(wd, bd)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return _linear_backward(ctx, g, x, recast(w, ctx.weight_cast))
+
+
+def recast(w: Tensor | None, dtype: Any) -> Tensor | None:
+    """A kept weight as forward's product read it: cast again to ``dtype`` (None: it was not cast)."""
+    return w if w is None or dtype is None else wrap(w, w.data.astype(dtype))
+
+
+def _linear_backward(ctx, g, x, w):
+    """Linear's gradients from the operands its product read (``x`` / ``w``: None where not needed)."""
+    need = ctx.needs_input_grad
+    dtypes = ctx.__dict__.get("grad_dtypes")  # (input, weight) gradient dtypes where autocast cast them
+    if backward_recorded(g):  # a recorded backward: Tensor ops, differentiable
+        if dtypes is not None:
+            x, w = _cast_operand(ctx, 0, x), _cast_operand(ctx, 1, w)
+        rows = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # a 2-D input's rows need no reshape op
+        gx = g.matmul(w) if need[0] else None
+        gw = rows.mT.matmul(x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None
+        gb = rows.sum(0, dtype=ctx.bias_dtype) if ctx.bias_dtype is not None and need[2] else None
+        if dtypes is not None:
+            gx = None if gx is None else gx.to(dtypes[0])
+            gw = None if gw is None else gw.to(dtypes[1])
+        return gx, gw, gb
+    # The usual backward: one NDArray op for all three (the backend takes its cached 2-D matmul plans
+    # over the rows of every batch dim), none of the Tensor layer's per-op cost; the same products in
+    # the same layouts as the recorded path. A float32 bias's gradient is summed into float32, and a
+    # float32 input's or weight's gradient is written in float32 by the product itself.
+    gd = g.data
+    wide = (None, None) if dtypes is None else [d if d is float32 else None for d in dtypes]
+    gx, gw, gb = gd.linear_backward(
+        None if x is None else x.data,
+        None if w is None else w.data,
+        need[0],
+        need[1],
+        ctx.bias_dtype if need[2] else None,
+        wide[0],
+        wide[1],
+    )
+    if dtypes is not None:  # (a dtype the products do not write: float16 under bfloat16 autocast, ...)
+        if gx is not None and gx.dtype is not dtypes[0]:
+            gx = gx.astype(dtypes[0])
+        if gw is not None and gw.dtype is not dtypes[1]:
+            gw = gw.astype(dtypes[1])
+    return (
+        None if gx is None else wrap(g, gx),
+        None if gw is None else wrap(g, gw),
+        None if gb is None else wrap(g, gb),
+    )
 
 
 def linear_operands(x: Tensor, w: Tensor, b: Tensor | None) -> tuple[Any, Any, Any]:
