@@ -84,6 +84,7 @@ def activation(b) -> None:  # type: ignore[no-untyped-def]
     for dt in ("float32", "bfloat16", "float16", "float64"):
         for kind in ("gelu", "gelu_tanh", "silu", "sigmoid"):
             gk.activation_backward(b((rows, n), dt), b((rows, n), dt), b((rows, n), dt), kind)
+            gk.activation_backward(b((rows, n), dt), b((rows, n), dt), b((rows, n), dt), kind, y=b((rows, n), dt))
             # gate / up: the two halves of one (rows, 2n) tensor, rows of stride 2n
             gate, up = b((rows, n), dt, (2 * n, 1)), b((rows, n), dt, (2 * n, 1))
             gk.gated_forward(gate, up, b((rows, n), dt), kind)

@@ -57,6 +57,23 @@ def test_activation_backward(device: str, kind: str, shape: tuple[int, ...], dty
 
 
 @pytest.mark.parametrize("kind", list(ACTS))
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_activation_backward_with_the_forward(device: str, kind: str, shape: tuple[int, ...], dtype: str) -> None:
+    """Given ``y``, the same pass writes act(x) too, bit for bit what the forward's elementwise op writes (a
+    recompute in backward must reproduce the forward), and the gradient as without it."""
+    x, dy = make(shape, dtype, device), make(shape, dtype, device)
+    dx, y, alone, forward = (poisoned(shape, x.dtype, device) for _ in range(4))
+    gk.activation_backward(buf(dy), buf(x), buf(dx), kind, y=buf(y))
+    gk.activation_backward(buf(dy), buf(x), buf(alone), kind)
+    gk.unary(kind, buf(x), buf(forward))
+    sync(device)
+    assert torch.equal(dx, alone) and torch.equal(y, forward)
+    if y.numel():
+        assert_rel(y, ACTS[kind](x.double()), dtype)
+
+
+@pytest.mark.parametrize("kind", list(ACTS))
 @pytest.mark.parametrize("rows,n", [(1, 1), (3, 7), (5, 37), (2, 129), (0, 3), (3, 0)])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_gated_forward_backward_on_halves(device: str, kind: str, rows: int, n: int, dtype: str) -> None:

@@ -29,6 +29,17 @@ def test_activation_backward(device, kind, dtype):
 
 
 @pytest.mark.parametrize("kind", list(ACTS))
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_activation_backward_and_forward(device, kind, dtype):
+    """The gradient as activation_backward gives it, and the activation as the forward's unary op gives it."""
+    x, dy = random_tensor((3, 4, 5), dtype), random_tensor((3, 4, 5), dtype)
+    a, g = from_torch(x, device), from_torch(dy, device)
+    dx, y = a.activation_backward_and_forward(g, kind)
+    assert torch.equal(dx.to("cpu").native, a.activation_backward(g, kind).to("cpu").native)
+    assert torch.equal(y.to("cpu").native, a.unary(kind).to("cpu").native)
+
+
+@pytest.mark.parametrize("kind", list(ACTS))
 @pytest.mark.parametrize("dtype", [F32, F64, BF16])
 def test_gated_forward_backward_on_halves(device, kind, dtype):
     t = random_tensor((6, 14), dtype)

@@ -1,6 +1,7 @@
 """Fused activations: the backward of GELU / SiLU in one pass, and gated units (SwiGLU, GeGLU, GLU).
 
 ``activation_backward``  dx = dy * act'(x)                               (one read of dy and x, one write)
+                         and, given ``y``, y = act(x) too, the forward's values (a recompute in backward)
 ``gated_forward``        out = act(gate) * up                            (one read of each, one write)
 ``gated_backward``       dgate = dy * up * act'(gate), dup = dy * act(gate)   (three reads, two writes)
 
@@ -33,6 +34,7 @@ from .buffer import (
     tl_dtype,
 )
 from .elementwise import cast_to, div_rn
+from .elementwise_ops import unary_op
 from .mathlib import lib
 from .runtime import Kernel, cdiv, next_pow2, ptr_type
 from .strided import offset_of, stride_types
@@ -123,6 +125,38 @@ def _backward_kernel(
 
 
 @triton.jit
+def _backward_forward_body(x, dy, dx, y, ox, og, od, oy, mask, KIND: tl.constexpr, CDT: tl.constexpr):
+    xv = cast_to(tl.load(x + ox, mask=mask), CDT)
+    gv = cast_to(tl.load(dy + og, mask=mask), CDT)
+    _, slope = act_and_grad(xv, KIND)
+    tl.store(dx + od, cast_to(gv * slope, dx.dtype.element_ty), mask=mask)
+    # the activation as the forward's elementwise op computes it, so the recomputed values are its own
+    tl.store(y + oy, cast_to(unary_op(xv, KIND), y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _backward_forward_kernel(
+    x, dy, dx, y, R, N, xn, gn, dn, yn,
+    S1, S2, S3, S4, S5, S6, S7,
+    x0, x1, x2, x3, x4, x5, x6, x7,
+    g0, g1, g2, g3, g4, g5, g6, g7,
+    d0, d1, d2, d3, d4, d5, d6, d7,
+    y0, y1, y2, y3, y4, y5, y6, y7,
+    KIND: tl.constexpr, CDT: tl.constexpr, ROW_RANK: tl.constexpr, CONTIG: tl.constexpr,
+    INT64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    r, c, full = _tile(R, N, BLOCK_R, BLOCK_N, INT64)
+    ox = _addr(offset_of(r, S1, S2, S3, S4, S5, S6, S7, x0, x1, x2, x3, x4, x5, x6, x7, ROW_RANK), c, xn, CONTIG)
+    og = _addr(offset_of(r, S1, S2, S3, S4, S5, S6, S7, g0, g1, g2, g3, g4, g5, g6, g7, ROW_RANK), c, gn, CONTIG)
+    od = _addr(offset_of(r, S1, S2, S3, S4, S5, S6, S7, d0, d1, d2, d3, d4, d5, d6, d7, ROW_RANK), c, dn, CONTIG)
+    oy = _addr(offset_of(r, S1, S2, S3, S4, S5, S6, S7, y0, y1, y2, y3, y4, y5, y6, y7, ROW_RANK), c, yn, CONTIG)
+    if full:
+        _backward_forward_body(x, dy, dx, y, ox, og, od, oy, None, KIND, CDT)
+    else:
+        _backward_forward_body(x, dy, dx, y, ox, og, od, oy, (r < R)[:, None] & (c < N)[None, :], KIND, CDT)
+
+
+@triton.jit
 def _gated_forward_body(gate, up, out, oa, ob, oo, mask, KIND: tl.constexpr, CDT: tl.constexpr):
     a = cast_to(tl.load(gate + oa, mask=mask), CDT)
     b = cast_to(tl.load(up + ob, mask=mask), CDT)
@@ -188,6 +222,7 @@ def _gated_backward_kernel(
 
 
 _BACKWARD = Kernel(_backward_kernel)
+_BACKWARD_FORWARD = Kernel(_backward_forward_kernel)
 _GATED_FORWARD = Kernel(_gated_forward_kernel)
 _GATED_BACKWARD = Kernel(_gated_backward_kernel)
 
@@ -283,7 +318,12 @@ class _Plan:
         return self._args
 
 
-_PTR_NAMES = {"xgd": ("x", "dy", "dx"), "abo": ("gate", "up", "out"), "gabpq": ("dy", "gate", "up", "dgate", "dup")}
+_PTR_NAMES = {
+    "xgd": ("x", "dy", "dx"),
+    "xgdy": ("x", "dy", "dx", "y"),
+    "abo": ("gate", "up", "out"),
+    "gabpq": ("dy", "gate", "up", "dgate", "dup"),
+}
 
 
 def _check(kind: str, bufs: list[BufferLike]) -> str:
@@ -331,8 +371,18 @@ def _launch(kernel: Kernel, plan: _Plan, ptrs: dict[str, BufferLike], inner: str
     fn(plan._grid, stream, (*addrs, *plan._args, *fn._consts))  # type: ignore[attr-defined]
 
 
-def activation_backward(dy: BufferLike, x: BufferLike, dx: BufferLike, kind: str, *, stream: int = 0) -> None:
-    """``dx = dy * act'(x)`` for ``kind`` in gelu / gelu_tanh / silu / sigmoid; all three the same shape."""
+def activation_backward(
+    dy: BufferLike, x: BufferLike, dx: BufferLike, kind: str, *, y: BufferLike | None = None, stream: int = 0
+) -> None:
+    """``dx = dy * act'(x)`` for ``kind`` in gelu / gelu_tanh / silu / sigmoid; all the same shape. Given
+    ``y``, also ``y = act(x)`` in the same pass, with the forward's values (what elementwise's unary op of
+    that name writes): a backward that recomputes the activation for another op reads ``x`` once."""
+    if y is not None:
+        cdt = _check(kind, [dy, x, dx, y])
+        plan = _plan_of([x, dy, dx, y], "xgdy")
+        if plan.rows * plan.n:
+            _launch(_BACKWARD_FORWARD, plan, {"x": x, "dy": dy, "dx": dx, "y": y}, "xn gn dn yn", kind, cdt, stream)
+        return
     cdt = _check(kind, [dy, x, dx])
     plan = _plan_of([x, dy, dx], "xgd")
     if plan.rows * plan.n == 0:

@@ -589,6 +589,13 @@ class NDArray:
         self._check_activation(kind, grad_output)
         return self._wrap(self._ops["activation_backward"](grad_output._data, self._data, kind))
 
+    def activation_backward_and_forward(self, grad_output: NDArray, kind: str) -> tuple[NDArray, NDArray]:
+        """(``grad_output * act'(self)``, ``act(self)``) in one pass: the gradient, and the activation with the
+        forward's values (``self.unary(kind)``'s), for a backward that recomputes it instead of keeping it."""
+        self._check_activation(kind, grad_output)
+        dx, y = self._ops["activation_backward_forward"](grad_output._data, self._data, kind)
+        return self._wrap(dx), self._wrap(y)
+
     def gated_forward(self, up: NDArray, kind: str) -> NDArray:
         """``act(self) * up`` in one pass (self is the gate): SwiGLU for silu, GeGLU for gelu, GLU for sigmoid."""
         self._check_activation(kind, up)

@@ -58,23 +58,30 @@ class ActivationLinear(Primitive):
         kind, dtypes = ctx.kind, ctx.grad_dtypes
         if backward_recorded(g):  # a recorded backward: Tensor ops, differentiable
             return _recorded_backward(ctx, g, h, w)
-        act = None
-        if need[1]:  # the weight gradient reads the activation's output: recomputed, cast as forward cast it
-            act = h.data.unary(ACTIVATIONS[kind])
-            if act.dtype is not ctx.product_dtype:
-                act = act.astype(ctx.product_dtype)
+        # Input gradient first, so that one pass over h gives both the activation's gradient and the
+        # activation itself, recomputed for the weight gradient.
         wide = (None, None) if dtypes is None else [d if d is float32 else None for d in dtypes]
-        gd = g.data
-        gx, gw, gb = gd.linear_backward(
-            act, None if w is None else w.data, need[0], need[1], ctx.bias_dtype if need[2] else None, wide[0], wide[1]
-        )
-        act = None  # (the step's memory peaks in these backwards: nothing is held longer than it is read)
-        gh = None
-        if gx is not None:
-            if gx.dtype is not h.data.dtype:
-                gx = gx.astype(h.data.dtype)
-            gh = h.data.activation_backward(gx, kind)
-            gx = None
+        gd, hd, bias_dtype = g.data, h.data, ctx.bias_dtype if need[2] else None
+        gh = act = gb = None
+        if need[0]:
+            gx, _, gb = gd.linear_backward(None, w.data, True, False, bias_dtype, wide[0], None)
+            if gx.dtype is not hd.dtype:
+                gx = gx.astype(hd.dtype)
+            if need[1]:
+                gh, act = hd.activation_backward_and_forward(gx, kind)
+            else:
+                gh = hd.activation_backward(gx, kind)
+            gx = None  # (the step's memory peaks in these backwards: nothing is held longer than it is read)
+            bias_dtype = None
+        elif need[1]:
+            act = hd.unary(ACTIVATIONS[kind])
+        gw = None
+        if need[1] or bias_dtype is not None:
+            if act is not None and act.dtype is not ctx.product_dtype:
+                act = act.astype(ctx.product_dtype)
+            _, gw, gb2 = gd.linear_backward(act, None, False, need[1], bias_dtype, None, wide[1])
+            gb = gb if gb2 is None else gb2
+        act = None
         if gw is not None and dtypes is not None and gw.dtype is not dtypes[1]:
             gw = gw.astype(dtypes[1])
         return (

@@ -30,6 +30,11 @@ def activation_backward(grad_output: torch.Tensor, input: torch.Tensor, kind: st
     return torch.ops.aten.sigmoid_backward(grad_output, torch.sigmoid(input))
 
 
+@reg("activation_backward_forward")
+def activation_backward_forward(grad_output: torch.Tensor, input: torch.Tensor, kind: str):
+    return activation_backward(grad_output, input, kind), _act(input, kind)
+
+
 @reg("gated_forward")
 def gated_forward(gate: torch.Tensor, up: torch.Tensor, kind: str) -> torch.Tensor:
     return _act(gate, kind) * up

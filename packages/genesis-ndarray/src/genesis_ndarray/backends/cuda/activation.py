@@ -20,6 +20,15 @@ def activation_backward(grad_output: View, input: View, kind: str) -> View:
     return dx
 
 
+@reg("activation_backward_forward")
+def activation_backward_forward(grad_output: View, input: View, kind: str) -> tuple[View, View]:
+    dx = gs.empty(input.shape, input.dtype, input.device)
+    y = gs.empty(input.shape, input.dtype, input.device)
+    if dx.numel:
+        gk.activation_backward(grad_output, input, dx, kind, y=y, stream=stream_of(input))
+    return dx, y
+
+
 @reg("gated_forward")
 def gated_forward(gate: View, up: View, kind: str) -> View:
     out = gs.empty(gate.shape, gate.dtype, gate.device)
