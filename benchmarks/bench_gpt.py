@@ -13,9 +13,11 @@ after warm-up give tokens per second. Peak memory is each allocator's own peak.
                                                     # reduce-overhead modes
     python3 benchmarks/bench_gpt.py --variants torch-compile genesis-compile   # only these (clean peaks)
 
-Peak memory is the largest allocated during a variant's own steps (its allocator's peak, reset before each
-step); genesis variants share one allocator, so with several of them each peak includes the others'
-resident weights and optimizer state: run one genesis variant at a time (--variants) for its own figure.
+Peak memory is the largest allocated during a variant's own timed steps, after warm-up (its allocator's peak,
+reset before each step): the steady state of training, not the first calls, where a compiled variant records
+or compiles (genesis.compile's capture call runs eagerly, with eager's memory). Genesis variants share one
+allocator, so with several of them each peak includes the others' resident weights and optimizer state: run
+one genesis variant at a time (--variants) for its own figure.
 """
 
 from __future__ import annotations
@@ -163,11 +165,11 @@ def main() -> None:
             trainer.step(x, y)
             trainer.sync()
             elapsed = time.perf_counter() - start
-            peaks[name] = max(peaks[name], lib.cuda.max_memory_allocated() / 2**30)
             if step == 0:
                 first[name] = elapsed
             if step >= warmup:
                 times[name].append(elapsed)
+                peaks[name] = max(peaks[name], lib.cuda.max_memory_allocated() / 2**30)
     tokens = batch * config["block_size"]
     rate = {name: tokens / statistics.median(v) for name, v in times.items()}
     any_trainer = next(iter(trainers.values()))
