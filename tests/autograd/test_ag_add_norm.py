@@ -171,6 +171,9 @@ def test_float32_stream_plus_bfloat16_input_promotes_as_torch(device, rms):
     for actual, expected in ((gy, ty), (gs, ts), (gr.grad, tr.grad), (gw.grad, tw.grad)):
         assert_fwd(actual, expected.detach(), rtol=1e-5, atol=1e-5)
     assert_fwd(gx.grad, tx.grad, rtol=2.0**-7, atol=2.0**-7)  # one bf16 rounding of the same float32 value
+    # the bf16 addend's gradient, written by the backward's own pass, is the float32 one rounded once
+    assert torch.equal(torch.from_numpy(gx.grad.float().cpu().numpy()),
+                       torch.from_numpy(gr.grad.to(genesis.bfloat16).float().cpu().numpy()))  # fmt: skip
 
 
 @pytest.mark.parametrize("device", [CPU, CUDA])

@@ -187,6 +187,13 @@ def add_norm(b) -> None:  # type: ignore[no-untyped-def]
     x, r, s, y = b((64, 2048), "bfloat16"), b((64, 2048)), b((64, 2048)), b((64, 2048), "bfloat16")
     gk.add_norm_forward(x, r, b((2048,)), None, s, y, None, None, eps=1e-5, rms=True)
     gk.add_norm_backward(s, y, None, b((2048,)), None, b((64,)), b((64, 2048)), b((2048,)), None, rms=True)
+    # the gradient of the bf16 addend written by the same pass (a GPT block's residual add under autocast)
+    for rms in (False, True):
+        mean = None if rms else b((64,))
+        gk.add_norm_backward(
+            s, b((64, 2048)), b((64, 2048)), b((2048,)), mean, b((64,)), b((64, 2048)), b((2048,)),
+            None if rms else b((2048,)), dx_low=b((64, 2048), "bfloat16"), rms=rms,
+        )  # fmt: skip
 
 
 def mixed_widths(b) -> None:  # type: ignore[no-untyped-def]

@@ -101,6 +101,29 @@ def test_mixed_dtypes_float32_residual_bf16_input_fp32_params(device, rms):
 
 
 @pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
+@pytest.mark.parametrize("n", [40, 8192 + 40], ids=["one-pass", "long-rows"])
+def test_the_gradient_of_the_bf16_addend_written_in_the_same_pass(device, rms, n):
+    """dx_low: the float32 sum rounded once to bf16, the same values as casting dx afterwards (one rounding of
+    the same float32 value either way), and dx itself unchanged by it."""
+    x = make((3, n), "bfloat16", device)
+    r, dy, ds = (make((3, n), "float32", device) for _ in range(3))
+    w = make((n,), "float32", device, low=0.5, high=1.5)
+    b = None if rms else make((n,), "float32", device)
+    acc = torch.float32
+    s, y = poisoned(x.shape, acc, x.device), poisoned(x.shape, acc, x.device)
+    mean, rstd = (None if rms else poisoned((3,), acc, x.device)), poisoned((3,), acc, x.device)
+    opt = lambda t: None if t is None else buf(t)
+    gk.add_norm_forward(buf(x), buf(r), buf(w), opt(b), buf(s), buf(y), opt(mean), buf(rstd), eps=1e-5, rms=rms)
+    dx, alone = poisoned(x.shape, acc, x.device), poisoned(x.shape, acc, x.device)
+    low = poisoned(x.shape, torch.bfloat16, x.device)
+    args = (buf(s), buf(dy), buf(ds), buf(w), opt(mean), buf(rstd))
+    gk.add_norm_backward(*args, buf(dx), dx_low=buf(low), rms=rms)
+    gk.add_norm_backward(*args, buf(alone), rms=rms)
+    sync(device)
+    assert torch.equal(dx, alone) and torch.equal(low, dx.to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
 def test_no_ds_no_weight_and_bf16_s_with_fp32_y(device, rms):
     # ds None: only y is used; no weight / bias; y in float32 from a bf16 s (autocast's float32 norm).
     x, r = make((4, 24), "bfloat16", device), make((4, 24), "bfloat16", device)

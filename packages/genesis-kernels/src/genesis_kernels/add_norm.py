@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 
 from .buffer import INT32_LIMIT, Buffer, BufferLike, accumulate_dtype, by_layout, dtype_info, numel, tl_dtype
-from .elementwise import binary, cast_to
+from .elementwise import binary, cast_to, copy
 from .normalization import (
     _ONE_PASS_MAX,
     _affine,
@@ -94,9 +94,10 @@ def _add_norm_fwd_kernel(
 
 @triton.jit
 def _add_norm_bwd_kernel(
-    s, dy, ds, w, mean, rstd, dx, pw, pb, R, N, RPP, sr, sc, gr, gc, er, ec, dr, dc,
+    s, dy, ds, w, mean, rstd, dx, dl, pw, pb, R, N, RPP, sr, sc, gr, gc, er, ec, dr, dc, lr, lc,
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_DS: tl.constexpr, W_GRAD: tl.constexpr, B_GRAD: tl.constexpr,
-    ACC: tl.constexpr, CONTIG: tl.constexpr, INT64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+    HAS_LOW: tl.constexpr, ACC: tl.constexpr, CONTIG: tl.constexpr, INT64: tl.constexpr, BLOCK_R: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     # Program ``pid`` owns rows [pid * RPP, (pid + 1) * RPP) and row ``pid`` of the partials pw / pb.
     pid = tl.program_id(0)
@@ -126,6 +127,8 @@ def _add_norm_bwd_kernel(
         if HAS_DS:  # the gradient from s's other uses: added here, so the sum is written (and rounded) once
             res += _load(ds, rows * er, cols, ec, mask, CONTIG, ACC)
         _store(dx, rows * dr, cols, dc, res, mask, CONTIG, ACC)
+        if HAS_LOW:  # the same sum rounded once to a narrower dtype: the gradient of a 16-bit addend
+            _store(dl, rows * lr, cols, lc, res, mask, CONTIG, ACC)
         if W_GRAD:
             dw_acc += g * xhat
         if B_GRAD:
@@ -211,16 +214,17 @@ def _forward_plan(bufs: list[BufferLike], rms: bool, has_mean: bool, has_w: bool
 
 @by_layout
 def _backward_plan(bufs: list[BufferLike], rms: bool, flags: tuple[bool, ...]) -> _Plan:
-    """bufs: s, dy, dx, rstd, then mean, ds, weight, dweight, dbias where given (``flags`` says which)."""
-    has_mean, has_ds, has_w, w_grad, b_grad = flags
+    """bufs: s, dy, dx, rstd, then mean, ds, weight, dweight, dbias, dx_low where given (``flags`` says which)."""
+    has_mean, has_ds, has_w, w_grad, b_grad, has_low = flags
     if rms and b_grad:
         raise ValueError("add_norm_backward: rms_norm has no bias")
     if not rms and not has_mean:
         raise ValueError("add_norm_backward: layer norm needs the saved mean")
     s, dy, dx, rstd = bufs[:4]
     rest = iter(bufs[4:])
-    mean, ds, weight, dweight, dbias = (next(rest) if given else None for given in flags)
-    rows, n, layout, big = _as_rows([s, dy, dx if ds is None else ds, dx], "add_norm_backward")
+    mean, ds, weight, dweight, dbias, low = (next(rest) if given else None for given in flags)
+    operands = [s, dy, dx if ds is None else ds, dx, dx if low is None else low]
+    rows, n, layout, big = _as_rows(operands, "add_norm_backward")
     acc = accumulate_dtype(s.dtype)
     _check_params(n, rows, acc, weight, [rstd] + ([mean] if mean is not None else []), "add_norm_backward")
     _check_vector(dweight, n, "dweight", strided=True)
@@ -230,9 +234,10 @@ def _backward_plan(bufs: list[BufferLike], rms: bool, flags: tuple[bool, ...]) -
     programs = cdiv(rows, rpp) if rpp else 0
     big = big or programs * n >= INT32_LIMIT - 65536
     pdt = {"s": s.dtype, "dy": dy.dtype, "ds": dx.dtype if ds is None else ds.dtype}
-    pdt.update(w=acc if weight is None else weight.dtype, mean=acc, rstd=acc, dx=dx.dtype, pw=acc, pb=acc)
-    consts = dict(RMS=rms, HAS_W=has_w, HAS_DS=has_ds, W_GRAD=w_grad, B_GRAD=b_grad)
-    plan = _Plan(rows, n, big, layout, pdt, "R N RPP sr sc gr gc er ec dr dc", consts)
+    pdt.update(w=acc if weight is None else weight.dtype, mean=acc, rstd=acc, dx=dx.dtype)
+    pdt.update(dl=dx.dtype if low is None else low.dtype, pw=acc, pb=acc)
+    consts = dict(RMS=rms, HAS_W=has_w, HAS_DS=has_ds, W_GRAD=w_grad, B_GRAD=b_grad, HAS_LOW=has_low)
+    plan = _Plan(rows, n, big, layout, pdt, "R N RPP sr sc gr gc er ec dr dc lr lc", consts)
     plan.args = (rows, n, rpp, *plan.args[2:])
     plan.grid = (programs, 1, 1)
     return plan
@@ -329,19 +334,25 @@ def add_norm_backward(
     dweight: BufferLike | None = None,
     dbias: BufferLike | None = None,
     *,
+    dx_low: BufferLike | None = None,
     rms: bool = False,
     stream: int = 0,
 ) -> None:
     """Gradients of :func:`add_norm_forward`: ``dx`` = the norm's input gradient from ``dy`` plus ``ds`` (the
     gradient ``s`` received from its other uses; None for none), which is the gradient of both ``x`` and
     ``residual`` (in ``dx``'s dtype); ``dweight`` / ``dbias`` (shape (N,), any floating dtype) when given,
-    through per-program partial sums and normalization.py's column-sum launch.
+    through per-program partial sums and normalization.py's column-sum launch. ``dx_low``: the same sum
+    written a second time in its (narrower) dtype, rounded once, for an addend of that dtype (a 16-bit
+    block output added to a float32 residual stream), instead of a cast of ``dx`` afterwards.
     """
     bufs = [s, dy, dx, rstd]
-    for b in (mean, ds, weight, dweight, dbias):
+    for b in (mean, ds, weight, dweight, dbias, dx_low):
         if b is not None:
             bufs.append(b)
-    flags = (mean is not None, ds is not None, weight is not None, dweight is not None, dbias is not None)
+    flags = (
+        mean is not None, ds is not None, weight is not None, dweight is not None, dbias is not None,
+        dx_low is not None,
+    )  # fmt: skip
     plan = _backward_plan(bufs, rms, flags)
     n, programs = plan.n, plan.grid[0]
     if n == 0:
@@ -350,6 +361,8 @@ def add_norm_backward(
         norm_backward(s, dy, weight, mean, rstd, dx, dweight, dbias, rms=rms, stream=stream)
         if ds is not None:
             binary("add", dx, ds, dx, compute_dtype=plan.acc, stream=stream)
+        if dx_low is not None:
+            copy(dx, dx_low, stream=stream)
         return
     item = 8 if plan.acc == "float64" else 4
     n_parts = (dweight is not None) + (dbias is not None)
@@ -366,6 +379,7 @@ def add_norm_backward(
             spare if mean is None else mean.ptr,
             spare,
             dx.ptr,
+            dx.ptr if dx_low is None else dx_low.ptr,
             pw,
             pb,
         )

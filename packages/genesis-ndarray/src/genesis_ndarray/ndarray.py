@@ -905,12 +905,23 @@ class NDArray:
         rms: bool,
         grad_weight: bool = True,
         grad_bias: bool = True,
-    ) -> tuple[NDArray, NDArray | None, NDArray | None]:
-        """(gradient of s, dweight, dbias) of :meth:`add_norm`, this array being its saved ``s``: the norm's
-        input gradient from ``grad_y`` plus ``grad_s`` (None: s had no other use), written once."""
+        low_dtype: DType | None = None,
+    ) -> tuple[NDArray, NDArray | None, NDArray | None, NDArray | None]:
+        """(gradient of s, dweight, dbias, the gradient of s in ``low_dtype`` or None) of :meth:`add_norm`, this
+        array being its saved ``s``: the norm's input gradient from ``grad_y`` plus ``grad_s`` (None: s had no
+        other use), written once; with ``low_dtype`` (narrower than s's) written a second time in it, rounded
+        once (the gradient of a 16-bit addend of a float32 ``s``), in the same pass on cuda."""
         natives = self._natives(grad_y, grad_s, self, weight, bias, mean, rstd)
-        ds, dw, db = self._ops["add_norm_backward"](*natives, bool(rms), bool(grad_weight), bool(grad_bias))
-        return self._wrap(ds), None if dw is None else self._wrap(dw), None if db is None else self._wrap(db)
+        ds, dw, db, low = self._ops["add_norm_backward"](
+            *natives, bool(rms), bool(grad_weight), bool(grad_bias), low_dtype
+        )
+        wrap = self._wrap
+        return (
+            wrap(ds),
+            None if dw is None else wrap(dw),
+            None if db is None else wrap(db),
+            None if low is None else wrap(low),
+        )
 
     # ------------------------------------------------- recurrent nets (backends/*/rnn.py)
     def _rnn_check(self, op: str, *others: NDArray | None) -> None:

@@ -61,20 +61,32 @@ class AddNorm(Primitive):
         like = gy if gy is not None else gs
         if like is None:
             return None, None, None, None, None, None, None, None
-        dw = db = None
+        dw = db = low = None
         n = ctx.n
+        x_dtype, r_dtype = ctx.dtypes
         if gy is None:  # y unused: s's gradient passes to both inputs (as an add's)
             total = gs.data
         else:
             mean, rstd = ctx.stats
             grad_s = None if gs is None else _rows(gs, n)
-            total, dw, db = ctx.out.add_norm_backward(
-                _rows(gy, n), grad_s, _flat(w), _flat(b), mean, rstd, ctx.rms, need[2], need[3]
+            s = ctx.out
+            # An addend narrower than s (a 16-bit block output on a float32 residual stream; s's promotion
+            # leaves at most one): its gradient is written by the same pass, not cast from the sum afterwards.
+            narrow = None
+            for needed, dtype in ((need[0], x_dtype), (need[1], r_dtype)):
+                if needed and dtype.itemsize < s.dtype.itemsize:
+                    narrow = dtype
+            total, dw, db, low = s.add_norm_backward(
+                _rows(gy, n), grad_s, _flat(w), _flat(b), mean, rstd, ctx.rms, need[2], need[3], narrow
             )
             total = _unrows(total, gy, n)
-        x_dtype, r_dtype = ctx.dtypes
-        gx = wrap(like, total.astype(x_dtype)) if need[0] else None
-        gr = (gx if r_dtype is x_dtype and gx is not None else wrap(like, total.astype(r_dtype))) if need[1] else None
+            low = None if low is None else _unrows(low, gy, n)
+
+        def grad_in(dtype):
+            return wrap(like, low if low is not None and low.dtype is dtype else total.astype(dtype))
+
+        gx = grad_in(x_dtype) if need[0] else None
+        gr = (gx if r_dtype is x_dtype and gx is not None else grad_in(r_dtype)) if need[1] else None
         return (
             gx,
             gr,

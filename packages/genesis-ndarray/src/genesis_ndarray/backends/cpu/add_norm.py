@@ -53,8 +53,9 @@ def add_norm_backward(
     rms: bool,
     grad_weight: bool,
     grad_bias: bool,
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-    """(gradient of s in s's dtype, dweight or None, dbias or None)."""
+    low_dtype=None,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """(gradient of s in s's dtype, dweight or None, dbias or None, the same in ``low_dtype`` or None)."""
     # The norm's part in float32 (float64 for float64), added to grad_s there, and rounded once to s's dtype, as
     # the cuda kernel does: a 16-bit norm gradient rounded first, then the sum rounded again, can be off by more
     # than the result's ulp where the two parts cancel.
@@ -72,4 +73,5 @@ def add_norm_backward(
         dx = dx + grad_s.to(acc)
     dw = dw.to(weight.dtype) if dw is not None and weight is not None else None
     db = db.to(bias.dtype) if db is not None and bias is not None else None
-    return dx.to(s.dtype), dw, db
+    low = None if low_dtype is None else dx.to(low_dtype.torch)  # rounded once from the sum, as on cuda
+    return dx.to(s.dtype), dw, db, low

@@ -67,13 +67,18 @@ def add_norm_backward(
     rms: bool,
     grad_weight: bool,
     grad_bias: bool,
-) -> tuple[View, View | None, View | None]:
-    """(gradient of s in s's dtype: the norm's from ``grad_y`` plus ``grad_s``, dweight or None, dbias or None)."""
+    low_dtype: DType | None = None,
+) -> tuple[View, View | None, View | None, View | None]:
+    """(gradient of s in s's dtype: the norm's from ``grad_y`` plus ``grad_s``, dweight or None, dbias or None,
+    the same gradient in ``low_dtype`` or None), one launch."""
     dy = _rows(grad_y)
     ds = None if grad_s is None else _rows(grad_s)
     ds_total = gs.empty(s.shape, s.dtype, s.device)
     n = s.shape[-1]
     dw = gs.empty((n,), weight.dtype, s.device) if grad_weight and weight is not None else None
     db = gs.empty((n,), bias.dtype, s.device) if grad_bias and bias is not None else None
-    gk.add_norm_backward(s, dy, ds, _vec(weight), mean, rstd, ds_total, dw, db, rms=rms, stream=stream_of(s))
-    return ds_total, dw, db
+    low = None if low_dtype is None else gs.empty(s.shape, low_dtype.name, s.device)
+    gk.add_norm_backward(
+        s, dy, ds, _vec(weight), mean, rstd, ds_total, dw, db, dx_low=low, rms=rms, stream=stream_of(s)
+    )
+    return ds_total, dw, db, low
