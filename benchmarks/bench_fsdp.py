@@ -19,6 +19,10 @@ models (bf16 autocast): the baseline of the scaling. Steps alternate between the
 from a synchronised start to a synchronised end; the medians after warm-up give tokens/s (summed over the
 ranks); peak memory is each framework's own allocator's (max_memory_allocated), the largest over the ranks.
 
+--profile: after the timed steps, one more step of each framework under torch.profiler on rank 0: its wall time,
+the GPU time of its compute kernels and of its NCCL kernels (which overlap them on their own stream), so that
+a shortfall against the 1-GPU step shows as compute that got slower or as time the GPU spent waiting.
+
 --loss-curve N: genesis alone, N steps of one global batch of --batch x 4 sequences (the same on every
 world size: each rank trains on its slice), every step's loss of the global batch written to --json;
 --compare prints the largest and mean differences of two such curves (FSDP on 4 GPUs against one GPU).
@@ -123,6 +127,29 @@ def setup(args: argparse.Namespace) -> dict:
     return env
 
 
+def profile_step(name: str, trainer: Trainer, x: np.ndarray, y: np.ndarray, env: dict) -> None:
+    """One step of ``trainer`` (every rank runs it; rank 0 under torch.profiler, which sees genesis's kernels
+    too): wall time, compute-kernel and NCCL-kernel GPU time, the largest kernels."""
+    from torch.profiler import ProfilerActivity, profile
+
+    trainer.sync()
+    if env["rank"] != 0:
+        trainer.step(x, y)
+        trainer.sync()
+        return
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        trainer.step(x, y)
+        trainer.sync()
+    wall = (time.perf_counter() - start) * 1e3
+    kernels = [e for e in prof.key_averages() if e.device_time_total > 0]
+    nccl = sum(e.device_time_total for e in kernels if "nccl" in e.key.lower()) / 1e3
+    compute = sum(e.device_time_total for e in kernels if "nccl" not in e.key.lower()) / 1e3
+    print(f"  profile {name}: step {wall:.1f} ms; compute kernels {compute:.1f} ms, NCCL kernels {nccl:.1f} ms")
+    for e in sorted(kernels, key=lambda e: -e.device_time_total)[:8]:
+        print(f"      {e.device_time_total / 1e3:8.2f} ms  x{e.count:<5d} {e.key[:90]}")
+
+
 def gather(value: Any, env: dict) -> list[Any]:
     """Every rank's ``value`` (through torch's default gloo group), or [value] alone."""
     if env["world"] == 1:
@@ -147,6 +174,10 @@ def throughput(args: argparse.Namespace, env: dict, config: dict, batch: int) ->
             trainer.sync()
             if step >= args.warmup:
                 step_s[name].append(time.perf_counter() - start)
+    if args.profile:
+        x, y = rng.integers(0, vocab, size=(batch, block)), rng.integers(0, vocab, size=(batch, block))
+        for name, trainer in trainers.items():
+            profile_step(name, trainer, x, y, env)
     mine = {n: {"step_s": statistics.median(step_s[n]), "peak_gib": t.peak_gib()} for n, t in trainers.items()}
     everyone = gather(mine, env)
     if env["rank"] != 0:
@@ -232,11 +263,14 @@ def main() -> None:
     parser.add_argument("--compare", type=Path, nargs=2, default=None, help="two --loss-curve JSON files")
     parser.add_argument("--scaling", type=Path, nargs=2, default=None, help="the N-GPU and 1-GPU JSON files")
     parser.add_argument("--json", type=Path, default=None, help="rank 0 writes the figures here")
+    parser.add_argument("--profile", action="store_true", help="one more step of each under torch.profiler")
     args = parser.parse_args()
     if args.compare is not None:
         return compare(*args.compare)
     if args.scaling is not None:
         return scaling(*args.scaling)
+    if args.profile and args.device != "cuda":
+        raise SystemExit("--profile profiles the GPU kernels: it needs --device cuda")
     env = setup(args)
     model = "cpu" if args.device == "cpu" else ("small" if args.quick else args.model)
     config, batch = MODELS[model], args.batch or (2 if args.device == "cpu" else 8)

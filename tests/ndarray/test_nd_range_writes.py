@@ -223,6 +223,8 @@ BACKEND_CASES: dict[str, dict[str, Case]] = {
     },
     "cross_entropy_backward": {"out": Case(_cross_entropy_backward, "float64", (2, 5))},
     "kv_cache_write_": {role: _kv_cache_write(role, backend=True) for role in ("keys", "values")},
+    "chunk_cat": {"out": Case(lambda t: _ops()["chunk_cat"](t.native, [_floats().native], 1), "float64")},
+    "chunk_split": {"out": Case(lambda t: _ops()["chunk_split"](_floats().native, 1, [t.native]), "float64")},
     # Exports: whoever holds the address may write through it (NCCL, ctypes, another framework).
     "data_ptr": {"export": Case(lambda t: _ops()["data_ptr"](t.native))},
     "to_dlpack": {"export": Case(lambda t: _exported(t, "__dlpack__"))},
@@ -256,6 +258,7 @@ READ_ONLY = frozenset(
         # reads to the host
         "item", "to_cpu", "to_numpy", "tolist", "value_range",
         # computations into new arrays
+        "activation_backward_forward",  # the gradient and the recomputed activation, both new
         "activation_backward", "addcdiv", "addcmul", "argmax", "argmin", "attention", "binary", "cast", "clamp",
         "clone", "contiguous", "cross_entropy", "cumprod", "cumsum", "dropout", "dropout_backward", "embedding",
         "embedding_backward", "gated_backward", "gated_forward", "gather", "index_select", "layer_norm",
@@ -404,6 +407,8 @@ NDARRAY_CASES: dict[str, dict[str, Case]] = {
     "random_": {"bounds": Case(lambda t: t.random_(42, 43)), "spans_dtype": Case(lambda t: t.random_())},
     "cross_entropy_backward": {"out": Case(_cross_entropy_backward, "float64", (2, 5))},
     "kv_cache_write_": {role: _kv_cache_write(role, backend=False) for role in ("keys", "values")},
+    "chunk_cat_": {"out": Case(lambda t: t.chunk_cat_([_floats()], 1), "float64")},
+    "chunk_split": {"out": Case(lambda t: _floats().chunk_split(1, [t]), "float64")},
 }
 
 

@@ -7,7 +7,7 @@ collectives, ``num_chunks`` flat shards follow one another, each holding its row
 
 - ``chunk_cat(out, arrays, num_chunks)`` writes that layout into ``out`` (``num_chunks * S`` elements), cast
   to ``out``'s dtype, padding zero: torch's ``_chunk_cat`` along dim 0, the reduce-scatter's input.
-- ``chunk_split(src, num_chunks, outs)`` is its inverse: each array of ``outs`` gets its rows back (the
+- ``chunk_split(src, num_chunks, out)`` is its inverse: each array of ``out`` gets its rows back (the
   all-gather's output copied out into the unsharded parameters).
 
 cuda: one genesis_kernels.chunk_cat launch each way, whatever the number of arrays; cpu: torch's copies.
@@ -67,8 +67,8 @@ def chunk_cat(out: NDArray, arrays: Sequence[NDArray], num_chunks: int) -> NDArr
     return out
 
 
-def chunk_split(src: NDArray, num_chunks: int, outs: Sequence[NDArray]) -> None:
-    """Each array of ``outs`` (one dtype) gets its rows back from ``src``, in the chunked row layout of
+def chunk_split(src: NDArray, num_chunks: int, out: Sequence[NDArray]) -> None:
+    """Each array of ``out`` (one dtype) gets its rows back from ``src``, in the chunked row layout of
     ``chunk_cat``, cast to its dtype."""
-    _check(src, outs, num_chunks, "chunk_split")
-    src._ops["chunk_split"](src._data, num_chunks, [o._data for o in outs])
+    _check(src, out, num_chunks, "chunk_split")
+    src._ops["chunk_split"](src._data, num_chunks, [o._data for o in out])

@@ -695,9 +695,9 @@ class NDArray:
         cast to this dtype, padding zero; one launch on cuda (genesis_ndarray.chunk_cat). Returns self."""
         return _chunk_cat.chunk_cat(self, arrays, num_chunks)
 
-    def chunk_split(self, num_chunks: int, outs: Sequence[NDArray]) -> None:
-        """The inverse of ``chunk_cat_``: each of ``outs`` gets its rows back from this array."""
-        _chunk_cat.chunk_split(self, num_chunks, outs)
+    def chunk_split(self, num_chunks: int, out: Sequence[NDArray]) -> None:
+        """The inverse of ``chunk_cat_``: each array of ``out`` gets its rows back from this array."""
+        _chunk_cat.chunk_split(self, num_chunks, out)
 
     def kv_cache_write_(self, values: NDArray, k_new: NDArray, v_new: NDArray, positions: NDArray) -> NDArray:
         """This keys cache and the ``values`` one (contiguous (batch, heads, max_len, head_dim), one dtype) get

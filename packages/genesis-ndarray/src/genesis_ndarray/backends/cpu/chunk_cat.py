@@ -32,8 +32,8 @@ def chunk_cat(out: torch.Tensor, arrays: list[torch.Tensor], num_chunks: int) ->
 
 
 @reg("chunk_split")
-def chunk_split(src: torch.Tensor, num_chunks: int, outs: list[torch.Tensor]) -> None:
+def chunk_split(src: torch.Tensor, num_chunks: int, out: list[torch.Tensor]) -> None:
     grid = src.reshape(num_chunks, -1)
-    for o, n, at in _slots(outs, num_chunks):
+    for o, n, at in _slots(out, num_chunks):
         if n:
             o.copy_(grid[:, at : at + n].reshape(-1)[: o.numel()].view(o.shape))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import genesis_kernels as gk
 
-from .common import View, reg, stream_of
+from .common import View, forget_range, forget_ranges, reg, stream_of
 from .memory import contiguous, copy_
 from .optimizer import _upload
 
@@ -20,6 +20,7 @@ def _dense(views: list[View]) -> list[View]:
 
 @reg("chunk_cat")
 def chunk_cat(out: View, arrays: list[View], num_chunks: int) -> None:
+    forget_range(out)
     target = out if out.is_contiguous() else contiguous(out)
     gk.chunk_cat.chunk_cat(_dense(arrays), num_chunks, target, upload=_upload(out.device), stream=stream_of(out))
     if target is not out:
@@ -27,10 +28,11 @@ def chunk_cat(out: View, arrays: list[View], num_chunks: int) -> None:
 
 
 @reg("chunk_split")
-def chunk_split(src: View, num_chunks: int, outs: list[View]) -> None:
-    targets = _dense(outs)
+def chunk_split(src: View, num_chunks: int, out: list[View]) -> None:
+    forget_ranges(out)
+    targets = _dense(out)
     source = src if src.is_contiguous() else contiguous(src)
     gk.chunk_cat.chunk_split(source, num_chunks, targets, upload=_upload(src.device), stream=stream_of(src))
-    for o, t in zip(outs, targets):
+    for o, t in zip(out, targets):
         if t is not o:
             copy_(o, t)
