@@ -291,7 +291,6 @@ class FSDPParamGroup:
             return False
         if not slots:
             return False
-        reduced = slots
         self.finish_reduce()  # at most one reduce-scatter of this group in flight
         world, numel = self.world, self.numel
         with ag.no_grad():
@@ -299,26 +298,32 @@ class FSDPParamGroup:
             if grads is not None:  # the usual step: one launch writes the input from every gradient
                 inp = ag.empty(world * numel, dtype=self.reduce_dtype, device=self.device)
                 inp.data.chunk_cat_(grads, world)
-                slots = []  # (nothing left to copy)
-            else:  # a missing gradient counts zero
-                make = ag.empty if len(slots) == len(self.slots) else ag.zeros
-                inp = make(world * numel, dtype=self.reduce_dtype, device=self.device)
-            flat_inp = inp.data
-            for s in slots:
-                chunked = _rows_view(flat_inp, s, world, numel)
-                rows = s.spec.global_shape[0]
-                grad, s.unsharded.grad = s.unsharded.grad, None
-                first = grad if grad is not None else s.accumulated
-                assert first is not None
-                _copy_rows(chunked, first.data.reshape(rows, -1).astype(self.reduce_dtype), s.spec.chunk, rows, True)
-                if grad is not None and s.accumulated is not None:
-                    _copy_rows(chunked, s.accumulated.data.reshape(rows, -1), s.spec.chunk, rows, True, add=True)
-                s.accumulated = None
+            else:
+                inp = self._copy_in(slots)
             out = ag.empty(numel, dtype=self.reduce_dtype, device=self.device)
             work = reduce_scatter_tensor(out, inp, ReduceOp.AVG, group=self.shard_group, async_op=True)
         self._reduce = _Pending(work, [out, inp])
-        self._reduced_slots = reduced
+        self._reduced_slots = slots
         return True
+
+    def _copy_in(self, slots: list[ParamSlot]) -> Tensor:
+        """The reduce-scatter's input written a parameter at a time: what the one-launch path does not take
+        (gradients accumulated while synchronisation was off, added here; a missing gradient counts zero)."""
+        world, numel = self.world, self.numel
+        make = ag.empty if len(slots) == len(self.slots) else ag.zeros
+        inp = make(world * numel, dtype=self.reduce_dtype, device=self.device)
+        flat_inp = inp.data
+        for s in slots:
+            chunked = _rows_view(flat_inp, s, world, numel)
+            rows = s.spec.global_shape[0]
+            grad, s.unsharded.grad = s.unsharded.grad, None
+            first = grad if grad is not None else s.accumulated
+            assert first is not None
+            _copy_rows(chunked, first.data.reshape(rows, -1).astype(self.reduce_dtype), s.spec.chunk, rows, True)
+            if grad is not None and s.accumulated is not None:
+                _copy_rows(chunked, s.accumulated.data.reshape(rows, -1), s.spec.chunk, rows, True, add=True)
+            s.accumulated = None
+        return inp
 
     def _plain_grads(self, slots: list[ParamSlot]) -> list[NDArray] | None:
         """Every parameter's gradient (taken off it), when each has one in one dtype and none accumulated while
