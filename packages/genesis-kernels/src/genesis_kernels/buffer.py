@@ -150,6 +150,17 @@ def numel(shape: tuple[int, ...]) -> int:
     return n
 
 
+def is_dense(b: BufferLike) -> bool:
+    """Whether ``b`` is laid out row-major with no gaps (dims of size 1 may have any stride), as the
+    multi-tensor kernels stream it."""
+    expect = 1
+    for size, stride in zip(reversed(b.shape), reversed(b.strides)):
+        if size != 1 and stride != expect:
+            return False
+        expect *= size
+    return True
+
+
 def extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
     """One past the largest element offset a view can reach (0 for an empty view)."""
     if any(s == 0 for s in shape):

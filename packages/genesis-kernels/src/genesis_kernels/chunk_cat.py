@@ -30,7 +30,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from .buffer import BufferLike, dtype_info, tl_dtype
+from .buffer import BufferLike, dtype_info, is_dense, numel, tl_dtype
 from .elementwise import cast_to
 from .optimizer import NotDense, Upload
 from .runtime import Kernel, ptr_type
@@ -146,7 +146,7 @@ def _table(
     tensors are contiguous and that ``flat`` holds ``world * S`` elements."""
     shapes = [tuple(t.shape) for t in tensors]
     sizes, offsets, shard = slot_layout(shapes, world)
-    flat_numel = _numel(flat.shape)
+    flat_numel = numel(tuple(flat.shape))
     if flat_numel != world * shard:
         raise ValueError(
             f"{what}: the chunked buffer has {flat_numel} elements, but {len(shapes)} tensors of shapes "
@@ -157,13 +157,13 @@ def _table(
     extents = []
     ptrs = [flat.ptr]
     for t, shape, n, off in zip(tensors, shapes, sizes, offsets):
-        if not _dense(t):
+        if not is_dense(t):
             raise NotDense(f"{what}: tensors must be contiguous (shape {shape}, strides {tuple(t.strides)})")
-        numel = _numel(shape)
-        rows += [numel, t.ptr if numel else 0, n, off]
-        numels.append(numel)
-        extents.append((n, world * n if cover_padding else numel))
-        if numel:
+        count = numel(shape)
+        rows += [count, t.ptr if count else 0, n, off]
+        numels.append(count)
+        extents.append((n, world * n if cover_padding else count))
+        if count:
             ptrs.append(t.ptr)
     head = np.array(rows, dtype=np.int64)
     progs = _program_rows(tuple(extents), world, CHUNK)
@@ -173,28 +173,12 @@ def _table(
     return table, head.size, progs.size // 2, (CHUNK, _ROW, head.tobytes()), shard, vec
 
 
-def _numel(shape: Sequence[int]) -> int:
-    numel = 1
-    for s in shape:
-        numel *= s
-    return numel
-
-
-def _dense(b: BufferLike) -> bool:
-    expect = 1
-    for size, stride in zip(reversed(tuple(b.shape)), reversed(tuple(b.strides))):
-        if size != 1 and stride != expect:
-            return False
-        expect *= size
-    return True
-
-
 def chunk_cat(tensors: Sequence[BufferLike], world: int, out: BufferLike, *, upload: Upload, stream: int = 0) -> None:
     """Write ``tensors`` into ``out`` (``world`` shards of ``S`` elements, contiguous) in the chunked row
     layout, cast to ``out``'s dtype, padding rows zero. The tensors are contiguous and share one dtype."""
     if not tensors:
         return
-    if not _dense(out):
+    if not is_dense(out):
         raise NotDense(f"chunk_cat: the output must be contiguous (strides {tuple(out.strides)})")
     src_dtype = tensors[0].dtype
     if any(t.dtype != src_dtype for t in tensors):
@@ -216,7 +200,7 @@ def chunk_split(src: BufferLike, world: int, outs: Sequence[BufferLike], *, uplo
     ``src`` (``world`` shards of ``S`` elements, contiguous), cast to its dtype."""
     if not outs:
         return
-    if not _dense(src):
+    if not is_dense(src):
         raise NotDense(f"chunk_split: the chunked input must be contiguous (strides {tuple(src.strides)})")
     dst_dtype = outs[0].dtype
     if any(t.dtype != dst_dtype for t in outs):

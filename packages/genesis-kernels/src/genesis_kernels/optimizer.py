@@ -26,7 +26,7 @@ import triton
 import triton.language as tl
 
 from . import runtime
-from .buffer import BufferLike, accumulate_dtype, tl_dtype
+from .buffer import BufferLike, accumulate_dtype, is_dense, tl_dtype
 from .elementwise import cast_to, div_rn
 from .mathlib import lib
 from .runtime import Kernel, cdiv, ptr_type
@@ -386,7 +386,7 @@ def _rows(
                 raise ValueError(f"{name}: shape {tuple(b.shape)} does not match its parameter's {shape}")
             if dtype is not None and b.dtype != dtype:
                 raise TypeError(f"{name}: expected every tensor in {dtype}, got {b.dtype}")
-            if b.strides != dense and tuple(b.strides) != dense and not _contiguous(b):
+            if b.strides != dense and tuple(b.strides) != dense and not is_dense(b):
                 raise NotDense(f"{name}: tensors must be contiguous (shape {shape}, strides {tuple(b.strides)})")
             ptr = b.ptr
             bits |= ptr
@@ -404,15 +404,6 @@ def _layout(shape: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
         strides.append(expect)
         expect *= size
     return expect, tuple(reversed(strides))
-
-
-def _contiguous(b: BufferLike) -> bool:
-    expect = 1
-    for size, stride in zip(reversed(b.shape), reversed(b.strides)):
-        if size != 1 and stride != expect:
-            return False
-        expect *= size
-    return True
 
 
 def _scalar(dtype: str) -> str:
