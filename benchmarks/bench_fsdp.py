@@ -130,24 +130,18 @@ def setup(args: argparse.Namespace) -> dict:
 def profile_step(name: str, trainer: Trainer, x: np.ndarray, y: np.ndarray, env: dict) -> None:
     """One step of ``trainer`` (every rank runs it; rank 0 under torch.profiler, which sees genesis's kernels
     too): wall time, compute-kernel and NCCL-kernel GPU time, the largest kernels."""
-    from torch.profiler import ProfilerActivity, profile
+    from profile_gpt_kernels import print_largest, profiled
 
     trainer.sync()
     if env["rank"] != 0:
         trainer.step(x, y)
         trainer.sync()
         return
-    start = time.perf_counter()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        trainer.step(x, y)
-        trainer.sync()
-    wall = (time.perf_counter() - start) * 1e3
-    kernels = [e for e in prof.key_averages() if e.device_time_total > 0]
+    wall, kernels = profiled(lambda: (trainer.step(x, y), trainer.sync()))
     nccl = sum(e.device_time_total for e in kernels if "nccl" in e.key.lower()) / 1e3
     compute = sum(e.device_time_total for e in kernels if "nccl" not in e.key.lower()) / 1e3
     print(f"  profile {name}: step {wall:.1f} ms; compute kernels {compute:.1f} ms, NCCL kernels {nccl:.1f} ms")
-    for e in sorted(kernels, key=lambda e: -e.device_time_total)[:8]:
-        print(f"      {e.device_time_total / 1e3:8.2f} ms  x{e.count:<5d} {e.key[:90]}")
+    print_largest(kernels, 8, width=90)
 
 
 def gather(value: Any, env: dict) -> list[Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import numpy as np
 from torch.profiler import ProfilerActivity, profile
@@ -29,6 +30,21 @@ MAKERS = {
 }
 
 
+def profiled(step: Callable[[], None]) -> tuple[float, list]:
+    """``step()`` (which ends synchronised) under torch.profiler: its wall milliseconds and the kernels that
+    ran, one entry per kernel name (``device_time_total`` in microseconds, ``count``, ``key``)."""
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+    wall = (time.perf_counter() - start) * 1e3
+    return wall, [e for e in prof.key_averages() if e.device_time_total > 0]
+
+
+def print_largest(kernels: list, top: int, width: int = 100) -> None:
+    for e in sorted(kernels, key=lambda e: -e.device_time_total)[:top]:
+        print(f"    {e.device_time_total / 1e3:7.2f} ms  x{e.count:<4d} {e.key[:width]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", nargs="+", default=["genesis", "genesis-compile", "torch"])
@@ -41,17 +57,11 @@ def main() -> None:
         for _ in range(4):  # warm-up: compiles, captures, records (reduce-overhead: the third call)
             trainer.step(x, y)
         trainer.sync()
-        start = time.perf_counter()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            trainer.step(x, y)
-            trainer.sync()
-        wall = (time.perf_counter() - start) * 1e3
-        kernels = [e for e in prof.key_averages() if e.device_time_total > 0]
+        wall, kernels = profiled(lambda t=trainer: (t.step(x, y), t.sync()))
         busy = sum(e.device_time_total for e in kernels) / 1e3
         launches = sum(e.count for e in kernels)
         print(f"{name}: GPU busy {busy:.2f} ms over {launches} kernels (profiled wall {wall:.1f} ms)")
-        for e in sorted(kernels, key=lambda e: -e.device_time_total)[: args.top]:
-            print(f"    {e.device_time_total / 1e3:7.2f} ms  x{e.count:<4d} {e.key[:100]}")
+        print_largest(kernels, args.top)
         del trainer
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 import genesis_kernels as gk
@@ -25,6 +26,18 @@ INTS = ("int8", "int16", "int32", "int64", "uint8")
 def buf(t: torch.Tensor) -> gk.Buffer:
     """A torch tensor's memory as a buffer (host memory under the interpreter, device memory on the GPU)."""
     return gk.Buffer(t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype).removeprefix("torch."))
+
+
+class Uploads:
+    """The ``upload`` the multi-tensor launchers need: the table as a tensor on ``device``, kept alive here."""
+
+    def __init__(self, device: str) -> None:
+        self.device, self.keep = device, []
+
+    def __call__(self, table: np.ndarray, key: object = None) -> int:
+        t = torch.from_numpy(table.copy()).to(self.device)
+        self.keep.append(t)
+        return t.data_ptr()
 
 
 def sync(device: str) -> None:

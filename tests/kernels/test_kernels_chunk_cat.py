@@ -5,25 +5,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import torch
-from kernels_helpers import TORCH_DTYPES, buf, make, sync
+from kernels_helpers import TORCH_DTYPES, Uploads, buf, make, sync
 
 from genesis_kernels import chunk_cat as gkc
 from genesis_kernels.optimizer import NotDense
-
-
-class Uploads:
-    """The ``upload`` the launchers need: the table as a tensor on ``device``, kept alive here."""
-
-    def __init__(self, device: str) -> None:
-        self.device, self.keep = device, []
-
-    def __call__(self, table: np.ndarray, key: object = None) -> int:
-        t = torch.from_numpy(table.copy()).to(self.device)
-        self.keep.append(t)
-        return t.data_ptr()
 
 
 def reference_cat(tensors: list[torch.Tensor], world: int, dtype: torch.dtype) -> torch.Tensor:

@@ -3,10 +3,9 @@ rules, run in float64 as the reference; mixed sizes in one launch, each tensor's
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
-from kernels_helpers import buf, sync
+from kernels_helpers import Uploads, buf, sync
 from torch.optim.adam import adam as torch_adam
 from torch.optim.sgd import sgd as torch_sgd
 
@@ -16,18 +15,6 @@ from genesis_kernels import optimizer as gko
 # A full chunk plus a ragged one, odd sizes, a single element, an empty tensor.
 SHAPES = [(gko.CHUNK + 37,), (3, 37), (1,), (0, 4), (129,)]
 GPU_SHAPES = [(4 * gko.CHUNK + 3,), (768, 2304), (1,), (5,), (50304 // 8, 9)]
-
-
-class Uploads:
-    """The ``upload`` the launchers need: the table as a tensor on ``device``, kept alive here."""
-
-    def __init__(self, device: str) -> None:
-        self.device, self.keep = device, []
-
-    def __call__(self, table: np.ndarray, key: object = None) -> int:
-        t = torch.from_numpy(table.copy()).to(self.device)
-        self.keep.append(t)
-        return t.data_ptr()
 
 
 def _f64(t: torch.Tensor) -> torch.Tensor:

@@ -176,42 +176,43 @@ def _table(
 def chunk_cat(tensors: Sequence[BufferLike], world: int, out: BufferLike, *, upload: Upload, stream: int = 0) -> None:
     """Write ``tensors`` into ``out`` (``world`` shards of ``S`` elements, contiguous) in the chunked row
     layout, cast to ``out``'s dtype, padding rows zero. The tensors are contiguous and share one dtype."""
-    if not tensors:
-        return
-    if not is_dense(out):
-        raise NotDense(f"chunk_cat: the output must be contiguous (strides {tuple(out.strides)})")
-    src_dtype = tensors[0].dtype
-    if any(t.dtype != src_dtype for t in tensors):
-        raise TypeError(f"chunk_cat: expected every tensor in {src_dtype}, got {sorted({t.dtype for t in tensors})}")
-    table, base, programs, key, shard, vec = _table(tensors, world, out, True, "chunk_cat")
-    if programs == 0:
-        return
-    consts = dict(SRC=tl_dtype(src_dtype), VEC=vec, ALIGN=16 if vec > 1 else 1, BLOCK=BLOCK, CHUNK=CHUNK)
-    spec = (src_dtype, out.dtype, vec)
-    fn = _CAT.cache.get(spec)
-    if fn is None:
-        types = {"table": "*i64", "chunk_base": "i64", "dst": ptr_type(out.dtype), "shard_numel": "i64"}
-        fn = _CAT.build(spec, types, consts, aligned=("dst",) if vec > 1 else (), num_warps=4)
-    fn((programs, 1, 1), stream, (upload(table, key), base, out.ptr, shard, *consts.values()))
+    _launch(_CAT, "SRC", "dst", tensors, world, out, True, upload, stream, "chunk_cat")
 
 
 def chunk_split(src: BufferLike, world: int, outs: Sequence[BufferLike], *, upload: Upload, stream: int = 0) -> None:
     """The inverse of ``chunk_cat``: each of ``outs`` (contiguous, one dtype) gets its rows back from
     ``src`` (``world`` shards of ``S`` elements, contiguous), cast to its dtype."""
-    if not outs:
+    _launch(_SPLIT, "DST", "src", outs, world, src, False, upload, stream, "chunk_split")
+
+
+def _launch(
+    kernel: Kernel,
+    many_dtype: str,
+    flat_name: str,
+    tensors: Sequence[BufferLike],
+    world: int,
+    flat: BufferLike,
+    cover_padding: bool,
+    upload: Upload,
+    stream: int,
+    what: str,
+) -> None:
+    """One launch of ``kernel`` between the ``tensors`` (one dtype, the constexpr ``many_dtype`` names it) and
+    the chunked ``flat`` buffer (the kernel's argument ``flat_name``)."""
+    if not tensors:
         return
-    if not is_dense(src):
-        raise NotDense(f"chunk_split: the chunked input must be contiguous (strides {tuple(src.strides)})")
-    dst_dtype = outs[0].dtype
-    if any(t.dtype != dst_dtype for t in outs):
-        raise TypeError(f"chunk_split: expected every output in {dst_dtype}, got {sorted({t.dtype for t in outs})}")
-    table, base, programs, key, shard, vec = _table(outs, world, src, False, "chunk_split")
+    if not is_dense(flat):
+        raise NotDense(f"{what}: the chunked buffer must be contiguous (strides {tuple(flat.strides)})")
+    dtype = tensors[0].dtype
+    if any(t.dtype != dtype for t in tensors):
+        raise TypeError(f"{what}: expected every tensor in {dtype}, got {sorted({t.dtype for t in tensors})}")
+    table, base, programs, key, shard, vec = _table(tensors, world, flat, cover_padding, what)
     if programs == 0:
         return
-    consts = dict(DST=tl_dtype(dst_dtype), VEC=vec, ALIGN=16 if vec > 1 else 1, BLOCK=BLOCK, CHUNK=CHUNK)
-    spec = (src.dtype, dst_dtype, vec)
-    fn = _SPLIT.cache.get(spec)
+    consts = {many_dtype: tl_dtype(dtype), "VEC": vec, "ALIGN": 16 if vec > 1 else 1, "BLOCK": BLOCK, "CHUNK": CHUNK}
+    spec = (dtype, flat.dtype, vec)
+    fn = kernel.cache.get(spec)
     if fn is None:
-        types = {"table": "*i64", "chunk_base": "i64", "src": ptr_type(src.dtype), "shard_numel": "i64"}
-        fn = _SPLIT.build(spec, types, consts, aligned=("src",) if vec > 1 else (), num_warps=4)
-    fn((programs, 1, 1), stream, (upload(table, key), base, src.ptr, shard, *consts.values()))
+        types = {"table": "*i64", "chunk_base": "i64", flat_name: ptr_type(flat.dtype), "shard_numel": "i64"}
+        fn = kernel.build(spec, types, consts, aligned=(flat_name,) if vec > 1 else (), num_warps=4)
+    fn((programs, 1, 1), stream, (upload(table, key), base, flat.ptr, shard, *consts.values()))
