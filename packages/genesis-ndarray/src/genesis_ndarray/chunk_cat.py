@@ -23,19 +23,20 @@ if TYPE_CHECKING:  # ndarray.py imports this module for its methods
     from .ndarray import NDArray
 
 
-def shard_numel(shapes: Sequence[tuple[int, ...]], num_chunks: int, what: str) -> int:
-    """``S``: one shard's elements for arrays of these shapes over ``num_chunks`` chunks."""
+def slot_sizes(shapes: Sequence[tuple[int, ...]], num_chunks: int, what: str) -> list[int]:
+    """Each array's slot in a shard (``ceil(D0 / num_chunks) * prod(rest)`` elements), for arrays of these
+    shapes over ``num_chunks`` chunks; the slots follow one another, so ``S`` is their sum."""
     if num_chunks.__class__ is not int or num_chunks < 1:
         raise RuntimeError(f"{what}: expected a positive int num_chunks, got {num_chunks!r}")
-    total = 0
+    sizes = []
     for shape in shapes:
         if not shape:
             raise RuntimeError(f"{what} expects non-scalar input tensors (got a 0-d one)")
         row = 1
         for s in shape[1:]:
             row *= s
-        total += -(-shape[0] // num_chunks) * row
-    return total
+        sizes.append(-(-shape[0] // num_chunks) * row)
+    return sizes
 
 
 def _check(chunked: NDArray, arrays: Sequence[NDArray], num_chunks: int, what: str) -> None:
@@ -50,7 +51,7 @@ def _check(chunked: NDArray, arrays: Sequence[NDArray], num_chunks: int, what: s
             )
         if a.dtype is not dtype:
             raise RuntimeError(f"{what} expects all tensors in one dtype, got {dtype.name} and {a.dtype.name}")
-    need = num_chunks * shard_numel([a.shape for a in arrays], num_chunks, what)
+    need = num_chunks * sum(slot_sizes([a.shape for a in arrays], num_chunks, what))
     have = chunked.numel()
     if have != need:
         raise RuntimeError(

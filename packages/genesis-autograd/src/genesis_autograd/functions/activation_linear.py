@@ -26,16 +26,13 @@ from .matmul import linear_operands, recast
 if TYPE_CHECKING:
     from ..tensor import Tensor
 
-# activation kind -> the elementwise unary op of its forward
-ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_tanh", "silu": "silu"}
-
 
 class ActivationLinear(Primitive):
     autocast_policy = "own"  # casts its own operands, as Linear does
 
     @staticmethod
     def forward(ctx, h, w, b, kind, keep_weight):
-        act = wrap(h, h.data.unary(ACTIVATIONS[kind]))
+        act = wrap(h, h.data.unary(kind))
         xd, wd, bd = linear_operands(act, w, b)
         if ctx.records:
             need = ctx.needs_input_grad
@@ -74,7 +71,7 @@ class ActivationLinear(Primitive):
             gx = None  # (the step's memory peaks in these backwards: nothing is held longer than it is read)
             bias_dtype = None
         elif need[1]:
-            act = hd.unary(ACTIVATIONS[kind])
+            act = hd.unary(kind)
         gw = None
         if need[1] or bias_dtype is not None:
             if act is not None and act.dtype is not ctx.product_dtype:
@@ -114,7 +111,7 @@ def _recorded_backward(ctx, g, h, w):
 
 
 def activation_linear(h: Tensor, weight: Tensor, bias: Tensor | None, kind: str, keep_weight: bool = False) -> Tensor:
-    """``linear(act(h), weight, bias)``, ``act`` one of ``ACTIVATIONS``, keeping ``h`` alone for backward
-    (``keep_weight``: the weight itself too, not autocast's cast of it, cast again in backward; for a weight that
-    lives anyway, a parameter)."""
+    """``linear(act(h), weight, bias)``, ``act`` named by ``kind`` as its elementwise op ("gelu", "gelu_tanh",
+    "silu"), keeping ``h`` alone for backward (``keep_weight``: the weight itself too, not autocast's cast of
+    it, cast again in backward; for a weight that lives anyway, a parameter)."""
     return ActivationLinear.apply(h, weight, bias, kind, keep_weight)

@@ -81,12 +81,8 @@ class AddNorm(Primitive):
             )
             total = _unrows(total, gy, n)
             low = None if low is None else _unrows(low, gy, n)
-
-        def grad_in(dtype):
-            return wrap(like, low if low is not None and low.dtype is dtype else total.astype(dtype))
-
-        gx = grad_in(x_dtype) if need[0] else None
-        gr = (gx if r_dtype is x_dtype and gx is not None else grad_in(r_dtype)) if need[1] else None
+        gx = _grad_in(like, total, low, x_dtype) if need[0] else None
+        gr = (gx if r_dtype is x_dtype and gx is not None else _grad_in(like, total, low, r_dtype)) if need[1] else None
         return (
             gx,
             gr,
@@ -97,6 +93,11 @@ class AddNorm(Primitive):
             None,
             None,
         )
+
+
+def _grad_in(like, total, low, dtype):
+    """An addend's gradient in its ``dtype``: ``low`` where the backward wrote it in that dtype, else the sum cast."""
+    return wrap(like, low if low is not None and low.dtype is dtype else total.astype(dtype))
 
 
 def _composed(input, residual, normalized_shape, weight, bias, eps, rms: bool):

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
+from ...chunk_cat import slot_sizes
 from .common import reg
 
 
 def _slots(arrays: list[torch.Tensor], num_chunks: int):
     """(array, its slot's elements per chunk, the slot's offset in a chunk) for each array."""
     at = 0
-    for a in arrays:
-        n = -(-a.shape[0] // num_chunks) * math.prod(a.shape[1:])
+    for a, n in zip(arrays, slot_sizes([tuple(a.shape) for a in arrays], num_chunks, "chunk_cat")):
         yield a, n, at
         at += n
 

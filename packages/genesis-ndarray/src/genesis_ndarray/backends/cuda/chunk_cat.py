@@ -8,6 +8,7 @@ arrays go through contiguous copies (the launcher refuses them before launching 
 from __future__ import annotations
 
 import genesis_kernels as gk
+import genesis_storage as gs
 
 from .common import View, forget_range, forget_ranges, reg, stream_of
 from .memory import contiguous, copy_
@@ -21,7 +22,7 @@ def _dense(views: list[View]) -> list[View]:
 @reg("chunk_cat")
 def chunk_cat(out: View, arrays: list[View], num_chunks: int) -> None:
     forget_range(out)
-    target = out if out.is_contiguous() else contiguous(out)
+    target = out if out.is_contiguous() else gs.empty(out.shape, out.dtype, out.device)  # all of it is written
     gk.chunk_cat.chunk_cat(_dense(arrays), num_chunks, target, upload=_upload(out.device), stream=stream_of(out))
     if target is not out:
         copy_(out, target)
